@@ -1,0 +1,295 @@
+"""The agent loop: one user prompt (a task) and the model calls (turns) it takes.
+
+A task ends when the model answers without tool calls (`done`), the turn budget runs
+out (`max_turns`), the user cancels (`cancelled`) or the provider fails (`failed`).
+Whatever way it ends, every tool call the model made gets exactly one stored result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from seri_lsp.cancel import TaskCancelled
+from seri_lsp.compaction import NOT_ENOUGH, CompactionFailed
+from seri_lsp.events import Delta, TurnEnded
+from seri_lsp.messages import Message, ToolCall
+from seri_lsp.pairing import repair_tool_pairs
+from seri_lsp.provider import ContextTooLong, ProviderError, Reply
+from seri_lsp.tools import Toolbox, ToolOutcome
+
+if TYPE_CHECKING:
+    from seri_lsp.conversation import Conversation
+    from seri_lsp.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+# Compactions (attempted, automatic or on overflow) allowed within one task, so a
+# history that cannot be shrunk never loops on the summariser.
+MAX_COMPACTIONS_PER_TASK = 3
+
+
+class TaskFailed(Exception):
+    """The task cannot go on; the message says why."""
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How a task ended."""
+
+    status: str
+    turns: int
+    error: str | None = None
+    final_text: str = ""
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"status": self.status, "turns": self.turns}
+        if self.error:
+            wire["error"] = self.error
+        return wire
+
+
+class AgentLoop:
+    """Runs tasks in one conversation."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        conversation: Conversation,
+        toolbox: Toolbox,
+        max_turns: Callable[[], int],
+    ) -> None:
+        self.engine = engine
+        self.conversation = conversation
+        self.toolbox = toolbox
+        self.max_turns = max_turns
+        self._compactions = 0
+        self._reply: Reply | None = None
+
+    async def run(self, prompt: str) -> TaskOutcome:
+        """Run one task to its end; never raises for provider or tool trouble."""
+        conversation = self.conversation
+        self._compactions = 0
+        turns = 0
+        status, error, final_text = "done", None, ""
+        await conversation.append(Message(role="user", content=prompt))
+        async with self.engine.host.progress("seri: working") as progress:
+            try:
+                while True:
+                    if turns >= self.max_turns():
+                        status = "max_turns"
+                        error = (
+                            f"Stopped after {turns} turns (the turn budget). Send another "
+                            "prompt to go on, or raise the budget with /max-turns N."
+                        )
+                        break
+                    await self._auto_compact()
+                    progress.report(f"turn {turns + 1}")
+                    reply = await self._call_model()
+                    turns += 1
+                    assistant = await self._store_reply(reply)
+                    if not assistant.tool_calls:
+                        final_text = assistant.content
+                        break
+                    await self._run_tools(assistant)
+            except TaskCancelled:
+                status, error = "cancelled", "Cancelled by the user."
+                await self._store_partial_reply()
+            except (TaskFailed, ProviderError) as exc:
+                status, error = "failed", str(exc)
+            except Exception as exc:  # a bug must end the task, not the server
+                logger.exception("The task failed unexpectedly")
+                status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+            await self._answer_open_calls(status)
+        outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
+        await conversation.record_event("task_ended", outcome.to_wire())
+        self.engine.host.emit(TurnEnded(conversation.id, status, turns))
+        return outcome
+
+    # --- model calls -------------------------------------------------------------------
+
+    async def _request_messages(self) -> list[dict[str, Any]]:
+        conversation = self.conversation
+        messages, repairs = repair_tool_pairs(conversation.messages)
+        for repair in repairs:
+            self.engine.host.log("warning", f"Repaired the request history: {repair}.")
+        if repairs:
+            await conversation.record_event("repair", {"repairs": repairs})
+        return [conversation.system_message()] + [m.to_provider() for m in messages]
+
+    async def _send(self) -> Reply:
+        conversation = self.conversation
+        messages = await self._request_messages()
+        self._reply = Reply()
+        return await conversation.scope.run(
+            self.engine.provider.complete(
+                messages,
+                self.toolbox.schemas(),
+                reply=self._reply,
+                on_delta=lambda text: self.engine.host.emit(Delta(conversation.id, text)),
+                on_retry=conversation.record_retry,
+            )
+        )
+
+    async def _call_model(self) -> Reply:
+        try:
+            return await self._send()
+        except ContextTooLong as first:
+            await self._overflow_compact(first)
+            try:
+                return await self._send()
+            except ContextTooLong as second:
+                raise TaskFailed(
+                    f"The request was still too long for the model after compacting: {second}"
+                ) from second
+
+    async def _overflow_compact(self, rejection: ContextTooLong) -> None:
+        compactor = self.engine.compactor
+        if self._compactions >= MAX_COMPACTIONS_PER_TASK:
+            raise TaskFailed(f"{rejection} This task already compacted {self._compactions} times.")
+        plan = compactor.plan(self.conversation)
+        if plan is None:
+            raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
+        self._compactions += 1
+        try:
+            await compactor.compact(self.conversation, plan, trigger="overflow")
+        except CompactionFailed as exc:
+            await self.conversation.record_event(
+                "compaction_failed", {"trigger": "overflow", "error": str(exc)}
+            )
+            raise TaskFailed(f"{rejection} Compacting to make room failed: {exc}.") from exc
+
+    async def _auto_compact(self) -> None:
+        """Compact before the call when the estimate reaches half the window (fail-soft)."""
+        conversation = self.conversation
+        if self._compactions >= MAX_COMPACTIONS_PER_TASK:
+            return
+        window = await self.engine.provider.context_window()
+        estimate = conversation.estimate_tokens()
+        if estimate * 2 < window:
+            return
+        plan = self.engine.compactor.plan(conversation)
+        if plan is None:
+            self.engine.host.log(
+                "info",
+                f"The history is at {estimate} of {window} tokens, but too little of it "
+                "can be compacted; going on uncompacted.",
+            )
+            return
+        self._compactions += 1
+        try:
+            await self.engine.compactor.compact(conversation, plan, trigger="auto")
+        except CompactionFailed as exc:
+            self.engine.host.log("warning", f"Automatic compaction failed; going on: {exc}.")
+            await conversation.record_event(
+                "compaction_failed", {"trigger": "auto", "error": str(exc)}
+            )
+
+    async def _store_reply(self, reply: Reply) -> Message:
+        conversation = self.conversation
+        if reply.usage is not None:
+            await conversation.record_usage(reply.usage, purpose="turn")
+        self._reply = None
+        return await conversation.append(
+            Message(
+                role="assistant",
+                content=reply.content,
+                thinking=reply.thinking or None,
+                tool_calls=tuple(reply.tool_calls),
+            )
+        )
+
+    async def _store_partial_reply(self) -> None:
+        """After a cancel mid-stream, keep what the model had said (its calls were incomplete)."""
+        reply, self._reply = self._reply, None
+        if reply is not None and (reply.content or reply.thinking):
+            await self.conversation.append(
+                Message(role="assistant", content=reply.content, thinking=reply.thinking or None)
+            )
+
+    # --- tools -------------------------------------------------------------------------
+
+    async def _run_tools(self, assistant: Message) -> None:
+        conversation = self.conversation
+        calls = list(assistant.tool_calls)
+        rules: list[Message] = []
+        index = 0
+        while index < len(calls):
+            conversation.scope.check()
+            if calls[index].name == "task":
+                # Subagents share this task's cancel scope and run side by side.
+                end = index
+                while end < len(calls) and calls[end].name == "task":
+                    end += 1
+                batch = calls[index:end]
+                outcomes = await asyncio.gather(*(self.toolbox.run(call) for call in batch))
+                for call, outcome in zip(batch, outcomes, strict=True):
+                    rules += await self._store_result(call, outcome)
+                index = end
+            else:
+                outcome = await conversation.scope.run(self.toolbox.run(calls[index]))
+                rules += await self._store_result(calls[index], outcome)
+                index += 1
+        for rule in rules:
+            await conversation.append(rule)
+        conversation.scope.check()
+
+    async def _store_result(self, call: ToolCall, outcome: ToolOutcome) -> list[Message]:
+        conversation = self.conversation
+        engine = self.engine
+        await conversation.append(
+            Message(
+                role="tool",
+                content=outcome.content,
+                tool_call_id=call.id,
+                is_error=outcome.is_error,
+            )
+        )
+        if outcome.read or outcome.modified:
+            await engine.io(engine.store.add_paths, conversation.id, outcome.read, outcome.modified)
+        if outcome.denial is not None:
+            path = (call.parsed_arguments() or {}).get("path")
+            await conversation.record_event(
+                "denial", {"tool": call.name, "path": path, "reason": outcome.denial}
+            )
+            engine.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
+        if outcome.edit_via is not None:
+            await conversation.record_event(
+                "edit", {"tool": call.name, "path": outcome.modified[0], "via": outcome.edit_via}
+            )
+        return await self._rules_for(outcome.read + outcome.modified)
+
+    async def _rules_for(self, paths: tuple[str, ...]) -> list[Message]:
+        """Glob rules that the touched paths fire for the first time in this session."""
+        conversation = self.conversation
+        messages = []
+        for rule in conversation.frozen.glob_rules:
+            if rule.path in conversation.fired_rules:
+                continue
+            path = next((p for p in paths if rule.matches(p)), None)
+            if path is None:
+                continue
+            conversation.fired_rules.add(rule.path)
+            await self.engine.io(self.engine.store.mark_rule_fired, conversation.id, rule.path)
+            messages.append(Message(role="user", content=rule.as_message(path), kind="rule"))
+        return messages
+
+    async def _answer_open_calls(self, status: str) -> None:
+        """Give every unanswered call of the last assistant message an explicit result."""
+        messages = self.conversation.messages
+        last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+        if last is None or not last.tool_calls:
+            return
+        position = messages.index(last)
+        answered = {m.tool_call_id for m in messages[position + 1 :] if m.role == "tool"}
+        reason = {
+            "cancelled": "Cancelled: the user stopped the task before this call finished.",
+        }.get(status, f"Not run: the task ended ({status}) before this call ran.")
+        for call in last.tool_calls:
+            if call.id not in answered:
+                await self.conversation.append(
+                    Message(role="tool", content=reason, tool_call_id=call.id, is_error=True)
+                )

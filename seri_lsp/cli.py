@@ -1,0 +1,259 @@
+"""The `seri-lsp` command: the language server (default) and terminal subcommands.
+
+seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
+seri-lsp sessions [--all] [--json]
+seri-lsp show ID [--json]
+seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from seri_lsp import __version__
+from seri_lsp.engine import Engine
+from seri_lsp.errors import SeriError
+from seri_lsp.events import Delta, Event, MessageStored
+from seri_lsp.host import Host, Level
+from seri_lsp.messages import Message
+from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
+from seri_lsp.sessions import SessionStore
+from seri_lsp.settings import load_settings
+from seri_lsp.store import Database, StoreError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
+    try:
+        if args.command == "sessions":
+            return _sessions(args)
+        if args.command == "show":
+            return _show(args)
+        if args.command == "run":
+            return asyncio.run(_run(args))
+        return _serve(args)
+    except (StoreError, SeriError) as exc:
+        print(f"seri-lsp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--profile-root",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="profile folder holding seri.db (default: $SERI_PROFILE_ROOT or the user data dir)",
+    )
+    common.add_argument(
+        "--log-level",
+        default=argparse.SUPPRESS,
+        choices=["debug", "info", "warning", "error"],
+        help="how much to log on stderr",
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="seri-lsp",
+        description="seri's session-and-context engine, served over the Language Server Protocol.",
+        parents=[common],
+    )
+    parser.set_defaults(profile_root=None, log_level="warning", command=None)
+    parser.add_argument("--version", action="version", version=f"seri-lsp {__version__}")
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")
+    transport.add_argument("--tcp", action="store_true", help="serve on a TCP port")
+    parser.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
+    parser.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
+    parser.add_argument(
+        "--max-turns", type=_positive, metavar="N", help="cap model turns per task (default 500)"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sessions = commands.add_parser("sessions", parents=[common], help="list sessions")
+    sessions.add_argument("--all", action="store_true", help="every project, not just this one")
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    sessions.add_argument("--project", metavar="DIR", help="the project (default: this folder)")
+
+    show = commands.add_parser("show", parents=[common], help="print one conversation")
+    show.add_argument("session_id", metavar="ID", help="session id (or a unique prefix)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+
+    run = commands.add_parser("run", parents=[common], help="run one prompt without an editor")
+    run.add_argument("prompt", metavar="PROMPT")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--continue", dest="continue_", action="store_true", help="latest session")
+    which.add_argument("--resume", metavar="ID", help="a given session")
+    run.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns")
+    run.add_argument("--workspace", metavar="DIR", help="the project folder (default: here)")
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from seri_lsp.lsp.server import ServerOptions, create_server
+
+    server = create_server(ServerOptions(profile_root=args.profile_root, max_turns=args.max_turns))
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    else:
+        server.start_io()
+    return 0
+
+
+def _open_store(args: argparse.Namespace) -> SessionStore:
+    root = ensure_profile_root(resolve_profile_root(args.profile_root, None))
+    return SessionStore(Database.open(root / DB_NAME))
+
+
+def _here(value: str | None) -> str:
+    return os.path.realpath(value or os.getcwd())
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    infos = store.list(None if args.all else _here(args.project))
+    if args.json:
+        print(json.dumps([info.to_wire(_default_turns(args)) for info in infos], indent=2))
+        return 0
+    if not infos:
+        print(
+            "No sessions." if args.all else "No sessions in this project (--all lists every one)."
+        )
+        return 0
+    for info in infos:
+        project = f"  {info.project}" if args.all else ""
+        count = f"{info.message_count:>4} msgs"
+        print(f"{info.id}  {info.updated_at[:19]}  {count}  {info.title}{project}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    info = store.resolve(args.session_id)
+    messages = store.messages(info.id)
+    if args.json:
+        payload = {
+            "session": info.to_wire(_default_turns(args)),
+            "messages": [message.to_wire() for message in messages],
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        return 0
+    print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
+    for message in messages:
+        print(format_message(message))
+    return 0
+
+
+def _default_turns(args: argparse.Namespace) -> int:
+    root = resolve_profile_root(args.profile_root, None)
+    return load_settings(root)[0].max_turns
+
+
+def format_message(message: Message) -> str:
+    """One message as the terminal shows it."""
+    if message.role == "user":
+        label = {"recap": "recap", "rule": "rule"}.get(message.kind or "", "you")
+        return f"\n[{label}] {message.content}"
+    if message.role == "tool":
+        status = "error" if message.is_error else "result"
+        text = message.content if len(message.content) <= 400 else message.content[:400] + " …"
+        return f"  <- {status}: {text}"
+    lines = [f"\n[seri] {message.content}" if message.content else ""]
+    lines += [f"  -> {call.name} {call.arguments}" for call in message.tool_calls]
+    return "\n".join(line for line in lines if line)
+
+
+class TerminalHost(Host):
+    """The engine's host for `seri-lsp run`: prints the conversation as it happens."""
+
+    def __init__(self) -> None:
+        self._streaming: str | None = None
+        self.root_session: str | None = None
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, Delta):
+            if self._streaming != event.session_id:
+                prefix = "" if event.session_id == self.root_session else "(subagent) "
+                print(f"\n[seri] {prefix}", end="")
+                self._streaming = event.session_id
+            print(event.text, end="", flush=True)
+        elif isinstance(event, MessageStored):
+            message = event.message
+            if message.role == "assistant" and self._streaming == event.session_id:
+                print()
+                message = Message(role="assistant", tool_calls=message.tool_calls)
+            self._streaming = None
+            text = format_message(message)
+            if text:
+                indent = "" if event.session_id == self.root_session else "    "
+                print("\n".join(indent + line for line in text.split("\n")), flush=True)
+
+    def log(self, level: Level, message: str) -> None:
+        if level in ("error", "warning"):
+            print(f"seri-lsp: {message}", file=sys.stderr)
+
+    def show(self, level: Level, message: str) -> None:
+        print(f"seri-lsp: {message}", file=sys.stderr)
+
+    async def ask(self, message: str, choices: list[str]) -> str | None:
+        if not sys.stdin.isatty():
+            return None
+        options = " / ".join(f"[{i}] {choice}" for i, choice in enumerate(choices, start=1))
+        answer = await asyncio.to_thread(input, f"\n{message}\n{options}: ")
+        try:
+            return choices[int(answer.strip()) - 1]
+        except (ValueError, IndexError):
+            return None
+
+
+async def _run(args: argparse.Namespace) -> int:
+    workspace = Path(_here(args.workspace))
+    root = resolve_profile_root(args.profile_root, None)
+    settings, problems = load_settings(root)
+    for problem in problems:
+        print(f"seri-lsp: {problem}", file=sys.stderr)
+    host = TerminalHost()
+    engine = Engine.open(
+        profile_root=root,
+        settings=settings,
+        project=str(workspace),
+        workspace_roots=[workspace],
+        host=host,
+        max_turns_flag=args.max_turns,
+    )
+    try:
+        await engine.import_legacy()
+        if args.resume:
+            session = await engine.resume_session(args.resume)
+        elif args.continue_:
+            session = await engine.continue_session() or await engine.new_session()
+        else:
+            session = await engine.new_session()
+        host.root_session = session["id"]
+        result = await engine.prompt(args.prompt)
+    finally:
+        await engine.close()
+    if result.get("error"):
+        print(f"seri-lsp: {result['error']}", file=sys.stderr)
+    print(f"\n[{result.get('status', 'done')}] session {session['id']}", file=sys.stderr)
+    return 0 if result.get("status", "done") == "done" else 1

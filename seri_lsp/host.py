@@ -1,0 +1,73 @@
+"""What the engine needs from the face it runs behind (an editor, or a terminal).
+
+The engine never imports pygls; it talks to this interface. The defaults describe a
+host with no editor: no open buffers, no workspace edits, nobody to ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from seri_lsp.events import Event
+
+Level = Literal["error", "warning", "info", "log"]
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """How a host applied (or refused) a change to a file's text."""
+
+    applied: bool
+    reason: str = ""
+
+
+class ProgressReporter:
+    """Reports the progress of one piece of long work."""
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        """Tell the user how far the work has come."""
+
+
+class Host:
+    """The face's services. Subclasses override what their face can do."""
+
+    def emit(self, event: Event) -> None:
+        """Deliver an engine event (a stored message, a delta, ...)."""
+
+    def log(self, level: Level, message: str) -> None:
+        """Write to the face's log (LSP `window/logMessage`)."""
+
+    def show(self, level: Level, message: str) -> None:
+        """Tell the user something now (LSP `window/showMessage`)."""
+
+    async def ask(self, message: str, choices: list[str]) -> str | None:
+        """Ask the user to pick one of `choices`; None when nobody can answer."""
+        return None
+
+    @asynccontextmanager
+    async def progress(self, title: str) -> AsyncIterator[ProgressReporter]:
+        """Report long work (LSP `$/progress`) for the duration of the block."""
+        yield ProgressReporter()
+
+    def document_text(self, path: Path) -> str | None:
+        """The editor's (possibly unsaved) text of `path`, if it has it open."""
+        return None
+
+    def open_documents(self) -> dict[Path, str]:
+        """Every document the editor has open, with its current text."""
+        return {}
+
+    @property
+    def can_apply_edits(self) -> bool:
+        """Whether `apply_edit` can change files through the editor."""
+        return False
+
+    async def apply_edit(
+        self, path: Path, base_text: str, start: int, end: int, new_text: str
+    ) -> EditResult:
+        """Replace `base_text[start:end]` with `new_text` in the editor's copy of `path`."""
+        return EditResult(False, "this host cannot edit documents")

@@ -1,0 +1,285 @@
+"""Import of `sessions/*.jsonl` files left by an older release.
+
+Each file becomes one session that keeps its legacy id, so `--resume <id>` still finds
+it. The files are only ever read. A file is imported once, keyed by (path, size, mtime),
+across restarts and across server processes sharing the profile. A bad line is skipped,
+counted and reported with its line number; the rest of the file is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.messages import ROLES, Message, ToolCall
+from seri_lsp.sessions import SessionStore, insert_message, make_title
+from seri_lsp.store import format_time, utc_now
+
+LEGACY_DIR = "sessions"
+
+ProgressCallback = Callable[[int, int, str], None]
+
+_IMPORTED_SQL = "SELECT 1 FROM legacy_imports WHERE path = ? AND size = ? AND mtime_ns = ?"
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a legacy file that could not be imported, and why."""
+
+    line: int
+    reason: str
+
+
+@dataclass
+class FileReport:
+    """What happened to one legacy file."""
+
+    path: str
+    outcome: str  # imported | conflict | failed
+    session_id: str | None = None
+    messages: int = 0
+    skipped: list[SkippedLine] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The file's entry in an import report."""
+        wire: dict[str, Any] = {
+            "path": self.path,
+            "outcome": self.outcome,
+            "sessionId": self.session_id,
+            "messages": self.messages,
+            "skippedLines": [{"line": s.line, "reason": s.reason} for s in self.skipped],
+        }
+        if self.reason:
+            wire["reason"] = self.reason
+        return wire
+
+
+@dataclass
+class ImportReport:
+    """The outcome of one import run: only files seen for the first time appear."""
+
+    files: list[FileReport] = field(default_factory=list)
+    already_imported: int = 0
+
+    @property
+    def skipped_lines(self) -> int:
+        """Bad lines skipped over all files of this run."""
+        return sum(len(report.skipped) for report in self.files)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The report as the `seri.legacy.import` command returns it."""
+        return {
+            "imported": sum(1 for f in self.files if f.outcome == "imported"),
+            "alreadyImported": self.already_imported,
+            "skippedLines": self.skipped_lines,
+            "files": [report.to_wire() for report in self.files],
+        }
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines for logs: one per file with problems."""
+        lines = []
+        for report in self.files:
+            if report.outcome != "imported":
+                lines.append(f"Legacy file {report.path} was not imported: {report.reason}")
+            for skipped in report.skipped:
+                lines.append(
+                    f"Legacy file {report.path} line {skipped.line} skipped: {skipped.reason}"
+                )
+        return lines
+
+
+class _BadLine(ValueError):
+    pass
+
+
+def find_pending(profile_root: Path, store: SessionStore) -> tuple[list[Path], int]:
+    """Legacy files not yet imported in their current state, and how many were."""
+    folder = profile_root / LEGACY_DIR
+    if not folder.is_dir():
+        return [], 0
+    pending, already = [], 0
+    for path in sorted(folder.glob("*.jsonl")):
+        if _already_imported(store, path, path.stat()):
+            already += 1
+        else:
+            pending.append(path)
+    return pending, already
+
+
+def import_files(
+    paths: list[Path], store: SessionStore, progress: ProgressCallback | None = None
+) -> ImportReport:
+    """Import the given legacy files; never writes to them."""
+    report = ImportReport()
+    for index, path in enumerate(paths):
+        if progress is not None:
+            progress(index, len(paths), path.name)
+        file_report = _import_file(path, store)
+        if file_report is None:
+            report.already_imported += 1
+        else:
+            report.files.append(file_report)
+    return report
+
+
+def _already_imported(store: SessionStore, path: Path, stat: os.stat_result) -> bool:
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    return store.db.query_one(_IMPORTED_SQL, key) is not None
+
+
+def _import_file(path: Path, store: SessionStore) -> FileReport | None:
+    stat = path.stat()
+    header, messages, skipped, last_input_tokens = _parse_file(path)
+    report = FileReport(path=str(path), outcome="imported", skipped=skipped)
+    with store.db.transaction() as tx:
+        # Another server process may have imported it since we looked.
+        if tx.execute(_IMPORTED_SQL, (str(path), stat.st_size, stat.st_mtime_ns)).fetchone():
+            return None
+        if header is None:
+            report.outcome = "failed"
+            report.reason = "it has no valid session line"
+        elif tx.execute("SELECT 1 FROM sessions WHERE id = ?", (header["id"],)).fetchone():
+            report.outcome = "conflict"
+            report.session_id = header["id"]
+            report.reason = f"a session with id {header['id']!r} is already in the store"
+        else:
+            updated = format_time(datetime.fromtimestamp(stat.st_mtime, UTC))
+            title = next(
+                (make_title(m.content) for m in messages if m.role == "user" and m.content), ""
+            )
+            store.create(
+                header["cwd"],
+                session_id=header["id"],
+                title=title,
+                created_at=header["created"] or updated,
+                updated_at=updated,
+                conn=tx,
+            )
+            for message in messages:
+                insert_message(tx, header["id"], message)
+            tx.execute(
+                "UPDATE sessions SET last_input_tokens = ? WHERE id = ?",
+                (last_input_tokens, header["id"]),
+            )
+            report.session_id = header["id"]
+            report.messages = len(messages)
+        tx.execute(
+            "INSERT INTO legacy_imports"
+            " (path, size, mtime_ns, session_id, skipped_lines, outcome, imported_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(path),
+                stat.st_size,
+                stat.st_mtime_ns,
+                report.session_id,
+                len(skipped),
+                report.outcome,
+                utc_now(),
+            ),
+        )
+    return report
+
+
+def _parse_file(
+    path: Path,
+) -> tuple[dict[str, Any] | None, list[Message], list[SkippedLine], int | None]:
+    header: dict[str, Any] | None = None
+    messages: list[Message] = []
+    skipped: list[SkippedLine] = []
+    last_input_tokens: int | None = None
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                if not isinstance(record, dict):
+                    raise _BadLine("not a JSON object")
+                kind = record.get("type")
+                if header is None:
+                    if kind != "session":
+                        raise _BadLine("expected the session line first")
+                    header = _parse_header(record)
+                    continue
+                if kind == "session":
+                    raise _BadLine("a second session line")
+                if kind != "message":
+                    raise _BadLine(f"unknown type {kind!r}")
+                message, tokens = _parse_message(record)
+                messages.append(message)
+                if tokens is not None:
+                    last_input_tokens = tokens
+            except json.JSONDecodeError as exc:
+                skipped.append(SkippedLine(number, f"invalid JSON ({exc.msg})"))
+            except _BadLine as exc:
+                skipped.append(SkippedLine(number, str(exc)))
+    return header, messages, skipped, last_input_tokens
+
+
+def _parse_header(record: dict[str, Any]) -> dict[str, Any]:
+    session_id = record.get("id")
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise _BadLine("the session line has no id")
+    cwd = record.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise _BadLine("the session line has no absolute cwd")
+    return {"id": session_id, "cwd": os.path.realpath(cwd), "created": _parse_time(record)}
+
+
+def _parse_time(record: dict[str, Any]) -> str | None:
+    created = record.get("created")
+    if not isinstance(created, str):
+        return None
+    try:
+        return format_time(datetime.fromisoformat(created.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def _parse_message(record: dict[str, Any]) -> tuple[Message, int | None]:
+    role = record.get("role")
+    if role not in ROLES:
+        raise _BadLine(f"unknown role {role!r}")
+    content = record.get("content")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise _BadLine("content is not a string")
+    thinking = record.get("thinking")
+    if thinking is not None and not isinstance(thinking, str):
+        raise _BadLine("thinking is not a string")
+    calls = tuple(_parse_tool_call(call) for call in record.get("tool_calls") or [])
+    if calls and role != "assistant":
+        raise _BadLine("only assistant messages may carry tool_calls")
+    tool_call_id = record.get("tool_call_id")
+    if role == "tool" and not isinstance(tool_call_id, str):
+        raise _BadLine("a tool message without tool_call_id")
+    tokens = None
+    usage = record.get("usage")
+    if isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int):
+        tokens = usage["input_tokens"]
+    message = Message(
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        thinking=thinking or None,
+        tool_calls=calls,
+        tool_call_id=tool_call_id if role == "tool" else None,
+    )
+    return message, tokens
+
+
+def _parse_tool_call(call: Any) -> ToolCall:
+    if not isinstance(call, dict):
+        raise _BadLine("a tool call is not an object")
+    call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise _BadLine("a tool call lacks its id or name")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return ToolCall(id=call_id, name=name, arguments=arguments)

@@ -1,0 +1,125 @@
+"""The `seri.*` commands of the LSP contract (SPEC section 7), as thin engine calls.
+
+Each command takes one JSON object (missing counts as `{}`) and returns one. Argument
+errors answer InvalidParams naming the field; other refusals answer RequestFailed with
+the reason. Nothing a client sends can take the server down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+
+from seri_lsp.engine import Engine
+from seri_lsp.errors import InvalidArgument, SeriError
+from seri_lsp.lsp.arguments import (
+    optional_bool,
+    optional_int,
+    optional_text,
+    required_int,
+    required_text,
+    single_object,
+)
+
+if TYPE_CHECKING:
+    from seri_lsp.lsp.server import SeriServer
+
+logger = logging.getLogger(__name__)
+
+REQUEST_FAILED = -32803
+
+Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+async def session_new(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"session": await engine.new_session()}
+
+
+async def session_continue(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"session": await engine.continue_session()}
+
+
+async def session_resume(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"session": await engine.resume_session(required_text(args, "sessionId"))}
+
+
+async def session_list(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    limit = optional_int(args, "limit")
+    all_projects = bool(optional_bool(args, "allProjects"))
+    return {"sessions": await engine.list_sessions(limit, all_projects)}
+
+
+async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId")
+    return await engine.session_view(session_id or None)
+
+
+async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.prompt(required_text(args, "text"))
+
+
+async def compact(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    focus = optional_text(args, "focus")
+    result = await engine.compact(focus.strip() if focus and focus.strip() else None)
+    return result.to_wire()
+
+
+async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"session": await engine.clear()}
+
+
+async def max_turns(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.set_max_turns(required_int(args, "n"))
+
+
+async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"cancelled": engine.cancel()}
+
+
+async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    report = await engine.import_legacy()
+    return report.to_wire()
+
+
+COMMANDS: dict[str, Handler] = {
+    "seri.session.new": session_new,
+    "seri.session.continue": session_continue,
+    "seri.session.resume": session_resume,
+    "seri.session.list": session_list,
+    "seri.session.get": session_get,
+    "seri.prompt": prompt,
+    "seri.compact": compact,
+    "seri.clear": clear,
+    "seri.maxTurns": max_turns,
+    "seri.cancel": cancel,
+    "seri.legacy.import": legacy_import,
+}
+
+
+def setup(server: SeriServer) -> None:
+    """Register every command with error translation around it."""
+    for name, handler in COMMANDS.items():
+        server.command(name)(_translated(name, handler))
+
+
+def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str, Any]]]:
+    # Annotations stay resolvable at run time: pygls reads them to map arguments.
+    async def run(ls: Any, *arguments: Any) -> dict[str, Any]:
+        engine = await ls.ready()
+        try:
+            return await handler(engine, single_object(name, arguments))
+        except InvalidArgument as exc:
+            raise JsonRpcInvalidParams(message=str(exc), data={"field": exc.field}) from exc
+        except SeriError as exc:
+            raise JsonRpcException(message=str(exc), code=REQUEST_FAILED) from exc
+        except JsonRpcException:
+            raise
+        except Exception as exc:
+            logger.exception("Command %s failed", name)
+            raise JsonRpcInternalError(message=f"{name} failed: {exc}") from exc
+
+    run.__name__ = name.replace(".", "_")
+    return run

@@ -1,0 +1,173 @@
+"""The engine's Host, served by the language server: notifications, requests, buffers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+from pygls.uris import from_fs_path, to_fs_path
+
+from seri_lsp.events import Compacted, Delta, Event, MessageStored, SessionChanged, TurnEnded
+from seri_lsp.host import EditResult, Host, Level, ProgressReporter
+
+if TYPE_CHECKING:
+    from pygls.lsp.server import LanguageServer
+
+logger = logging.getLogger(__name__)
+
+NOTIFICATIONS: dict[type, str] = {
+    SessionChanged: "seri/sessionChanged",
+    MessageStored: "seri/message",
+    Delta: "seri/delta",
+    Compacted: "seri/compacted",
+    TurnEnded: "seri/turnEnded",
+}
+
+_MESSAGE_TYPES = {
+    "error": types.MessageType.Error,
+    "warning": types.MessageType.Warning,
+    "info": types.MessageType.Info,
+    "log": types.MessageType.Log,
+}
+
+
+class _LspProgress(ProgressReporter):
+    def __init__(self, server: LanguageServer, token: str | None) -> None:
+        self._server = server
+        self._token = token
+
+    def report(self, message: str, percentage: int | None = None) -> None:
+        if self._token is not None:
+            self._server.work_done_progress.report(
+                self._token,
+                types.WorkDoneProgressReport(message=message, percentage=percentage),
+            )
+
+
+class LspHost(Host):
+    """Turns engine events into `seri/*` notifications and engine needs into LSP calls."""
+
+    def __init__(self, server: LanguageServer) -> None:
+        self.server = server
+
+    def emit(self, event: Event) -> None:
+        self.server.protocol.notify(NOTIFICATIONS[type(event)], event.to_wire())
+
+    def log(self, level: Level, message: str) -> None:
+        self.server.window_log_message(
+            types.LogMessageParams(type=_MESSAGE_TYPES[level], message=message)
+        )
+
+    def show(self, level: Level, message: str) -> None:
+        self.server.window_show_message(
+            types.ShowMessageParams(type=_MESSAGE_TYPES[level], message=message)
+        )
+
+    async def ask(self, message: str, choices: list[str]) -> str | None:
+        params = types.ShowMessageRequestParams(
+            type=types.MessageType.Warning,
+            message=message,
+            actions=[types.MessageActionItem(title=choice) for choice in choices],
+        )
+        try:
+            answer = await self.server.window_show_message_request_async(params)
+        except Exception:
+            logger.exception("window/showMessageRequest failed")
+            return None
+        return answer.title if answer is not None else None
+
+    @asynccontextmanager
+    async def progress(self, title: str) -> AsyncIterator[ProgressReporter]:
+        token: str | None = None
+        capabilities = self.server.client_capabilities
+        if capabilities.window is not None and capabilities.window.work_done_progress:
+            token = f"seri-{uuid.uuid4()}"
+            try:
+                await self.server.work_done_progress.create_async(token)
+            except Exception:
+                logger.warning("The client refused a progress token; going on without one.")
+                token = None
+        if token is not None:
+            self.server.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title=title, cancellable=False)
+            )
+        try:
+            yield _LspProgress(self.server, token)
+        finally:
+            if token is not None:
+                self.server.work_done_progress.end(token, types.WorkDoneProgressEnd())
+
+    def open_documents(self) -> dict[Path, str]:
+        documents = {}
+        for uri, document in self.server.workspace.text_documents.items():
+            path = to_fs_path(uri)
+            if path is not None:
+                documents[Path(os.path.realpath(path))] = document.source
+        return documents
+
+    def document_text(self, path: Path) -> str | None:
+        return self.open_documents().get(Path(os.path.realpath(path)))
+
+    @property
+    def can_apply_edits(self) -> bool:
+        workspace = self.server.client_capabilities.workspace
+        return bool(workspace is not None and workspace.apply_edit)
+
+    async def apply_edit(
+        self, path: Path, base_text: str, start: int, end: int, new_text: str
+    ) -> EditResult:
+        uri, version = self._document_identity(path)
+        edit = types.TextEdit(
+            range=types.Range(
+                start=self._position(base_text, start), end=self._position(base_text, end)
+            ),
+            new_text=new_text,
+        )
+        capabilities = self.server.client_capabilities.workspace
+        document_changes = bool(
+            capabilities is not None
+            and capabilities.workspace_edit is not None
+            and capabilities.workspace_edit.document_changes
+        )
+        if document_changes:
+            workspace_edit = types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(
+                            uri=uri, version=version
+                        ),
+                        edits=[edit],
+                    )
+                ]
+            )
+        else:
+            workspace_edit = types.WorkspaceEdit(changes={uri: [edit]})
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"seri: {path.name}")
+            )
+        except Exception as exc:
+            return EditResult(False, f"workspace/applyEdit failed ({exc})")
+        if result.applied:
+            return EditResult(True)
+        return EditResult(False, result.failure_reason or "no reason given")
+
+    def _document_identity(self, path: Path) -> tuple[str, int | None]:
+        real = Path(os.path.realpath(path))
+        for uri, document in self.server.workspace.text_documents.items():
+            fs_path = to_fs_path(uri)
+            if fs_path is not None and Path(os.path.realpath(fs_path)) == real:
+                return uri, document.version
+        return from_fs_path(str(path)) or path.as_uri(), None
+
+    def _position(self, text: str, offset: int) -> types.Position:
+        line = text.count("\n", 0, offset)
+        line_start = text.rfind("\n", 0, offset) + 1
+        codec = self.server.workspace.position_codec
+        return types.Position(line=line, character=codec.client_num_units(text[line_start:offset]))

@@ -1,0 +1,124 @@
+"""Conversation messages in the OpenAI chat shape, with their character counts.
+
+The character count of a message (text, thinking, and the JSON of its tool arguments or
+its tool result) is computed once, stored with it, and summed incrementally, so a token
+estimate never re-reads the history.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from seri_lsp.recap import Recap
+
+Role = Literal["user", "assistant", "tool"]
+ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call requested by the model; `arguments` is the JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed_arguments(self) -> dict[str, Any] | None:
+        """The arguments as an object, or None when the model sent invalid JSON."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def to_wire(self) -> dict[str, str]:
+        """The flat shape used on the LSP wire and in legacy files."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Message:
+    """A stored (or about to be stored) message of a session."""
+
+    role: Role
+    content: str = ""
+    thinking: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    kind: str | None = None
+    recap: Recap | None = None
+    is_error: bool = False
+    id: int | None = None
+    seq: int | None = None
+    created_at: str | None = None
+    chars: int = field(default=-1)
+
+    def __post_init__(self) -> None:
+        if self.chars < 0:
+            object.__setattr__(self, "chars", count_chars(self))
+
+    @property
+    def is_recap(self) -> bool:
+        """True for the user message that stands for a compacted prefix."""
+        return self.kind == "recap"
+
+    def stored(self, *, id: int, seq: int, created_at: str) -> Message:
+        """This message as it reads back after being written."""
+        return replace(self, id=id, seq=seq, created_at=created_at)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The message as `seri.session.get` and `seri/message` send it."""
+        wire: dict[str, Any] = {
+            "id": self.id,
+            "createdAt": self.created_at,
+            "role": self.role,
+            "content": self.content,
+        }
+        if self.thinking:
+            wire["thinking"] = self.thinking
+        if self.tool_calls:
+            wire["tool_calls"] = [call.to_wire() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            wire["tool_call_id"] = self.tool_call_id
+        if self.kind:
+            wire["kind"] = self.kind
+        if self.recap is not None:
+            wire["recap"] = self.recap.to_json()
+        if self.is_error:
+            wire["isError"] = True
+        return wire
+
+    def to_provider(self) -> dict[str, Any]:
+        """The message as an OpenAI-compatible chat completions request carries it."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.role == "assistant":
+            if self.tool_calls:
+                out["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in self.tool_calls
+                ]
+                if not self.content:
+                    out["content"] = None
+            if self.thinking:
+                out["reasoning"] = self.thinking
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+
+def count_chars(message: Message) -> int:
+    """Characters that count toward the token estimate for this message."""
+    total = len(message.content) + len(message.thinking or "")
+    total += sum(len(call.arguments) for call in message.tool_calls)
+    return total
+
+
+def tokens_for_chars(chars: int) -> int:
+    """The local token estimate: ceil(chars / 4)."""
+    return -(-chars // 4)

@@ -1,0 +1,116 @@
+"""Numbered schema migrations for `seri.db`.
+
+Each migration is a small function applied once, in order, inside the write transaction
+that records it in `schema_migrations`. Released migrations are never edited: a schema
+change is a new function with the next number.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def m001_sessions_and_messages(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            max_turns INTEGER,
+            parent_id TEXT REFERENCES sessions(id),
+            last_input_tokens INTEGER
+        )
+        """
+    )
+    conn.execute("CREATE INDEX sessions_by_project ON sessions (project, updated_at)")
+    conn.execute("CREATE INDEX sessions_by_update ON sessions (updated_at)")
+    conn.execute(
+        """
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool')),
+            content TEXT NOT NULL DEFAULT '',
+            thinking TEXT,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            kind TEXT,
+            recap TEXT,
+            is_error INTEGER NOT NULL DEFAULT 0,
+            chars INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (session_id, seq)
+        )
+        """
+    )
+
+
+def m002_legacy_imports(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE legacy_imports (
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            session_id TEXT,
+            skipped_lines INTEGER NOT NULL DEFAULT 0,
+            outcome TEXT NOT NULL,
+            imported_at TEXT NOT NULL,
+            PRIMARY KEY (path, size, mtime_ns)
+        )
+        """
+    )
+
+
+def m003_session_events(conn: sqlite3.Connection) -> None:
+    # What happened during a session that is not a message: retries, denials, usage,
+    # compaction outcomes, repairs, prompt-file hashes. Trajectories build on this.
+    conn.execute(
+        """
+        CREATE TABLE session_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX session_events_by_session ON session_events (session_id, kind)")
+
+
+def m004_session_paths_and_rules(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE session_paths (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            path TEXT NOT NULL,
+            modified INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, path)
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE session_rules_fired (
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            rule TEXT NOT NULL,
+            PRIMARY KEY (session_id, rule)
+        )
+        """
+    )
+
+
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "sessions_and_messages", m001_sessions_and_messages),
+    (2, "legacy_imports", m002_legacy_imports),
+    (3, "session_events", m003_session_events),
+    (4, "session_paths_and_rules", m004_session_paths_and_rules),
+]

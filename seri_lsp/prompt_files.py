@@ -1,0 +1,214 @@
+"""The frozen part of the prompt: system prompt, AGENTS.md, always-on rules, memory.
+
+These are read once when a session is opened in a process and never re-read while it
+stays open, so every request of the session starts with the same bytes (which lets the
+provider reuse its cached prefix). Anything that arrives later (a rule that fires on a
+glob, an approved memory line) arrives as a message or at the next open.
+
+Where they come from:
+- the built-in system prompt (`seri_lsp/prompts/system.md`);
+- `AGENTS.md` at the workspace root;
+- rules: `*.md` in `<profile>/rules/` (yours, every project) and `<workspace>/.seri/rules/`
+  (the project's). A rule whose front matter has `globs:` is not always on: it arrives
+  as a message the first time a tool touches a matching path;
+- memory: `<profile>/memory.md` (yours) and `<workspace>/.seri/memory.md` (the
+  project's; approved `remember` lines are appended here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+BUILTIN = "<builtin>/system.md"
+PROJECT_DIR = ".seri"
+MEMORY_NAME = "memory.md"
+
+
+def builtin_prompt(name: str) -> str:
+    """A prompt text shipped with the package (`system`, `summarizer`, `subagent`)."""
+    return resources.files("seri_lsp.prompts").joinpath(f"{name}.md").read_text("utf-8")
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """One file that went into the frozen prompt, with its hash."""
+
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class GlobRule:
+    """A rule delivered as a message when a tool first touches a matching path."""
+
+    path: str
+    globs: tuple[str, ...]
+    body: str
+
+    def matches(self, relative_path: str) -> bool:
+        """Whether a workspace-relative path matches any of the rule's globs."""
+        return any(glob_matches(glob, relative_path) for glob in self.globs)
+
+    def as_message(self, relative_path: str) -> str:
+        """The text of the user message that delivers the rule."""
+        return (
+            f"Rule {self.path} applies to {relative_path} "
+            f"(globs: {', '.join(self.globs)}):\n\n{self.body.strip()}"
+        )
+
+
+@dataclass(frozen=True)
+class FrozenPrompt:
+    """The system message of a session as frozen at open, and what it was made of."""
+
+    system: str
+    files: tuple[PromptFile, ...]
+    glob_rules: tuple[GlobRule, ...]
+    memory_path: Path | None
+
+    @property
+    def chars(self) -> int:
+        """Characters of the system message, for the token estimate."""
+        return len(self.system)
+
+    def hashes(self) -> dict[str, str]:
+        """path -> sha256 of every prompt file, as recorded with the session."""
+        return {f.path: f.sha256 for f in self.files}
+
+
+def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system") -> FrozenPrompt:
+    """Read the prompt files now and assemble the system message."""
+    system_text = builtin_prompt(base)
+    files = [PromptFile(f"<builtin>/{base}.md", _sha256(system_text))]
+    sections = [system_text.strip()]
+
+    if workspace_root is not None:
+        agents = workspace_root / "AGENTS.md"
+        text = _read(agents)
+        if text is not None:
+            files.append(PromptFile(str(agents), _sha256(text)))
+            sections.append(f"# Project instructions (AGENTS.md)\n\n{text.strip()}")
+
+    rule_dirs = [profile_root / "rules"]
+    if workspace_root is not None:
+        rule_dirs.append(workspace_root / PROJECT_DIR / "rules")
+    always_on: list[str] = []
+    glob_rules: list[GlobRule] = []
+    for folder in rule_dirs:
+        for rule_path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            text = _read(rule_path)
+            if text is None:
+                continue
+            files.append(PromptFile(str(rule_path), _sha256(text)))
+            globs, body = parse_front_matter(text)
+            if globs:
+                glob_rules.append(GlobRule(str(rule_path), globs, body))
+            else:
+                always_on.append(f"## {rule_path.name}\n\n{body.strip()}")
+    if always_on:
+        sections.append("# Rules\n\n" + "\n\n".join(always_on))
+
+    memory_files = [profile_root / MEMORY_NAME]
+    project_memory = None
+    if workspace_root is not None:
+        project_memory = workspace_root / PROJECT_DIR / MEMORY_NAME
+        memory_files.append(project_memory)
+    memories = []
+    for memory in memory_files:
+        text = _read(memory)
+        if text is not None and text.strip():
+            files.append(PromptFile(str(memory), _sha256(text)))
+            memories.append(f"## {memory}\n\n{text.strip()}")
+    if memories:
+        sections.append("# Memory\n\n" + "\n\n".join(memories))
+
+    return FrozenPrompt(
+        system="\n\n".join(sections),
+        files=tuple(files),
+        glob_rules=tuple(glob_rules),
+        memory_path=project_memory,
+    )
+
+
+def parse_front_matter(text: str) -> tuple[tuple[str, ...], str]:
+    """Split `---` front matter off a rule; returns (globs, body)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return (), text
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        return (), text
+    globs: list[str] = []
+    in_globs = False
+    for line in lines[1:end]:
+        key, sep, value = line.partition(":")
+        if sep and not line.startswith((" ", "\t", "-")):
+            in_globs = key.strip() == "globs"
+            if in_globs and value.strip():
+                globs.extend(_split_globs(value.strip()))
+        elif in_globs and line.strip().startswith("-"):
+            globs.extend(_split_globs(line.strip()[1:].strip()))
+    body = "\n".join(lines[end + 1 :])
+    return tuple(g for g in globs if g), body
+
+
+def _split_globs(value: str) -> list[str]:
+    if value.startswith("["):
+        try:
+            items = json.loads(value)
+            return [str(item).strip() for item in items]
+        except json.JSONDecodeError:
+            value = value.strip("[]")
+    return [part.strip().strip("'\"") for part in value.split(",")]
+
+
+def glob_matches(glob: str, relative_path: str) -> bool:
+    """Match a workspace-relative path against a rule glob.
+
+    `*` stays within one folder, `**` crosses folders, and a glob without a slash
+    matches the file name anywhere (as `.gitignore` does).
+    """
+    pattern = glob.strip().lstrip("/")
+    target = relative_path if "/" in pattern else relative_path.rsplit("/", 1)[-1]
+    return re.fullmatch(_glob_regex(pattern), target) is not None
+
+
+def _glob_regex(pattern: str) -> str:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

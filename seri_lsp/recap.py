@@ -1,0 +1,140 @@
+"""The recap: the one user message that stands for a compacted prefix.
+
+It holds four fields written by the summariser (Goal, Progress, Blockers, Next steps) and
+two path lists taken from the evicted tool calls themselves (never from the model).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+FIELDS = ("goal", "progress", "blockers", "next_steps")
+HEADINGS = {
+    "goal": "Goal",
+    "progress": "Progress",
+    "blockers": "Blockers",
+    "next_steps": "Next steps",
+}
+
+_HEADING = re.compile(
+    r"""^\s*(?P<hashes>\#{1,6}\s*)?
+        (?:\*\*|__)?\s*
+        (?P<name>goal|progress|blockers|next[\s_-]*steps)
+        \s*(?:\*\*|__)?\s*(?P<colon>:)?\s*(?:\*\*|__)?\s*
+        (?P<rest>.*)$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_PATH_LINE = re.compile(r"^\s*(read|modified)\s*:", re.IGNORECASE)
+
+
+class UnusableSummary(ValueError):
+    """The summariser's reply lacks one or more of the four sections."""
+
+
+@dataclass(frozen=True)
+class Recap:
+    """A structured recap; `render()` gives the text the model sees."""
+
+    goal: str
+    progress: str
+    blockers: str
+    next_steps: str
+    read: tuple[str, ...] = field(default=())
+    modified: tuple[str, ...] = field(default=())
+    evicted: int = 0
+
+    def render(self) -> str:
+        """The recap message text: the four fields, then the Read and Modified lines."""
+        parts = [
+            "This is a recap of the earlier part of this session, which was compacted.",
+        ]
+        for name in FIELDS:
+            value = getattr(self, name).strip() or "(none)"
+            parts.append(f"{HEADINGS[name]}:\n{value}")
+        path_lines = []
+        if self.read:
+            path_lines.append("Read: " + ", ".join(self.read))
+        if self.modified:
+            path_lines.append("Modified: " + ", ".join(self.modified))
+        if path_lines:
+            parts.append("\n".join(path_lines))
+        return "\n\n".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        """The structured form stored beside the message."""
+        return {
+            "goal": self.goal,
+            "progress": self.progress,
+            "blockers": self.blockers,
+            "nextSteps": self.next_steps,
+            "read": list(self.read),
+            "modified": list(self.modified),
+            "evicted": self.evicted,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Recap:
+        """Rebuild a recap from its stored structured form."""
+        return cls(
+            goal=str(data.get("goal", "")),
+            progress=str(data.get("progress", "")),
+            blockers=str(data.get("blockers", "")),
+            next_steps=str(data.get("nextSteps", "")),
+            read=tuple(str(p) for p in data.get("read", []) or []),  # type: ignore[union-attr]
+            modified=tuple(str(p) for p in data.get("modified", []) or []),  # type: ignore[union-attr]
+            evicted=int(data.get("evicted", 0) or 0),  # type: ignore[call-overload]
+        )
+
+
+def parse_summary(text: str) -> dict[str, str]:
+    """Split a summariser reply into the four fields.
+
+    Accepts `Goal:` style headings and markdown headings (`## Goal`, `**Goal:**`).
+    Lines that claim Read/Modified paths are dropped: paths come from the tool calls.
+    Raises UnusableSummary naming the missing sections.
+    """
+    found: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        key = _heading_key(line)
+        if key is not None and key not in found:
+            current = key
+            rest = _HEADING.match(line).group("rest")  # type: ignore[union-attr]
+            found[current] = [rest] if rest.strip() else []
+            continue
+        if current is not None and not _PATH_LINE.match(line):
+            found[current].append(line)
+    missing = [HEADINGS[name] for name in FIELDS if name not in found]
+    if missing:
+        raise UnusableSummary("the summary has no " + ", ".join(f"{m}:" for m in missing))
+    return {name: "\n".join(found[name]).strip() for name in FIELDS}
+
+
+def _heading_key(line: str) -> str | None:
+    match = _HEADING.match(line)
+    if match is None:
+        return None
+    bold_only = not match.group("rest").strip() and ("**" in line or "__" in line)
+    if not (match.group("hashes") or match.group("colon") or bold_only):
+        return None
+    name = re.sub(r"[\s_-]+", "_", match.group("name").lower())
+    return name if name in FIELDS else None
+
+
+def merge_paths(
+    earlier_read: Iterable[str],
+    earlier_modified: Iterable[str],
+    read: Iterable[str],
+    modified: Iterable[str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Union two recaps' path lists; a path that was ever modified is listed as modified only."""
+    all_modified = _unique([*earlier_modified, *modified])
+    modified_set = set(all_modified)
+    all_read = [p for p in _unique([*earlier_read, *read]) if p not in modified_set]
+    return tuple(all_read), tuple(all_modified)
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,410 @@
+"""The agent's tools: read, write and edit files, list folders, grep, subagents, memory.
+
+Tools see the editor's unsaved buffers and change files through the editor
+(`workspace/applyEdit`) when it supports that, so buffers and undo stay right; a file
+the editor does not have open is also written to disk. Every path goes through the
+workspace boundary, and writes through the permission gate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.host import Host
+from seri_lsp.messages import ToolCall
+from seri_lsp.settings import WritePermission
+from seri_lsp.workspace import PathDenied, Workspace, WorkspacePath
+
+MAX_READ_CHARS = 256 * 1024
+MAX_LIST_ENTRIES = 500
+MAX_GREP_MATCHES = 200
+MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """The result of one tool call, and what it means for the session's records."""
+
+    content: str
+    is_error: bool = False
+    read: tuple[str, ...] = ()
+    modified: tuple[str, ...] = ()
+    denial: str | None = None
+    edit_via: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message goes back to the model."""
+
+
+class Denied(Exception):
+    """A tool call was refused (boundary or permission); the message is the reason."""
+
+    def __init__(self, reason: str, path: str | None = None) -> None:
+        super().__init__(reason)
+        self.path = path
+
+
+def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace root."}
+
+TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
+    "read_file": _schema(
+        "read_file",
+        "Read a text file of the workspace (the editor's unsaved text if it is open).",
+        {"path": _PATH},
+        ["path"],
+    ),
+    "write_file": _schema(
+        "write_file",
+        "Create a file or replace its whole content.",
+        {"path": _PATH, "content": {"type": "string", "description": "The new content."}},
+        ["path", "content"],
+    ),
+    "edit": _schema(
+        "edit",
+        "Replace one exact occurrence of old_text with new_text in a file. old_text must "
+        "match the file exactly (whitespace included) and occur exactly once.",
+        {
+            "path": _PATH,
+            "old_text": {"type": "string", "description": "The exact text to replace."},
+            "new_text": {"type": "string", "description": "The replacement."},
+        },
+        ["path", "old_text", "new_text"],
+    ),
+    "list_dir": _schema(
+        "list_dir",
+        "List a folder of the workspace; folders end with '/'.",
+        {"path": {**_PATH, "description": "Folder relative to the workspace root ('.')."}},
+        ["path"],
+    ),
+    "grep": _schema(
+        "grep",
+        "Search files for a regular expression (Python syntax); answers path:line: text.",
+        {
+            "pattern": {"type": "string", "description": "The regular expression."},
+            "path": {**_PATH, "description": "File or folder to search (default: all)."},
+        },
+        ["pattern"],
+    ),
+    "task": _schema(
+        "task",
+        "Hand a self-contained task to a subagent with its own conversation and a budget "
+        "of 25 turns; its final answer comes back as the result.",
+        {"prompt": {"type": "string", "description": "Everything the subagent needs."}},
+        ["prompt"],
+    ),
+    "remember": _schema(
+        "remember",
+        "Propose a line for the project's memory file. The user decides whether it is "
+        "kept; it reaches the prompt from the next session on.",
+        {"text": {"type": "string", "description": "One durable fact or preference."}},
+        ["text"],
+    ),
+}
+
+WRITE_TOOLS = frozenset({"write_file", "edit"})
+
+SubagentRunner = Callable[[str], Awaitable[ToolOutcome]]
+MemoryProposer = Callable[[str], Awaitable[ToolOutcome]]
+
+
+class WriteGate:
+    """Applies the `permissions.write` setting to each write."""
+
+    def __init__(self, policy: WritePermission, host: Host) -> None:
+        self.policy = policy
+        self.host = host
+        self._allowed_for_session = False
+
+    async def check(self, action: str) -> None:
+        """Return if the write may go ahead; raise Denied with the reason otherwise."""
+        if self.policy == "allow" or self._allowed_for_session:
+            return
+        if self.policy == "deny":
+            raise Denied("writes are turned off (permissions.write is 'deny')")
+        choices = ["Allow", "Allow for this session", "Deny"]
+        answer = await self.host.ask(f"seri wants to {action}.", choices)
+        if answer == "Allow for this session":
+            self._allowed_for_session = True
+            return
+        if answer == "Allow":
+            return
+        if answer is None:
+            raise Denied("the user did not answer the permission request")
+        raise Denied("the user denied this write")
+
+
+class Toolbox:
+    """Runs tool calls against the workspace on behalf of one conversation."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        host: Host,
+        gate: WriteGate,
+        *,
+        subagent: SubagentRunner | None = None,
+        remember: MemoryProposer | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.host = host
+        self.gate = gate
+        self._subagent = subagent
+        self._remember = remember
+
+    @property
+    def names(self) -> list[str]:
+        """The tools this conversation offers the model."""
+        names = ["read_file", "write_file", "edit", "list_dir", "grep"]
+        if self._subagent is not None:
+            names.append("task")
+        if self._remember is not None:
+            names.append("remember")
+        return names
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Tool definitions as sent in the request body."""
+        return [TOOL_SCHEMAS[name] for name in self.names]
+
+    async def run(self, call: ToolCall) -> ToolOutcome:
+        """Run one call; every failure becomes an error result, never an exception."""
+        args = call.parsed_arguments()
+        if args is None:
+            return ToolOutcome(
+                f"The arguments of {call.name} are not a JSON object: {call.arguments[:200]}",
+                is_error=True,
+            )
+        if call.name not in self.names:
+            return ToolOutcome(
+                f"There is no tool named {call.name!r}; available: {', '.join(self.names)}.",
+                is_error=True,
+            )
+        try:
+            return await getattr(self, f"_{call.name}")(args)
+        except Denied as exc:
+            return ToolOutcome(f"Denied: {exc}.", is_error=True, denial=str(exc))
+        except ToolError as exc:
+            return ToolOutcome(f"Error: {exc}", is_error=True)
+        except OSError as exc:
+            return ToolOutcome(f"Error: {exc.strerror or exc} ({call.name}).", is_error=True)
+
+    # --- the tools ----------------------------------------------------------------
+
+    async def _read_file(self, args: dict[str, Any]) -> ToolOutcome:
+        target = self._path(args.get("path"))
+        text = self._current_text(target)
+        if text is None:
+            raise ToolError(f"{target.display} does not exist.")
+        if len(text) > MAX_READ_CHARS:
+            text = (
+                text[:MAX_READ_CHARS]
+                + f"\n[truncated: {target.display} has {len(text)} characters; "
+                "use grep to find the part you need]"
+            )
+        return ToolOutcome(text, read=(target.display,))
+
+    async def _write_file(self, args: dict[str, Any]) -> ToolOutcome:
+        target = self._path(args.get("path"))
+        content = _required_text(args, "content", allow_empty=True)
+        if target.real.is_dir():
+            raise ToolError(f"{target.display} is a folder.")
+        current = self._current_text(target)
+        verb = "create" if current is None else "overwrite"
+        await self._allow_write(f"{verb} {target.display}", target)
+        if current is None:
+            via = _write_disk(target.real, content)
+        else:
+            via = await self._replace(target, current, 0, len(current), content)
+        action = "Created" if current is None else "Wrote"
+        return ToolOutcome(
+            f"{action} {target.display} ({len(content.encode('utf-8'))} bytes).",
+            modified=(target.display,),
+            edit_via=via,
+        )
+
+    async def _edit(self, args: dict[str, Any]) -> ToolOutcome:
+        target = self._path(args.get("path"))
+        old_text = _required_text(args, "old_text")
+        new_text = _required_text(args, "new_text", allow_empty=True)
+        current = self._current_text(target)
+        if current is None:
+            raise ToolError(f"{target.display} does not exist.")
+        count = current.count(old_text)
+        if count == 0:
+            raise ToolError(
+                f"old_text was not found in {target.display}; read the file and copy the "
+                "text exactly, whitespace included."
+            )
+        if count > 1:
+            raise ToolError(
+                f"old_text occurs {count} times in {target.display}; include more "
+                "surrounding text so it matches exactly once."
+            )
+        await self._allow_write(f"edit {target.display}", target)
+        start = current.index(old_text)
+        via = await self._replace(target, current, start, start + len(old_text), new_text)
+        line = current.count("\n", 0, start) + 1
+        return ToolOutcome(
+            f"Edited {target.display} at line {line}.", modified=(target.display,), edit_via=via
+        )
+
+    async def _list_dir(self, args: dict[str, Any]) -> ToolOutcome:
+        target = self._path(args.get("path") or ".")
+        if not target.real.is_dir():
+            raise ToolError(f"{target.display} is not a folder.")
+        entries = []
+        for entry in sorted(os.scandir(target.real), key=lambda e: e.name):
+            entries.append(entry.name + ("/" if entry.is_dir() else ""))
+        shown = entries[:MAX_LIST_ENTRIES]
+        if len(entries) > len(shown):
+            shown.append(f"[{len(entries) - len(shown)} more entries not shown]")
+        return ToolOutcome("\n".join(shown) if shown else "(empty folder)")
+
+    async def _grep(self, args: dict[str, Any]) -> ToolOutcome:
+        pattern = _required_text(args, "pattern")
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise ToolError(f"the pattern is not a valid regular expression: {exc}.") from exc
+        target = self._path(args.get("path") or ".")
+        open_docs = self.host.open_documents()
+        matches: list[str] = []
+        truncated = False
+        for path in _walk(target.real):
+            if not self.workspace.contains(path):
+                continue  # a symbolic link that leads out of the workspace
+            text = open_docs.get(path)
+            if text is None:
+                text = _read_text_file(path)
+            if text is None:
+                continue
+            display = self.workspace.relative(path)
+            for number, line in enumerate(text.splitlines(), start=1):
+                if regex.search(line):
+                    matches.append(f"{display}:{number}: {line[:300]}")
+                    if len(matches) >= MAX_GREP_MATCHES:
+                        truncated = True
+                        break
+            if truncated:
+                break
+        if not matches:
+            return ToolOutcome("No matches.")
+        if truncated:
+            matches.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the search]")
+        return ToolOutcome("\n".join(matches))
+
+    async def _task(self, args: dict[str, Any]) -> ToolOutcome:
+        assert self._subagent is not None
+        return await self._subagent(_required_text(args, "prompt"))
+
+    async def _remember(self, args: dict[str, Any]) -> ToolOutcome:
+        assert self._remember is not None
+        return await self._remember(_required_text(args, "text"))
+
+    # --- helpers --------------------------------------------------------------------
+
+    def _path(self, raw: object) -> WorkspacePath:
+        try:
+            return self.workspace.resolve(raw)
+        except PathDenied as exc:
+            raise Denied(str(exc), raw if isinstance(raw, str) else None) from exc
+
+    def _current_text(self, target: WorkspacePath) -> str | None:
+        text = self.host.document_text(target.real)
+        if text is not None:
+            return text
+        if target.real.is_dir():
+            raise ToolError(f"{target.display} is a folder; use list_dir.")
+        if not target.real.exists():
+            return None
+        text = _read_text_file(target.real, limit=None)
+        if text is None:
+            raise ToolError(f"{target.display} is not a UTF-8 text file.")
+        return text
+
+    async def _allow_write(self, action: str, target: WorkspacePath) -> None:
+        try:
+            await self.gate.check(action)
+        except Denied as exc:
+            raise Denied(str(exc), target.display) from exc
+
+    async def _replace(
+        self, target: WorkspacePath, current: str, start: int, end: int, new_text: str
+    ) -> str:
+        """Change an existing file: through the editor when it can, else on disk."""
+        was_open = self.host.document_text(target.real) is not None
+        if self.host.can_apply_edits:
+            result = await self.host.apply_edit(target.real, current, start, end, new_text)
+            if not result.applied:
+                raise ToolError(
+                    f"the editor refused the change to {target.display}: {result.reason}"
+                )
+            if was_open:
+                return "editor"
+            # The editor now holds the change in a buffer the user never opened; write the
+            # file too, so the disk (and every other tool) sees the same text.
+            _write_disk(target.real, current[:start] + new_text + current[end:])
+            return "editor+disk"
+        return _write_disk(target.real, current[:start] + new_text + current[end:])
+
+
+def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:
+    value = args.get(name)
+    if not isinstance(value, str) or (not allow_empty and not value):
+        raise ToolError(f"the argument {name!r} must be a non-empty string.")
+    return value
+
+
+def _write_disk(path: Path, content: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(content)
+    return "disk"
+
+
+def _read_text_file(path: Path, limit: int | None = MAX_GREP_FILE_BYTES) -> str | None:
+    try:
+        if limit is not None and path.stat().st_size > limit:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    if root.is_file():
+        yield root
+        return
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            yield Path(folder) / name

@@ -1,0 +1,88 @@
+"""The workspace boundary: which paths the tools may touch.
+
+Paths given by the model are relative to the first workspace folder (absolute paths are
+accepted when they lie inside a workspace folder). Anything that leads outside every
+workspace folder is denied with a reason the model and the user can read: `..`
+segments, absolute paths elsewhere, and symbolic links whose target lies outside.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+
+class PathDenied(Exception):
+    """A path lies outside the workspace; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class WorkspacePath:
+    """A path inside the workspace: where it really is, and how to show it."""
+
+    real: Path
+    display: str
+
+
+class Workspace:
+    """The folders the tools may read and write."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = [Path(os.path.abspath(root)) for root in roots]
+        self._real_roots = [Path(os.path.realpath(root)) for root in self.roots]
+
+    @property
+    def root(self) -> Path | None:
+        """The first workspace folder, against which relative paths resolve."""
+        return self.roots[0] if self.roots else None
+
+    def resolve(self, raw: object) -> WorkspacePath:
+        """Check a model-supplied path and return where it leads; PathDenied if outside."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise PathDenied("a path is required")
+        if "\x00" in raw:
+            raise PathDenied(f"{raw!r} is not a valid path")
+        if self.root is None:
+            raise PathDenied("no workspace folder is open, so no file can be touched")
+        given = Path(raw)
+        lexical = Path(os.path.normpath(given if given.is_absolute() else self.root / given))
+        home = _containing(lexical, self.roots)
+        if home is None:
+            kind = "absolute path" if given.is_absolute() else "path"
+            raise PathDenied(
+                f"the {kind} {raw!r} is outside the workspace ({self._describe_roots()})"
+            )
+        real = Path(os.path.realpath(lexical))
+        if _containing(real, self._real_roots) is None:
+            raise PathDenied(
+                f"{raw!r} leads outside the workspace through a symbolic link (to {real})"
+            )
+        return WorkspacePath(real=real, display=self._display(lexical, home))
+
+    def contains(self, path: Path) -> bool:
+        """Whether `path`, with every symbolic link followed, lies inside the workspace."""
+        return _containing(Path(os.path.realpath(path)), self._real_roots) is not None
+
+    def relative(self, path: Path) -> str:
+        """How a real path inside the workspace is shown (relative, with / separators)."""
+        home = _containing(path, self._real_roots) or _containing(path, self.roots)
+        if home is None:
+            return str(path)
+        return self._display(path, home)
+
+    def _display(self, path: Path, home: Path) -> str:
+        relative = PurePosixPath(*path.relative_to(home).parts).as_posix()
+        if home not in (self.roots[0], self._real_roots[0]):
+            relative = f"{home.name}/{relative}" if relative != "." else home.name
+        return relative
+
+    def _describe_roots(self) -> str:
+        return ", ".join(str(root) for root in self.roots)
+
+
+def _containing(path: Path, roots: list[Path]) -> Path | None:
+    for root in roots:
+        if path == root or root in path.parents:
+            return root
+    return None

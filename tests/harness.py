@@ -1,0 +1,205 @@
+"""Driving the real seri-lsp server process through pytest-lsp, as an editor would.
+
+The test client records every `seri/*` notification, answers
+`window/showMessageRequest` from a queue of scripted answers, and applies
+`workspace/applyEdit` to the documents it has open (sending `didChange` back, as an
+editor does), so tests see the server exactly as VS Code or Neovim would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import make_test_lsp_client
+
+SERI_NOTIFICATIONS = (
+    "seri/sessionChanged",
+    "seri/message",
+    "seri/delta",
+    "seri/compacted",
+    "seri/turnEnded",
+)
+CLIENTS = ("visual-studio-code", "neovim")
+_MISSING = object()
+
+
+def make_client() -> LanguageClient:
+    """A pytest-lsp client that also records seri's notifications and plays the editor."""
+    client = make_test_lsp_client()
+    client.seri = defaultdict(list)  # type: ignore[attr-defined]
+    client.answers = deque()  # type: ignore[attr-defined]
+    client.message_requests = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
+    client.documents = {}  # type: ignore[attr-defined]
+    client.refuse_edits = False  # type: ignore[attr-defined]
+
+    for method in SERI_NOTIFICATIONS:
+        client.feature(method)(_recorder(method))
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def show_message_request(ls: LanguageClient, params: types.ShowMessageRequestParams):
+        ls.message_requests.append(params)
+        answer = ls.answers.popleft() if ls.answers else None
+        return types.MessageActionItem(title=answer) if answer is not None else None
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
+        ls.applied_edits.append(params)
+        if ls.refuse_edits:
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="read-only")
+        for uri, edits in _edits_by_uri(params.edit):
+            if uri in ls.documents:
+                version, text = ls.documents[uri]
+                for edit in sorted(edits, key=lambda e: _offset(text, e.range.start), reverse=True):
+                    start = _offset(text, edit.range.start)
+                    end = _offset(text, edit.range.end)
+                    text = text[:start] + edit.new_text + text[end:]
+                ls.documents[uri] = (version + 1, text)
+                ls.text_document_did_change(
+                    types.DidChangeTextDocumentParams(
+                        text_document=types.VersionedTextDocumentIdentifier(
+                            uri=uri, version=version + 1
+                        ),
+                        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+                    )
+                )
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    return client
+
+
+def _recorder(method: str) -> Callable[[LanguageClient, Any], None]:
+    def record(ls: LanguageClient, params: Any) -> None:
+        ls.seri[method].append(_plain(params))
+
+    return record
+
+
+def _plain(value: Any) -> Any:
+    """pygls hands custom notification params over as namedtuples; make them JSON again."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _edits_by_uri(edit: types.WorkspaceEdit) -> list[tuple[str, list[types.TextEdit]]]:
+    if edit.document_changes:
+        return [
+            (change.text_document.uri, list(change.edits))
+            for change in edit.document_changes
+            if isinstance(change, types.TextDocumentEdit)
+        ]
+    return [(uri, list(edits)) for uri, edits in (edit.changes or {}).items()]
+
+
+def _offset(text: str, position: types.Position) -> int:
+    """UTF-16 position to string offset (the tests use ASCII and BMP text)."""
+    lines = text.split("\n")
+    return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment without the developer's own seri or provider settings."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("SERI_") and key != "OPENROUTER_API_KEY"
+    }
+    env.update(extra or {})
+    return env
+
+
+async def start_server(
+    profile_root: Path | None,
+    workspace: Path,
+    *,
+    client_name: str = "visual-studio-code",
+    init_options: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    initialize: bool = True,
+) -> LanguageClient:
+    """Start `python -m seri_lsp` and initialize it for `workspace`."""
+    command = [sys.executable, "-m", "seri_lsp"]
+    if profile_root is not None:
+        command += ["--profile-root", str(profile_root)]
+    config = ClientServerConfig(
+        server_command=[*command, *args],
+        client_factory=make_client,
+        server_env=server_env(env),
+    )
+    client = await config.start()
+    if initialize:
+        await initialize_client(client, workspace, client_name, init_options)
+    return client
+
+
+async def initialize_client(
+    client: LanguageClient,
+    workspace: Path,
+    client_name: str = "visual-studio-code",
+    init_options: dict[str, Any] | None = None,
+) -> types.InitializeResult:
+    uri = workspace.as_uri()
+    return await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities(client_name),
+            root_uri=uri,
+            workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
+            initialization_options=init_options,
+        )
+    )
+
+
+async def stop_server(client: LanguageClient) -> None:
+    """Shut the server down politely; kill it if it does not go."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.shutdown_session(), timeout=10)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(client.stop(), timeout=10)
+
+
+async def command(client: LanguageClient, name: str, args: Any = _MISSING) -> Any:
+    """Run a `seri.*` command with one argument object (none when omitted)."""
+    arguments = None if args is _MISSING else [args]
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=arguments)
+    )
+
+
+async def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll until `predicate()` is truthy; returns its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+def open_document(client: LanguageClient, path: Path, text: str) -> str:
+    """Open a document in the editor (didOpen) with unsaved `text`; returns its uri."""
+    uri = path.as_uri()
+    client.documents[uri] = (1, text)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="plaintext", version=1, text=text
+            )
+        )
+    )
+    return uri

@@ -1,0 +1,284 @@
+"""A small scripted OpenAI-compatible HTTP server for the tests, on 127.0.0.1.
+
+Tests queue the replies the "model" will give (text, tool calls, usage, errors with a
+status and a body, a stream that stalls or breaks off) and read back every request body
+the server under test sent. Replies stream as server-sent events when the request asks
+for `stream: true`, and come whole otherwise, as a real provider does.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Text:
+    """The model answers with text (and optionally thinking), streamed in pieces."""
+
+    text: str
+    usage: dict[str, int] | None = None
+    thinking: str | None = None
+    chunk_size: int = 8
+    # Stall after this many content chunks until `release` is set (for cancel tests).
+    stall_after: int | None = None
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class Calls:
+    """The model asks for tool calls: (id, name, arguments-object-or-JSON-text)."""
+
+    calls: list[tuple[str, str, Any]]
+    text: str = ""
+    usage: dict[str, int] | None = None
+
+
+@dataclass
+class Error:
+    """The provider answers with an error status and body."""
+
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Truncated:
+    """A stream that sends some text and then ends without finishing the reply."""
+
+    text: str = "partial"
+
+
+@dataclass
+class Hang:
+    """The provider accepts the request and says nothing until released (or forever)."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+    then: Text | None = None
+
+
+def usage(input_tokens: int, output_tokens: int = 10) -> dict[str, int]:
+    """A `usage` object as OpenAI-compatible providers send it."""
+    return {
+        "prompt_tokens": input_tokens,
+        "completion_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+class ScriptedProvider:
+    """The server: a queue of replies and a log of requests."""
+
+    def __init__(self, model: str = "test/model", context_length: int | None = 128_000) -> None:
+        self.model = model
+        self.context_length = context_length
+        self.replies: deque[Any] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.model_list_requests = 0
+        self.received = threading.Condition()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> ScriptedProvider:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        for reply in self.replies:
+            if isinstance(reply, Hang | Text):
+                reply.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, *replies: Any) -> None:
+        """Queue replies, answered in order, one per chat completion request."""
+        self.replies.extend(replies)
+
+    def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Block until at least `count` chat requests arrived; returns them."""
+        deadline = time.monotonic() + timeout
+        with self.received:
+            while len(self.requests) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"only {len(self.requests)} of {count} requests arrived")
+                self.received.wait(remaining)
+            return list(self.requests)
+
+    def chat_requests(self, *, with_tools: bool | None = None) -> list[dict[str, Any]]:
+        """Requests received, optionally only those with (or without) tools."""
+        if with_tools is None:
+            return list(self.requests)
+        return [r for r in self.requests if bool(r.get("tools")) == with_tools]
+
+
+def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                provider.model_list_requests += 1
+                data = []
+                if provider.context_length is not None:
+                    data.append({"id": provider.model, "context_length": provider.context_length})
+                data.append({"id": "other/model", "context_length": 4096})
+                self._json(200, {"data": data})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(length) or b"{}")
+            with provider.received:
+                provider.requests.append(body)
+                provider.headers.append(dict(self.headers))
+                reply = provider.replies.popleft() if provider.replies else None
+                provider.received.notify_all()
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": "not found"}})
+                return
+            if reply is None:
+                self._json(500, {"error": {"message": "the script has no reply left"}})
+                return
+            stream = bool(body.get("stream"))
+            if isinstance(reply, Hang):
+                reply.release.wait()
+                if reply.then is None:
+                    self.close_connection = True
+                    return
+                reply = reply.then
+            if isinstance(reply, Error):
+                payload = reply.body if reply.body is not None else {"error": {"message": "x"}}
+                self._json(reply.status, payload, reply.headers)
+            elif isinstance(reply, Truncated):
+                self._truncated(reply)
+            elif stream:
+                self._stream(reply)
+            else:
+                self._json(200, _whole(reply, provider.model))
+
+        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = payload if isinstance(payload, bytes | str) else json.dumps(payload)
+            raw = data.encode() if isinstance(data, str) else data
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _start_events(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+        def _event(self, chunk: dict[str, Any] | str) -> None:
+            data = chunk if isinstance(chunk, str) else json.dumps(chunk)
+            self.wfile.write(f"data: {data}\n\n".encode())
+            self.wfile.flush()
+
+        def _stream(self, reply: Text | Calls) -> None:
+            self._start_events()
+            self.wfile.write(b": PROCESSING\n\n")
+            model = provider.model
+            try:
+                if isinstance(reply, Text):
+                    if reply.thinking:
+                        self._event(_chunk(model, {"reasoning": reply.thinking}))
+                    pieces = [
+                        reply.text[i : i + reply.chunk_size]
+                        for i in range(0, len(reply.text), reply.chunk_size)
+                    ]
+                    for index, piece in enumerate(pieces):
+                        self._event(_chunk(model, {"content": piece}))
+                        if reply.stall_after is not None and index + 1 == reply.stall_after:
+                            reply.release.wait()
+                            return
+                else:
+                    if reply.text:
+                        self._event(_chunk(model, {"content": reply.text}))
+                    for index, (call_id, name, args) in enumerate(reply.calls):
+                        text = args if isinstance(args, str) else json.dumps(args)
+                        half = len(text) // 2
+                        first = {"index": index, "id": call_id, "type": "function"}
+                        first["function"] = {"name": name, "arguments": text[:half]}
+                        self._event(_chunk(model, {"tool_calls": [first]}))
+                        rest = {"index": index, "function": {"arguments": text[half:]}}
+                        self._event(_chunk(model, {"tool_calls": [rest]}))
+                finish = "tool_calls" if isinstance(reply, Calls) else "stop"
+                self._event(_chunk(model, {}, finish))
+                if reply.usage:
+                    self._event({"id": "x", "model": model, "choices": [], "usage": reply.usage})
+                self._event("[DONE]")
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+        def _truncated(self, reply: Truncated) -> None:
+            self._start_events()
+            self._event(_chunk(provider.model, {"content": reply.text}))
+            # End the response here: no finish_reason, no [DONE].
+
+    return Handler
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _whole(reply: Text | Calls, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if isinstance(reply, Text) and reply.thinking:
+        message["reasoning"] = reply.thinking
+    if isinstance(reply, Calls):
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
+            }
+            for call_id, name, args in reply.calls
+        ]
+    payload: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if isinstance(reply, Calls) else "stop",
+            }
+        ],
+    }
+    if reply.usage:
+        payload["usage"] = reply.usage
+    return payload
