@@ -22,6 +22,7 @@ from seri_lsp.engine import Engine
 from seri_lsp.errors import SeriError
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.host import Host, Level
+from seri_lsp.legacy import find_pending, import_files
 from seri_lsp.messages import Message
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.sessions import SessionStore
@@ -121,8 +122,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _open_store(args: argparse.Namespace) -> SessionStore:
+    """The profile's store, with any legacy files not yet imported brought in first."""
     root = ensure_profile_root(resolve_profile_root(args.profile_root, None))
-    return SessionStore(Database.open(root / DB_NAME))
+    store = SessionStore(Database.open(root / DB_NAME))
+    pending, _ = find_pending(root, store)
+    if pending:
+        for line in import_files(pending, store).summary_lines():
+            print(f"seri-lsp: {line}", file=sys.stderr)
+    return store
 
 
 def _here(value: str | None) -> str:

@@ -1,0 +1,65 @@
+"""The terminal face: `seri-lsp sessions`, `seri-lsp show`, on the same profile root."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.harness import command, server_env
+from tests.test_legacy import good_session, write_legacy
+
+
+def seri(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "seri_lsp", *args],
+        cwd=cwd,
+        env=server_env(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_sessions_lists_what_the_server_created(
+    lsp, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    client = await lsp()
+    first = (await command(client, "seri.session.new", {}))["session"]
+    second = (await command(client, "seri.clear", {}))["session"]
+
+    result = seri("sessions", "--json", "--profile-root", str(profile_root), cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    assert [s["id"] for s in json.loads(result.stdout)] == [second["id"], first["id"]]
+
+    text = seri("sessions", "--profile-root", str(profile_root), cwd=workspace)
+    assert first["id"] in text.stdout and second["id"] in text.stdout
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"SERI_PROFILE_ROOT": str(profile_root)}
+    none_here = seri("sessions", "--json", cwd=elsewhere, env=env)
+    assert json.loads(none_here.stdout) == []
+    everywhere = seri("sessions", "--all", "--json", cwd=elsewhere, env=env)
+    assert len(json.loads(everywhere.stdout)) == 2
+
+
+def test_show_prints_one_conversation(profile_root: Path, workspace: Path) -> None:
+    # The first use of the profile, from the terminal, imports the legacy file.
+    write_legacy(profile_root, "old.jsonl", good_session("legacy-show", workspace))
+    shown = seri("show", "legacy-show", "--profile-root", str(profile_root), cwd=workspace)
+    assert shown.returncode == 0, shown.stderr
+    assert "Rename foo to bar in app.py" in shown.stdout
+    assert "read_file" in shown.stdout and "Done: foo is now bar." in shown.stdout
+
+    as_json = seri("show", "legacy", "--json", "--profile-root", str(profile_root), cwd=workspace)
+    payload = json.loads(as_json.stdout)
+    assert payload["session"]["id"] == "legacy-show"
+    assert len(payload["messages"]) == 4
+
+
+def test_show_with_an_unknown_id_says_so(profile_root: Path, workspace: Path) -> None:
+    result = seri("show", "nope", "--profile-root", str(profile_root), cwd=workspace)
+    assert result.returncode == 1
+    assert "Unknown session id 'nope'" in result.stderr

@@ -1,0 +1,102 @@
+"""Settings resolution: init options > config.json > environment (provider) > defaults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seri_lsp.settings import DEFAULT_BASE_URL, load_settings
+
+
+def test_defaults_without_any_source(tmp_path: Path) -> None:
+    settings, problems = load_settings(tmp_path, None, env={})
+    assert problems == []
+    assert settings.max_turns == 500
+    assert settings.resume_on_open is True
+    assert settings.write_permission == "ask"
+    assert settings.provider.base_url == DEFAULT_BASE_URL
+    assert settings.provider.keep_tokens == 20_000
+    assert settings.provider.elide_bytes == 8192
+    assert settings.provider.context_window is None
+
+
+def test_init_options_win_over_config_json_and_merge_provider_fields(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({"maxTurns": 40, "provider": {"model": "a/b", "keepTokens": 1000}})
+    )
+    settings, problems = load_settings(
+        tmp_path, {"maxTurns": 7, "provider": {"keepTokens": 2000}}, env={}
+    )
+    assert problems == []
+    assert settings.max_turns == 7
+    assert settings.provider.model == "a/b"
+    assert settings.provider.keep_tokens == 2000
+
+
+def test_environment_fills_provider_fields_no_setting_gives(tmp_path: Path) -> None:
+    env = {
+        "SERI_BASE_URL": "http://env/v1",
+        "SERI_MODEL": "env/model",
+        "OPENROUTER_API_KEY": "or-key",
+    }
+    settings, _ = load_settings(tmp_path, {"provider": {"model": "set/model"}}, env=env)
+    assert settings.provider.base_url == "http://env/v1"
+    assert settings.provider.model == "set/model"
+    assert settings.provider.api_key == "or-key"
+    settings, _ = load_settings(tmp_path, None, env={**env, "SERI_API_KEY": "seri-key"})
+    assert settings.provider.api_key == "seri-key"
+
+
+def test_sampling_knobs_pin_and_effort_are_kept_as_given(tmp_path: Path) -> None:
+    pin = {"order": ["anthropic"], "allow_fallbacks": False}
+    settings, problems = load_settings(
+        tmp_path,
+        {
+            "provider": {
+                "temperature": 0.2,
+                "topP": 0.9,
+                "maxTokens": 4096,
+                "reasoningEffort": "high",
+                "provider": pin,
+            }
+        },
+        env={},
+    )
+    assert problems == []
+    assert dict(settings.provider.sampling) == {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "max_tokens": 4096,
+    }
+    assert settings.provider.reasoning_effort == "high"
+    assert settings.provider.provider == pin
+
+
+def test_bad_values_fall_back_to_defaults_with_a_message(tmp_path: Path) -> None:
+    settings, problems = load_settings(
+        tmp_path,
+        {
+            "maxTurns": "many",
+            "resumeOnOpen": "yes",
+            "permissions": {"write": "sometimes"},
+            "provider": {"keepTokens": -5, "contextWindow": 1.5},
+        },
+        env={},
+    )
+    assert settings.max_turns == 500
+    assert settings.resume_on_open is True
+    assert settings.write_permission == "ask"
+    assert settings.provider.keep_tokens == 20_000
+    assert settings.provider.context_window is None
+    joined = "\n".join(problems)
+    for name in ("maxTurns", "resumeOnOpen", "permissions.write", "provider.keepTokens"):
+        assert name in joined
+
+
+def test_a_broken_config_json_is_reported_and_ignored_not_rewritten(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text('{"maxTurns": 4,,}')
+    settings, problems = load_settings(tmp_path, None, env={})
+    assert settings.max_turns == 500
+    assert "not valid JSON" in problems[0] and "line 1" in problems[0]
+    assert config.read_text() == '{"maxTurns": 4,,}'
