@@ -172,16 +172,16 @@ class Toolbox:
         self.workspace = workspace
         self.host = host
         self.gate = gate
-        self._subagent = subagent
-        self._remember = remember
+        self._subagent_runner = subagent
+        self._memory_proposer = remember
 
     @property
     def names(self) -> list[str]:
         """The tools this conversation offers the model."""
         names = ["read_file", "write_file", "edit", "list_dir", "grep"]
-        if self._subagent is not None:
+        if self._subagent_runner is not None:
             names.append("task")
-        if self._remember is not None:
+        if self._memory_proposer is not None:
             names.append("remember")
         return names
 
@@ -317,12 +317,12 @@ class Toolbox:
         return ToolOutcome("\n".join(matches))
 
     async def _task(self, args: dict[str, Any]) -> ToolOutcome:
-        assert self._subagent is not None
-        return await self._subagent(_required_text(args, "prompt"))
+        assert self._subagent_runner is not None
+        return await self._subagent_runner(_required_text(args, "prompt"))
 
     async def _remember(self, args: dict[str, Any]) -> ToolOutcome:
-        assert self._remember is not None
-        return await self._remember(_required_text(args, "text"))
+        assert self._memory_proposer is not None
+        return await self._memory_proposer(_required_text(args, "text"))
 
     # --- helpers --------------------------------------------------------------------
 
