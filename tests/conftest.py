@@ -37,7 +37,9 @@ def provider() -> Iterator[ScriptedProvider]:
     server.stop()
 
 
-def provider_options(provider: ScriptedProvider, **extra: Any) -> dict[str, Any]:
+def provider_options(
+    provider: ScriptedProvider, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Initialization options that point the server at the scripted provider."""
     settings = {
         "baseUrl": provider.base_url,
@@ -48,7 +50,7 @@ def provider_options(provider: ScriptedProvider, **extra: Any) -> dict[str, Any]
         "retryBaseDelay": 0.01,
         "retryMaxDelay": 0.05,
     }
-    settings.update(extra)
+    settings.update(extra or {})
     return {"provider": settings}
 
 
@@ -81,7 +83,7 @@ async def agent(
     async def start(
         *, provider_extra: dict[str, Any] | None = None, **options: Any
     ) -> LanguageClient:
-        init = provider_options(provider, **(provider_extra or {}))
+        init = provider_options(provider, provider_extra)
         init.setdefault("permissions", {"write": "allow"})
         init.update(options.pop("init_options", {}))
         return await lsp(init_options=init, **options)

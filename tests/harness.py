@@ -30,6 +30,7 @@ SERI_NOTIFICATIONS = (
     "seri/turnEnded",
 )
 CLIENTS = ("visual-studio-code", "neovim")
+HOLD = object()  # an answer to showMessageRequest that never comes
 _MISSING = object()
 
 
@@ -47,9 +48,11 @@ def make_client() -> LanguageClient:
         client.feature(method)(_recorder(method))
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
-    def show_message_request(ls: LanguageClient, params: types.ShowMessageRequestParams):
+    async def show_message_request(ls: LanguageClient, params: types.ShowMessageRequestParams):
         ls.message_requests.append(params)
         answer = ls.answers.popleft() if ls.answers else None
+        if answer is HOLD:
+            await asyncio.Event().wait()  # the user walked away from the dialog
         return types.MessageActionItem(title=answer) if answer is not None else None
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)

@@ -1,0 +1,50 @@
+"""Small helpers shared by the agent-loop tests."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pytest_lsp import LanguageClient
+
+from tests.harness import command
+
+
+async def prompt(client: LanguageClient, text: str) -> dict[str, Any]:
+    """Send a prompt (or slash command) and return the command's result."""
+    return await command(client, "seri.prompt", {"text": text})
+
+
+async def messages(client: LanguageClient, session_id: str | None = None) -> list[dict[str, Any]]:
+    """The stored messages of a session (the open one by default)."""
+    args = {"sessionId": session_id} if session_id else {}
+    return (await command(client, "seri.session.get", args))["messages"]
+
+
+def events(profile_root: Path, kind: str, session_id: str | None = None) -> list[dict[str, Any]]:
+    """Events recorded in seri.db, read straight from the file."""
+    conn = sqlite3.connect(profile_root / "seri.db")
+    try:
+        sql = "SELECT session_id, data FROM session_events WHERE kind = ?"
+        params: list[Any] = [kind]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        rows = conn.execute(sql + " ORDER BY id", params).fetchall()
+    finally:
+        conn.close()
+    return [{"sessionId": row[0], **json.loads(row[1])} for row in rows]
+
+
+def tool_results(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Tool messages by the call id they answer."""
+    return {m["tool_call_id"]: m for m in history if m["role"] == "tool"}
+
+
+def system_prompt(request: dict[str, Any]) -> str:
+    """The system message of a request body."""
+    first = request["messages"][0]
+    assert first["role"] == "system"
+    return first["content"]
