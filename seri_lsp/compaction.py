@@ -160,7 +160,9 @@ def _elided_arguments(arguments: str, limit: int) -> Any:
         return elide(arguments, limit)
     out: dict[str, Any] = {}
     for key, value in parsed.items():
-        text = value if isinstance(value, str) else json.dumps(value)
+        # A non-string value is measured as its JSON text, with non-ASCII characters kept
+        # as themselves: `\uXXXX` escapes would overstate its UTF-8 size up to threefold.
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         marker = elide(text, limit)
         out[key] = value if marker == text else marker
     return out

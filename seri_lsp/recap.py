@@ -26,7 +26,11 @@ _HEADING = re.compile(
         (?P<rest>.*)$""",
     re.IGNORECASE | re.VERBOSE,
 )
-_PATH_LINE = re.compile(r"^\s*(read|modified)\s*:", re.IGNORECASE)
+# Path claims in the same markdown dress as the headings (`**Read:** a`, `## Modified: b`)
+# are dropped too, or they would leak into the field above them.
+_PATH_LINE = re.compile(
+    r"^\s*(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?:read|modified)\s*(?:\*\*|__)?\s*:", re.IGNORECASE
+)
 
 
 class UnusableSummary(ValueError):
