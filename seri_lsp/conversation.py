@@ -68,9 +68,8 @@ class Conversation:
         engine = self.engine
         stored = await engine.io(engine.store.replace_prefix, self.id, plan.replaced, recap)
         gone = {message.id for message in plan.replaced}
-        kept = [message for message in self.messages if message.id not in gone]
-        self.messages = [stored, *kept]
-        self.chars = sum(message.chars for message in self.messages)
+        self.messages = [stored, *(m for m in self.messages if m.id not in gone)]
+        self.chars += stored.chars - sum(message.chars for message in plan.replaced)
         # The billed count described the history before the cut; it no longer applies.
         self.last_billed = None
         engine.host.emit(MessageStored(self.id, stored))

@@ -27,6 +27,7 @@ from seri_lsp import __version__
 from seri_lsp.messages import ToolCall
 from seri_lsp.settings import DEFAULT_CONTEXT_WINDOW, ProviderSettings
 
+MODELS_RETRY_SECONDS = 300.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524, 529})
 _TOO_LONG_MARKERS = (
     "context_length_exceeded",
@@ -131,6 +132,7 @@ class Provider:
             headers=self._headers(),
         )
         self._context_window: int | None = settings.context_window
+        self._models_retry_at = 0.0
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -237,13 +239,17 @@ class Provider:
         """contextWindow from settings, else the provider's model list, else 128000."""
         if self._context_window is not None:
             return self._context_window
+        if time.monotonic() < self._models_retry_at:
+            return DEFAULT_CONTEXT_WINDOW
         try:
             response = await self._client.get("models", timeout=5.0)
             models = response.json().get("data", []) if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             models = None
         if models is None:
-            # Unreachable or no model list: use the default now, ask again next time.
+            # Unreachable or no model list: use the default, and ask again only after a
+            # while, so an offline editor does not wait on the network at every call.
+            self._models_retry_at = time.monotonic() + MODELS_RETRY_SECONDS
             return DEFAULT_CONTEXT_WINDOW
         window = DEFAULT_CONTEXT_WINDOW
         for model in models:
