@@ -1,0 +1,51 @@
+"""Benchmark: the pre-call token estimate does not grow with the history.
+
+Run on demand: `python bench/estimate.py`. For histories of growing length it times
+`Conversation.estimate_tokens()` (running totals) against a baseline measured in the same
+run: re-counting every message's characters, which is what the estimate would cost if
+it re-scanned the history. Figures are ratios, so they hold on any machine.
+"""
+
+from __future__ import annotations
+
+import timeit
+from pathlib import Path
+
+from seri_lsp.conversation import Conversation
+from seri_lsp.messages import Message, ToolCall, count_chars, tokens_for_chars
+from seri_lsp.prompt_files import freeze
+from seri_lsp.sessions import SessionInfo
+
+
+def history(length: int) -> list[Message]:
+    messages: list[Message] = []
+    for index in range(length // 3):
+        call = ToolCall(id=f"c{index}", name="read_file", arguments='{"path": "src/app.py"}')
+        messages += [
+            Message(role="assistant", content="Let me look.", tool_calls=(call,)),
+            Message(role="tool", content="x = 1\n" * 200, tool_call_id=call.id),
+            Message(role="user", content=f"prompt {index}"),
+        ]
+    return messages
+
+
+def rescan_estimate(conversation: Conversation) -> int:
+    chars = conversation.frozen.chars + sum(count_chars(m) for m in conversation.messages)
+    return max(conversation.last_billed or 0, tokens_for_chars(chars))
+
+
+def main() -> None:
+    frozen = freeze(None, Path("/nonexistent-profile"))
+    info = SessionInfo("bench", "/bench", "", "", "", None, None, None, 0)
+    print(f"{'messages':>9} {'running total (us)':>19} {'re-scan (us)':>13} {'ratio':>8}")
+    for length in (30, 300, 3000, 30000):
+        conversation = Conversation(None, info, history(length), frozen, set())  # type: ignore[arg-type]
+        assert conversation.estimate_tokens() == rescan_estimate(conversation)
+        runs = 2000
+        ours = timeit.timeit(conversation.estimate_tokens, number=runs) / runs
+        baseline = timeit.timeit(lambda c=conversation: rescan_estimate(c), number=20) / 20
+        print(f"{length:>9} {ours * 1e6:>19.2f} {baseline * 1e6:>13.1f} {baseline / ours:>7.0f}x")
+
+
+if __name__ == "__main__":
+    main()
