@@ -442,7 +442,6 @@ class Engine:
             is_error=outcome.status != "done",
             read=paths.read,
             modified=paths.modified,
-            extra={"sessionId": child.id},
         )
 
     async def _propose_memory(self, conversation: Conversation, text: str) -> ToolOutcome:

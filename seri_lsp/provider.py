@@ -91,7 +91,6 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
-    model: str | None = None
 
     def reset(self) -> None:
         """Forget a failed attempt's partial reply before retrying."""
@@ -341,7 +340,6 @@ async def _read_stream(
             ) from exc
         if "error" in chunk:
             raise _stream_error(chunk)
-        reply.model = chunk.get("model") or reply.model
         if chunk.get("usage"):
             reply.usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
@@ -380,7 +378,6 @@ def _read_whole(raw: bytes, reply: Reply) -> None:
         raise StreamTruncated("The provider's reply was not complete JSON.") from exc
     if "error" in data:
         raise _stream_error(data)
-    reply.model = data.get("model")
     if data.get("usage"):
         reply.usage = _usage(data["usage"])
     choices = data.get("choices") or []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ class ToolOutcome:
     modified: tuple[str, ...] = ()
     denial: str | None = None
     edit_via: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolError(Exception):
@@ -215,7 +214,7 @@ class Toolbox:
 
     async def _read_file(self, args: dict[str, Any]) -> ToolOutcome:
         target = self._path(args.get("path"))
-        text = self._current_text(target)
+        text, _ = self._current(target)
         if text is None:
             raise ToolError(f"{target.display} does not exist.")
         if len(text) > MAX_READ_CHARS:
@@ -231,13 +230,13 @@ class Toolbox:
         content = _required_text(args, "content", allow_empty=True)
         if target.real.is_dir():
             raise ToolError(f"{target.display} is a folder.")
-        current = self._current_text(target)
+        current, is_open = self._current(target)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
         if current is None:
             via = _write_disk(target.real, content)
         else:
-            via = await self._replace(target, current, 0, len(current), content)
+            via = await self._replace(target, current, is_open, 0, len(current), content)
         action = "Created" if current is None else "Wrote"
         return ToolOutcome(
             f"{action} {target.display} ({len(content.encode('utf-8'))} bytes).",
@@ -249,7 +248,7 @@ class Toolbox:
         target = self._path(args.get("path"))
         old_text = _required_text(args, "old_text")
         new_text = _required_text(args, "new_text", allow_empty=True)
-        current = self._current_text(target)
+        current, is_open = self._current(target)
         if current is None:
             raise ToolError(f"{target.display} does not exist.")
         count = current.count(old_text)
@@ -265,7 +264,8 @@ class Toolbox:
             )
         await self._allow_write(f"edit {target.display}", target)
         start = current.index(old_text)
-        via = await self._replace(target, current, start, start + len(old_text), new_text)
+        end = start + len(old_text)
+        via = await self._replace(target, current, is_open, start, end, new_text)
         line = current.count("\n", 0, start) + 1
         return ToolOutcome(
             f"Edited {target.display} at line {line}.", modified=(target.display,), edit_via=via
@@ -332,18 +332,19 @@ class Toolbox:
         except PathDenied as exc:
             raise Denied(str(exc), raw if isinstance(raw, str) else None) from exc
 
-    def _current_text(self, target: WorkspacePath) -> str | None:
+    def _current(self, target: WorkspacePath) -> tuple[str | None, bool]:
+        """The file's text (the editor's buffer if open), and whether it is open."""
         text = self.host.document_text(target.real)
         if text is not None:
-            return text
+            return text, True
         if target.real.is_dir():
             raise ToolError(f"{target.display} is a folder; use list_dir.")
         if not target.real.exists():
-            return None
+            return None, False
         text = _read_text_file(target.real, limit=None)
         if text is None:
             raise ToolError(f"{target.display} is not a UTF-8 text file.")
-        return text
+        return text, False
 
     async def _allow_write(self, action: str, target: WorkspacePath) -> None:
         try:
@@ -352,10 +353,15 @@ class Toolbox:
             raise Denied(str(exc), target.display) from exc
 
     async def _replace(
-        self, target: WorkspacePath, current: str, start: int, end: int, new_text: str
+        self,
+        target: WorkspacePath,
+        current: str,
+        was_open: bool,
+        start: int,
+        end: int,
+        new_text: str,
     ) -> str:
         """Change an existing file: through the editor when it can, else on disk."""
-        was_open = self.host.document_text(target.real) is not None
         if self.host.can_apply_edits:
             result = await self.host.apply_edit(target.real, current, start, end, new_text)
             if not result.applied:

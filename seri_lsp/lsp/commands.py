@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# LSP's RequestFailed: the request was valid but could not be carried out.
 REQUEST_FAILED = -32803
 
 Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]

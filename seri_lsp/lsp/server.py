@@ -31,9 +31,8 @@ from seri_lsp.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
-# LSP's ServerNotInitialized / RequestFailed codes.
+# LSP's ServerNotInitialized code (RequestFailed lives with the commands).
 SERVER_NOT_INITIALIZED = -32002
-REQUEST_FAILED = -32803
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ def setup_lifecycle(server: SeriServer) -> None:
             )
             # Answer the request first, then stop: there is nothing to serve.
             asyncio.get_running_loop().call_later(0.5, os._exit, 1)
-            raise JsonRpcException(message=message, code=REQUEST_FAILED) from exc
+            raise JsonRpcException(message=message, code=commands.REQUEST_FAILED) from exc
         ls.startup_problems = problems + setting_problems
 
     @server.feature(types.INITIALIZED)
