@@ -22,12 +22,12 @@ from seri_lsp.engine import Engine
 from seri_lsp.errors import SeriError
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.host import Host, Level
-from seri_lsp.legacy import find_pending, import_files
-from seri_lsp.messages import Message
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
-from seri_lsp.sessions import SessionStore
 from seri_lsp.settings import load_settings
-from seri_lsp.store import Database, StoreError
+from seri_lsp.store.database import Database, StoreError
+from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.messages import Message
+from seri_lsp.store.sessions import SessionStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:

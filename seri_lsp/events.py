@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seri_lsp.messages import Message
+from seri_lsp.store.messages import Message
 
 
 @dataclass(frozen=True)

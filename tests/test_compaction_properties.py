@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seri_lsp.compaction import (
+from seri_lsp.context.compaction import (
     CompactionPlan,
     choose_cut,
     elide,
@@ -29,9 +29,9 @@ from seri_lsp.compaction import (
     summary_request,
     transcript,
 )
-from seri_lsp.messages import Message, ToolCall
-from seri_lsp.pairing import INTERRUPTED, repair_tool_pairs
-from seri_lsp.recap import Recap
+from seri_lsp.context.pairing import INTERRUPTED, repair_tool_pairs
+from seri_lsp.context.recap import Recap
+from seri_lsp.store.messages import Message, ToolCall
 
 ELIDE_BYTES = 96
 """A small elision limit, so that boundary payloads stay cheap to generate."""

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from seri_lsp.legacy import find_pending, import_files
-from seri_lsp.sessions import SessionStore
-from seri_lsp.store import Database
+from seri_lsp.store.database import Database
+from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.sessions import SessionStore
 from tests.harness import CLIENTS, command, stop_server, wait_until
 
 

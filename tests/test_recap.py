@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from seri_lsp.recap import Recap, UnusableSummary, merge_paths, parse_summary
+from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
 
 PLAIN_REPLY = """Goal:
 Fix the failing login test.

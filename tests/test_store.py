@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from seri_lsp.migrations import MIGRATIONS
 from seri_lsp.profile import ensure_profile_root, resolve_profile_root
-from seri_lsp.store import Database, StoreError
+from seri_lsp.store.database import Database, StoreError
+from seri_lsp.store.migrations import MIGRATIONS
 
 
 def digest(path: Path) -> str:

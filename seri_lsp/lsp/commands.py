@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
 
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
@@ -23,9 +24,6 @@ from seri_lsp.lsp.arguments import (
     required_text,
     single_object,
 )
-
-if TYPE_CHECKING:
-    from seri_lsp.lsp.server import SeriServer
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +98,7 @@ COMMANDS: dict[str, Handler] = {
 }
 
 
-def setup(server: SeriServer) -> None:
+def setup(server: LanguageServer) -> None:
     """Register every command with error translation around it."""
     for name, handler in COMMANDS.items():
         server.command(name)(_translated(name, handler))
@@ -109,7 +107,7 @@ def setup(server: SeriServer) -> None:
 def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str, Any]]]:
     # Annotations stay resolvable at run time: pygls reads them to map arguments.
     async def run(ls: Any, *arguments: Any) -> dict[str, Any]:
-        engine = await ls.ready()
+        engine = await ls.ready()  # the SeriServer's engine, once start-up has finished
         try:
             return await handler(engine, single_object(name, arguments))
         except InvalidArgument as exc:

@@ -26,8 +26,7 @@ from seri_lsp.lsp import commands
 from seri_lsp.lsp.host import LspHost
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import load_settings
-from seri_lsp.store import StoreError
-from seri_lsp.workspace import Workspace
+from seri_lsp.store.database import StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +140,7 @@ def setup_lifecycle(server: SeriServer) -> None:
         if ls.engine is None:
             return
         paths = [to_fs_path(folder.uri) for folder in ls.workspace.folders.values()]
-        roots = [Path(os.path.realpath(p)) for p in paths if p]
-        # The project (the first folder at start) keeps its place as the first root.
-        project = Path(ls.engine.project)
-        ordered = [project] + [root for root in roots if root != project]
-        ls.engine.workspace = Workspace(ordered)
+        ls.engine.set_workspace_roots([Path(os.path.realpath(p)) for p in paths if p])
 
 
 def create_server(options: ServerOptions | None = None) -> SeriServer:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.agent.workspace import PathDenied, Workspace, WorkspacePath
 from seri_lsp.host import Host
-from seri_lsp.messages import ToolCall
 from seri_lsp.settings import WritePermission
-from seri_lsp.workspace import PathDenied, Workspace, WorkspacePath
+from seri_lsp.store.messages import ToolCall
 
 MAX_READ_CHARS = 256 * 1024
 MAX_LIST_ENTRIES = 500

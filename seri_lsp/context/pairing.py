@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seri_lsp.messages import Message
+from seri_lsp.store.messages import Message
 
 INTERRUPTED = "no result: interrupted"
 

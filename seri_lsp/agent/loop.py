@@ -11,25 +11,68 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from seri_lsp.cancel import TaskCancelled
-from seri_lsp.compaction import NOT_ENOUGH, CompactionFailed
+from seri_lsp.agent.cancel import CancelScope, TaskCancelled
+from seri_lsp.agent.provider import (
+    ContextTooLong,
+    Provider,
+    ProviderError,
+    Reply,
+    RetryCallback,
+    RetryNotice,
+    Usage,
+)
+from seri_lsp.agent.tools import Toolbox, ToolOutcome
+from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor, Summariser
+from seri_lsp.context.conversation import Conversation
+from seri_lsp.context.pairing import repair_tool_pairs
 from seri_lsp.events import Delta, TurnEnded
-from seri_lsp.messages import Message, ToolCall
-from seri_lsp.pairing import repair_tool_pairs
-from seri_lsp.provider import ContextTooLong, ProviderError, Reply
-from seri_lsp.tools import Toolbox, ToolOutcome
-
-if TYPE_CHECKING:
-    from seri_lsp.conversation import Conversation
-    from seri_lsp.engine import Engine
+from seri_lsp.host import Host
+from seri_lsp.store.messages import Message, ToolCall
 
 logger = logging.getLogger(__name__)
 
 # Compactions (attempted, automatic or on overflow) allowed within one task, so a
 # history that cannot be shrunk never loops on the summariser.
 MAX_COMPACTIONS_PER_TASK = 3
+
+
+def retry_recorder(conversation: Conversation, host: Host) -> RetryCallback:
+    """A provider retry callback that logs the retry and records it with the session."""
+
+    async def record(notice: RetryNotice) -> None:
+        host.log(
+            "warning",
+            f"Provider error ({notice.error}); retry {notice.attempt} in {notice.delay:.1f}s.",
+        )
+        await conversation.record_event("retry", notice.to_json())
+
+    return record
+
+
+async def record_usage(conversation: Conversation, usage: Usage | None, purpose: str) -> None:
+    """Record the tokens a reply was billed for, if the provider said."""
+    if usage is not None:
+        await conversation.record_usage(purpose, usage.input_tokens, usage.output_tokens)
+
+
+def model_summariser(
+    provider: Provider, conversation: Conversation, scope: CancelScope, host: Host
+) -> Summariser:
+    """The compaction summariser: the same model as the turn, no tools, cancellable."""
+
+    async def summarise(request: list[dict[str, Any]]) -> str:
+        try:
+            reply = await scope.run(
+                provider.complete(request, None, on_retry=retry_recorder(conversation, host))
+            )
+        except ProviderError as exc:
+            raise CompactionFailed(f"the summariser call failed: {exc}") from exc
+        await record_usage(conversation, reply.usage, "summary")
+        return reply.content
+
+    return summarise
 
 
 class TaskFailed(Exception):
@@ -57,29 +100,38 @@ class AgentLoop:
 
     def __init__(
         self,
-        engine: Engine,
         conversation: Conversation,
         toolbox: Toolbox,
-        max_turns: Callable[[], int],
+        *,
+        provider: Provider,
+        compactor: Compactor,
+        host: Host,
+        scope: CancelScope,
     ) -> None:
-        self.engine = engine
         self.conversation = conversation
         self.toolbox = toolbox
-        self.max_turns = max_turns
+        self.provider = provider
+        self.compactor = compactor
+        self.host = host
+        self.scope = scope
+        self.summarise = model_summariser(provider, conversation, scope, host)
         self._compactions = 0
         self._reply: Reply | None = None
 
-    async def run(self, prompt: str) -> TaskOutcome:
-        """Run one task to its end; never raises for provider or tool trouble."""
+    async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
+        """Run one task to its end; never raises for provider or tool trouble.
+
+        `max_turns` is asked before every model call, so `/max-turns` takes effect at once.
+        """
         conversation = self.conversation
         self._compactions = 0
         turns = 0
         status, error, final_text = "done", None, ""
         await conversation.append(Message(role="user", content=prompt))
-        async with self.engine.host.progress("seri: working") as progress:
+        async with self.host.progress("seri: working") as progress:
             try:
                 while True:
-                    if turns >= self.max_turns():
+                    if turns >= max_turns():
                         status = "max_turns"
                         error = (
                             f"Stopped after {turns} turns (the turn budget). Send another "
@@ -106,7 +158,7 @@ class AgentLoop:
             await self._answer_open_calls(status)
         outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
         await conversation.record_event("task_ended", outcome.to_wire())
-        self.engine.host.emit(TurnEnded(conversation.id, status, turns))
+        self.host.emit(TurnEnded(conversation.id, status, turns))
         return outcome
 
     # --- model calls -------------------------------------------------------------------
@@ -115,7 +167,7 @@ class AgentLoop:
         conversation = self.conversation
         messages, repairs = repair_tool_pairs(conversation.messages)
         for repair in repairs:
-            self.engine.host.log("warning", f"Repaired the request history: {repair}.")
+            self.host.log("warning", f"Repaired the request history: {repair}.")
         if repairs:
             await conversation.record_event("repair", {"repairs": repairs})
         return [conversation.system_message()] + [m.to_provider() for m in messages]
@@ -124,13 +176,13 @@ class AgentLoop:
         conversation = self.conversation
         messages = await self._request_messages()
         self._reply = Reply()
-        return await conversation.scope.run(
-            self.engine.provider.complete(
+        return await self.scope.run(
+            self.provider.complete(
                 messages,
                 self.toolbox.schemas(),
                 reply=self._reply,
-                on_delta=lambda text: self.engine.host.emit(Delta(conversation.id, text)),
-                on_retry=conversation.record_retry,
+                on_delta=lambda text: self.host.emit(Delta(conversation.id, text)),
+                on_retry=retry_recorder(conversation, self.host),
             )
         )
 
@@ -147,15 +199,16 @@ class AgentLoop:
                 ) from second
 
     async def _overflow_compact(self, rejection: ContextTooLong) -> None:
-        compactor = self.engine.compactor
         if self._compactions >= MAX_COMPACTIONS_PER_TASK:
             raise TaskFailed(f"{rejection} This task already compacted {self._compactions} times.")
-        plan = compactor.plan(self.conversation)
+        plan = self.compactor.plan(self.conversation)
         if plan is None:
             raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
         self._compactions += 1
         try:
-            await compactor.compact(self.conversation, plan, trigger="overflow")
+            await self.compactor.compact(
+                self.conversation, plan, self.summarise, trigger="overflow"
+            )
         except CompactionFailed as exc:
             await self.conversation.record_event(
                 "compaction_failed", {"trigger": "overflow", "error": str(exc)}
@@ -167,13 +220,13 @@ class AgentLoop:
         conversation = self.conversation
         if self._compactions >= MAX_COMPACTIONS_PER_TASK:
             return
-        window = await self.engine.provider.context_window()
+        window = await self.provider.context_window()
         estimate = conversation.estimate_tokens()
         if estimate * 2 < window:
             return
-        plan = self.engine.compactor.plan(conversation)
+        plan = self.compactor.plan(conversation)
         if plan is None:
-            self.engine.host.log(
+            self.host.log(
                 "info",
                 f"The history is at {estimate} of {window} tokens, but too little of it "
                 "can be compacted; going on uncompacted.",
@@ -181,17 +234,16 @@ class AgentLoop:
             return
         self._compactions += 1
         try:
-            await self.engine.compactor.compact(conversation, plan, trigger="auto")
+            await self.compactor.compact(conversation, plan, self.summarise, trigger="auto")
         except CompactionFailed as exc:
-            self.engine.host.log("warning", f"Automatic compaction failed; going on: {exc}.")
+            self.host.log("warning", f"Automatic compaction failed; going on: {exc}.")
             await conversation.record_event(
                 "compaction_failed", {"trigger": "auto", "error": str(exc)}
             )
 
     async def _store_reply(self, reply: Reply) -> Message:
         conversation = self.conversation
-        if reply.usage is not None:
-            await conversation.record_usage(reply.usage, purpose="turn")
+        await record_usage(conversation, reply.usage, "turn")
         self._reply = None
         return await conversation.append(
             Message(
@@ -218,7 +270,7 @@ class AgentLoop:
         rules: list[Message] = []
         index = 0
         while index < len(calls):
-            conversation.scope.check()
+            self.scope.check()
             if calls[index].name == "task":
                 # Subagents share this task's cancel scope and run side by side.
                 end = index
@@ -230,16 +282,15 @@ class AgentLoop:
                     rules += await self._store_result(call, outcome)
                 index = end
             else:
-                outcome = await conversation.scope.run(self.toolbox.run(calls[index]))
+                outcome = await self.scope.run(self.toolbox.run(calls[index]))
                 rules += await self._store_result(calls[index], outcome)
                 index += 1
         for rule in rules:
             await conversation.append(rule)
-        conversation.scope.check()
+        self.scope.check()
 
     async def _store_result(self, call: ToolCall, outcome: ToolOutcome) -> list[Message]:
         conversation = self.conversation
-        engine = self.engine
         await conversation.append(
             Message(
                 role="tool",
@@ -249,13 +300,13 @@ class AgentLoop:
             )
         )
         if outcome.read or outcome.modified:
-            await engine.io(engine.store.add_paths, conversation.id, outcome.read, outcome.modified)
+            await conversation.add_paths(outcome.read, outcome.modified)
         if outcome.denial is not None:
             path = (call.parsed_arguments() or {}).get("path")
             await conversation.record_event(
                 "denial", {"tool": call.name, "path": path, "reason": outcome.denial}
             )
-            engine.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
+            self.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
         if outcome.edit_via is not None:
             await conversation.record_event(
                 "edit", {"tool": call.name, "path": outcome.modified[0], "via": outcome.edit_via}
@@ -272,8 +323,7 @@ class AgentLoop:
             path = next((p for p in paths if rule.matches(p)), None)
             if path is None:
                 continue
-            conversation.fired_rules.add(rule.path)
-            await self.engine.io(self.engine.store.mark_rule_fired, conversation.id, rule.path)
+            await conversation.mark_rule_fired(rule.path)
             messages.append(Message(role="user", content=rule.as_message(path), kind="rule"))
         return messages
 

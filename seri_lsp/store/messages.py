@@ -2,7 +2,8 @@
 
 The character count of a message (text, thinking, and the JSON of its tool arguments or
 its tool result) is computed once, stored with it, and summed incrementally, so a token
-estimate never re-reads the history.
+estimate never re-reads the history. A recap (the user message that stands for a
+compacted prefix) carries its structured fields beside its text.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from seri_lsp.recap import Recap
+# The four fields of a recap, and how its text heads them.
+FIELDS = ("goal", "progress", "blockers", "next_steps")
+HEADINGS = {
+    "goal": "Goal",
+    "progress": "Progress",
+    "blockers": "Blockers",
+    "next_steps": "Next steps",
+}
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
@@ -122,3 +130,58 @@ def count_chars(message: Message) -> int:
 def tokens_for_chars(chars: int) -> int:
     """The local token estimate: ceil(chars / 4)."""
     return -(-chars // 4)
+
+
+@dataclass(frozen=True)
+class Recap:
+    """A structured recap; `render()` gives the text the model sees."""
+
+    goal: str
+    progress: str
+    blockers: str
+    next_steps: str
+    read: tuple[str, ...] = field(default=())
+    modified: tuple[str, ...] = field(default=())
+    evicted: int = 0
+
+    def render(self) -> str:
+        """The recap message text: the four fields, then the Read and Modified lines."""
+        parts = [
+            "This is a recap of the earlier part of this session, which was compacted.",
+        ]
+        for name in FIELDS:
+            value = getattr(self, name).strip() or "(none)"
+            parts.append(f"{HEADINGS[name]}:\n{value}")
+        path_lines = []
+        if self.read:
+            path_lines.append("Read: " + ", ".join(self.read))
+        if self.modified:
+            path_lines.append("Modified: " + ", ".join(self.modified))
+        if path_lines:
+            parts.append("\n".join(path_lines))
+        return "\n\n".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        """The structured form stored beside the message."""
+        return {
+            "goal": self.goal,
+            "progress": self.progress,
+            "blockers": self.blockers,
+            "nextSteps": self.next_steps,
+            "read": list(self.read),
+            "modified": list(self.modified),
+            "evicted": self.evicted,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Recap:
+        """Rebuild a recap from its stored structured form."""
+        return cls(
+            goal=str(data.get("goal", "")),
+            progress=str(data.get("progress", "")),
+            blockers=str(data.get("blockers", "")),
+            next_steps=str(data.get("nextSteps", "")),
+            read=tuple(str(p) for p in data.get("read", []) or []),  # type: ignore[union-attr]
+            modified=tuple(str(p) for p in data.get("modified", []) or []),  # type: ignore[union-attr]
+            evicted=int(data.get("evicted", 0) or 0),  # type: ignore[call-overload]
+        )

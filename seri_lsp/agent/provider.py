@@ -24,8 +24,8 @@ from urllib.parse import urlparse
 import httpx
 
 from seri_lsp import __version__
-from seri_lsp.messages import ToolCall
 from seri_lsp.settings import DEFAULT_CONTEXT_WINDOW, ProviderSettings
+from seri_lsp.store.messages import ToolCall
 
 MODELS_RETRY_SECONDS = 300.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524, 529})

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seri_lsp import faults
-from seri_lsp.messages import Message, tokens_for_chars
-from seri_lsp.prompt_files import builtin_prompt
-from seri_lsp.provider import ProviderError
-from seri_lsp.recap import Recap, UnusableSummary, merge_paths, parse_summary
-
-if TYPE_CHECKING:
-    from seri_lsp.conversation import Conversation
-    from seri_lsp.engine import Engine
+from seri_lsp.context.conversation import Conversation
+from seri_lsp.context.prompt_files import builtin_prompt
+from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
+from seri_lsp.events import Compacted
+from seri_lsp.host import Host
+from seri_lsp.settings import ProviderSettings
+from seri_lsp.store.messages import Message, tokens_for_chars
 
 MIN_EVICTABLE = 4
 NOT_ENOUGH = "Not enough history to compact"
@@ -230,46 +229,51 @@ def summary_request(
     ]
 
 
-class Compactor:
-    """Runs a compaction against a conversation of the engine."""
+Summariser = Callable[[list[dict[str, Any]]], Awaitable[str]]
+"""Sends a summariser request (no tools) to the model and returns the reply's text.
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+Raises CompactionFailed when the model cannot be asked; the caller that supplies it owns
+cancellation, retries and the usage record.
+"""
+
+
+class Compactor:
+    """Runs compactions: the summariser call, the recap, the atomic commit, the event."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        host: Host,
+        normalize_path: Callable[[str], str | None],
+    ) -> None:
+        self.settings = settings
+        self.host = host
+        self.normalize_path = normalize_path
 
     def plan(self, conversation: Conversation) -> CompactionPlan | None:
         """The compaction that would run now (None: not enough history)."""
-        keep = self.engine.settings.provider.keep_tokens
-        return plan_compaction(conversation.messages, keep)
+        return plan_compaction(conversation.messages, self.settings.keep_tokens)
 
     async def compact(
         self,
         conversation: Conversation,
         plan: CompactionPlan,
+        summarise: Summariser,
         *,
         trigger: str,
         focus: str | None = None,
     ) -> CompactionResult:
         """Summarise `plan.evicted` into a recap and commit it; CompactionFailed if not."""
-        engine = self.engine
-        settings = engine.settings.provider
-        request = summary_request(plan, focus, settings.elide_bytes)
-        async with engine.host.progress("seri: compacting the conversation") as progress:
+        request = summary_request(plan, focus, self.settings.elide_bytes)
+        async with self.host.progress("seri: compacting the conversation") as progress:
             progress.report(f"summarising {len(plan.evicted)} messages")
             try:
-                reply = await conversation.scope.run(
-                    engine.provider.complete(request, None, on_retry=conversation.record_retry)
-                )
-            except ProviderError as exc:
-                raise CompactionFailed(f"the summariser call failed: {exc}") from exc
-            try:
-                fields = parse_summary(reply.content)
+                fields = parse_summary(await summarise(request))
             except UnusableSummary as exc:
                 raise CompactionFailed(f"the summary was unusable: {exc}") from exc
-            if reply.usage is not None:
-                await conversation.record_usage(reply.usage, purpose="summary")
 
             earlier = plan.previous.recap if plan.previous else None
-            read, modified = evicted_paths(plan.evicted, engine.normalize_tool_path)
+            read, modified = evicted_paths(plan.evicted, self.normalize_path)
             read, modified = merge_paths(
                 earlier.read if earlier else (),
                 earlier.modified if earlier else (),
@@ -290,7 +294,7 @@ class Compactor:
                     f"({recap_message.chars} characters for {replaced_chars})"
                 )
             faults.crash_point("compaction.before_commit")
-            await conversation.replace_prefix(plan, recap_message)
+            await conversation.replace_prefix(plan.replaced, recap_message)
             progress.report("done", 100)
         await conversation.record_event(
             "compaction",
@@ -302,5 +306,5 @@ class Compactor:
                 "recapChars": recap_message.chars,
             },
         )
-        engine.emit_compacted(conversation, trigger, len(plan.evicted))
+        self.host.emit(Compacted(conversation.id, trigger, len(plan.evicted)))
         return CompactionResult(True, len(plan.evicted))

@@ -14,9 +14,8 @@ from typing import Any
 
 from seri_lsp import faults
 from seri_lsp.errors import UnknownSession
-from seri_lsp.messages import Message, ToolCall
-from seri_lsp.recap import Recap
-from seri_lsp.store import Database, utc_now
+from seri_lsp.store.database import Database, utc_now
+from seri_lsp.store.messages import Message, Recap, ToolCall
 
 TITLE_LENGTH = 80
 

@@ -1,22 +1,18 @@
-"""The recap: the one user message that stands for a compacted prefix.
+"""Reading the summariser's reply into a recap, and merging recap path lists.
 
-It holds four fields written by the summariser (Goal, Progress, Blockers, Next steps) and
-two path lists taken from the evicted tool calls themselves (never from the model).
+A recap holds four fields written by the summariser (Goal, Progress, Blockers, Next steps)
+and two path lists taken from the evicted tool calls themselves (never from the model).
+The `Recap` value itself is stored with its message (`seri_lsp.store.messages`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-FIELDS = ("goal", "progress", "blockers", "next_steps")
-HEADINGS = {
-    "goal": "Goal",
-    "progress": "Progress",
-    "blockers": "Blockers",
-    "next_steps": "Next steps",
-}
+from seri_lsp.store.messages import FIELDS, HEADINGS, Recap
+
+__all__ = ["Recap", "UnusableSummary", "merge_paths", "parse_summary"]
 
 _HEADING = re.compile(
     r"""^\s*(?P<hashes>\#{1,6}\s*)?
@@ -35,61 +31,6 @@ _PATH_LINE = re.compile(
 
 class UnusableSummary(ValueError):
     """The summariser's reply lacks one or more of the four sections."""
-
-
-@dataclass(frozen=True)
-class Recap:
-    """A structured recap; `render()` gives the text the model sees."""
-
-    goal: str
-    progress: str
-    blockers: str
-    next_steps: str
-    read: tuple[str, ...] = field(default=())
-    modified: tuple[str, ...] = field(default=())
-    evicted: int = 0
-
-    def render(self) -> str:
-        """The recap message text: the four fields, then the Read and Modified lines."""
-        parts = [
-            "This is a recap of the earlier part of this session, which was compacted.",
-        ]
-        for name in FIELDS:
-            value = getattr(self, name).strip() or "(none)"
-            parts.append(f"{HEADINGS[name]}:\n{value}")
-        path_lines = []
-        if self.read:
-            path_lines.append("Read: " + ", ".join(self.read))
-        if self.modified:
-            path_lines.append("Modified: " + ", ".join(self.modified))
-        if path_lines:
-            parts.append("\n".join(path_lines))
-        return "\n\n".join(parts)
-
-    def to_json(self) -> dict[str, object]:
-        """The structured form stored beside the message."""
-        return {
-            "goal": self.goal,
-            "progress": self.progress,
-            "blockers": self.blockers,
-            "nextSteps": self.next_steps,
-            "read": list(self.read),
-            "modified": list(self.modified),
-            "evicted": self.evicted,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Recap:
-        """Rebuild a recap from its stored structured form."""
-        return cls(
-            goal=str(data.get("goal", "")),
-            progress=str(data.get("progress", "")),
-            blockers=str(data.get("blockers", "")),
-            next_steps=str(data.get("nextSteps", "")),
-            read=tuple(str(p) for p in data.get("read", []) or []),  # type: ignore[union-attr]
-            modified=tuple(str(p) for p in data.get("modified", []) or []),  # type: ignore[union-attr]
-            evicted=int(data.get("evicted", 0) or 0),  # type: ignore[call-overload]
-        )
 
 
 def parse_summary(text: str) -> dict[str, str]:

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from seri_lsp.messages import ROLES, Message, ToolCall
-from seri_lsp.sessions import SessionStore, insert_message, make_title
-from seri_lsp.store import format_time, utc_now
+from seri_lsp.store.database import format_time, utc_now
+from seri_lsp.store.messages import ROLES, Message, ToolCall
+from seri_lsp.store.sessions import SessionStore, insert_message, make_title
 
 LEGACY_DIR = "sessions"
 

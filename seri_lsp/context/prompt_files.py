@@ -6,7 +6,7 @@ provider reuse its cached prefix). Anything that arrives later (a rule that fire
 glob, an approved memory line) arrives as a message or at the next open.
 
 Where they come from:
-- the built-in system prompt (`seri_lsp/prompts/system.md`);
+- the built-in system prompt (`seri_lsp/context/prompts/system.md`);
 - `AGENTS.md` at the workspace root;
 - rules: `*.md` in `<profile>/rules/` (yours, every project) and `<workspace>/.seri/rules/`
   (the project's). A rule whose front matter has `globs:` is not always on: it arrives
@@ -31,7 +31,7 @@ MEMORY_NAME = "memory.md"
 
 def builtin_prompt(name: str) -> str:
     """A prompt text shipped with the package (`system`, `summarizer`, `subagent`)."""
-    return resources.files("seri_lsp.prompts").joinpath(f"{name}.md").read_text("utf-8")
+    return resources.files("seri_lsp.context.prompts").joinpath(f"{name}.md").read_text("utf-8")
 
 
 @dataclass(frozen=True)

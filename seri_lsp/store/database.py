@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from seri_lsp.migrations import MIGRATIONS
+from seri_lsp.store.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000

@@ -29,6 +29,10 @@ class Workspace:
     """The folders the tools may read and write."""
 
     def __init__(self, roots: list[Path]) -> None:
+        self.set_roots(roots)
+
+    def set_roots(self, roots: list[Path]) -> None:
+        """Change the workspace folders (the editor added or removed one)."""
         self.roots = [Path(os.path.abspath(root)) for root in roots]
         self._real_roots = [Path(os.path.realpath(root)) for root in self.roots]
 
@@ -59,6 +63,13 @@ class Workspace:
                 f"{raw!r} leads outside the workspace through a symbolic link (to {real})"
             )
         return WorkspacePath(real=real, display=self._display(lexical, home))
+
+    def normalize(self, raw: str) -> str | None:
+        """A model-supplied path as the session's path lists show it (None: outside)."""
+        try:
+            return self.resolve(raw).display
+        except PathDenied:
+            return None
 
     def contains(self, path: Path) -> bool:
         """Whether `path`, with every symbolic link followed, lies inside the workspace."""
