@@ -27,3 +27,23 @@ class UnknownSession(InvalidArgument):
 
 class Busy(SeriError):
     """A task is running and the request would interfere with it."""
+
+
+class SessionHeld(SeriError):
+    """The session is open in another live seri process, which holds its lock."""
+
+    def __init__(self, session_id: str, holder: str, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"Session {session_id} is open in another seri process ({holder}); "
+            "close it there, or start a new session."
+        )
+        self.session_id = session_id
+        self.holder = holder
+
+
+class StoreBusy(SeriError):
+    """Another process kept `seri.db` locked for writing longer than the busy timeout."""
+
+    def __init__(self) -> None:
+        super().__init__("seri.db is busy: another seri process is writing; try again.")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,10 +27,16 @@ def resolve_profile_root(
 
 
 def ensure_profile_root(root: Path) -> Path:
-    """Create the profile root if needed; a folder we create is private (0700)."""
+    """Create the profile root if needed; it is made private (0700) before use.
+
+    A folder this user does not own (one cannot chmod `/tmp`) is used as it is: the
+    files seri keeps in it are private on their own.
+    """
     if not root.exists():
         root.mkdir(parents=True, mode=0o700)
-        root.chmod(0o700)
     elif not root.is_dir():
         raise NotADirectoryError(f"The profile root {root} exists but is not a folder.")
+    if stat.S_IMODE(root.stat().st_mode) != 0o700:
+        with contextlib.suppress(PermissionError):
+            root.chmod(0o700)
     return root

@@ -5,29 +5,70 @@ WAL mode with a busy timeout and every write is an `IMMEDIATE` transaction (a de
 transaction that later upgrades to a write can fail at once with SQLITE_BUSY_SNAPSHOT,
 which no timeout retries).
 
-A file that is not a SQLite database, or one written by a newer seri, is refused before
-anything is written to it, so the user's data stays byte-for-byte as it was.
+A file that is not seri's is refused before anything is written to it, so the user's data
+stays byte-for-byte as it was: one that is not SQLite, a SQLite database seri did not
+create (inspected read-only, before the switch to WAL), or one written by a newer seri.
+A seri database is recognised by its `schema_migrations` table and the tables its
+migrations made. The database and its `-wal` and `-shm` files are made private (0600)
+before use.
+
+A write that waits longer than the busy timeout (10 s; `SERI_BUSY_TIMEOUT_MS` sets it in
+milliseconds, for tests) raises `StoreBusy`, which the faces answer as a refusal.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.errors import StoreBusy
 from seri_lsp.store.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_ENV = "SERI_BUSY_TIMEOUT_MS"
+MAX_BUSY_TIMEOUT_MS = 600_000
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 class StoreError(Exception):
     """The database cannot be used; the message says why and what to do."""
+
+
+def busy_timeout_ms(env: Mapping[str, str] = os.environ) -> int:
+    """How long a write waits for another process's write: `SERI_BUSY_TIMEOUT_MS` or 10 s."""
+    value = env.get(BUSY_TIMEOUT_ENV, "").strip()
+    if value.isascii() and value.isdigit() and int(value) <= MAX_BUSY_TIMEOUT_MS:
+        return int(value)
+    return BUSY_TIMEOUT_MS
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _BUSY_CODES
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
+
+
+@contextmanager
+def busy_as_store_busy() -> Iterator[None]:
+    """Translate SQLite's "database is locked" into `StoreBusy`, a refusal in user words."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise StoreBusy() from exc
+        raise
 
 
 _clock_lock = threading.Lock()
@@ -71,41 +112,49 @@ class Database:
         """Open (creating if needed) and migrate the database at `path`.
 
         Raises StoreError, without writing to the file, when it is not a SQLite
-        database or was migrated by a newer version of seri-lsp.
+        database, is a SQLite database seri did not create, or was migrated by a newer
+        version of seri-lsp.
         """
         _check_header(path)
         if not path.exists():
             # Create the file ourselves so it is 0600 from its first byte.
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
             os.close(fd)
+        else:
+            _inspect(path)
+        _make_private(path)
         db = cls(path)
         try:
             db._check_schema_version()
             db._conn.execute("PRAGMA journal_mode=WAL")
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._migrate()
+        except (StoreBusy, sqlite3.OperationalError) as exc:
+            db.close()
+            if isinstance(exc, StoreBusy) or is_busy(exc):
+                raise StoreError(
+                    f"{path} is busy: another seri process is writing; try again."
+                ) from exc
+            raise _unreadable(path, exc) from exc
         except sqlite3.DatabaseError as exc:
             db.close()
-            raise StoreError(
-                f"{path} could not be read as a seri database ({exc}). "
-                "It was left untouched; move it aside to start with a fresh store."
-            ) from exc
+            raise _unreadable(path, exc) from exc
         except StoreError:
             db.close()
             raise
-        if path.stat().st_mode & 0o777 != 0o600:
-            path.chmod(0o600)
+        _make_private(path)
         return db
 
     def _connect(self) -> sqlite3.Connection:
+        timeout = busy_timeout_ms()
         conn = sqlite3.connect(
             self.path,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=timeout / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout={timeout}")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
@@ -151,24 +200,38 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: everything inside commits together or not at all."""
+        """A write transaction: everything inside commits together or not at all.
+
+        Raises StoreBusy when another process keeps the database locked for writing
+        longer than the busy timeout.
+        """
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            with busy_as_store_busy():
+                self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                self._rollback()
+                if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+                    raise StoreBusy() from exc
                 raise
-            self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        # SQLite may already have rolled back (a full disk, an I/O error): the error that
+        # got us here is the one to report.
+        if self._conn.in_transaction:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Run a read and return all its rows."""
-        with self._lock:
+        with self._lock, busy_as_store_busy():
             return self._conn.execute(sql, params).fetchall()
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """Run a read and return its first row, if any."""
-        with self._lock:
+        with self._lock, busy_as_store_busy():
             return self._conn.execute(sql, params).fetchone()
 
     def close(self) -> None:
@@ -190,3 +253,132 @@ def _check_header(path: Path) -> None:
             f"{path} is not a SQLite database. It was left untouched; "
             "move it aside (or point --profile-root elsewhere) to start with a fresh store."
         )
+
+
+def _unreadable(path: Path, exc: sqlite3.Error) -> StoreError:
+    return StoreError(
+        f"{path} could not be read as a seri database ({exc}). "
+        "It was left untouched; move it aside to start with a fresh store."
+    )
+
+
+class _NotSeri(Exception):
+    pass
+
+
+def _inspect(path: Path) -> None:
+    """Refuse, read-only and before anything is written, a database that is not seri's."""
+    if path.stat().st_size == 0:
+        return
+    # Reading a WAL-mode database makes its -wal and -shm files; a refused database
+    # should be left as it was found, so those we made go again.
+    companions = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    made = [companion for companion in companions if not companion.exists()]
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_ms() / 1000)
+    except sqlite3.Error as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        _check_is_seri(conn)
+    except _NotSeri as exc:
+        conn.close()
+        _remove_if_made(made)
+        raise StoreError(
+            f"{path} is a SQLite database that seri did not create ({exc}). It was left "
+            "untouched; move it aside (or point --profile-root elsewhere) to start with a "
+            "fresh store."
+        ) from None
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            raise StoreError(
+                f"{path} is busy: another process is writing to it; try again."
+            ) from exc
+        raise _unreadable(path, exc) from exc
+    except sqlite3.DatabaseError as exc:
+        raise _unreadable(path, exc) from exc
+    finally:
+        conn.close()
+
+
+def _remove_if_made(made: list[Path]) -> None:
+    wal = next((p for p in made if p.name.endswith("-wal")), None)
+    if wal is not None and wal.exists() and wal.stat().st_size > 0:
+        return  # someone wrote meanwhile: it is theirs, not ours
+    for companion in made:
+        with suppress(FileNotFoundError):
+            companion.unlink()
+
+
+def _check_is_seri(conn: sqlite3.Connection) -> None:
+    rows = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+    if not rows:
+        return  # an empty database: seri makes it its own
+    tables = {name for kind, name in rows if kind == "table" and not name.startswith("sqlite_")}
+    if "schema_migrations" not in tables:
+        listed = ", ".join(sorted(tables)[:8]) or "no tables"
+        raise _NotSeri(f"it holds {listed} and no schema_migrations table")
+    if _columns(conn, "schema_migrations") != {"version", "name", "applied_at"}:
+        raise _NotSeri("its schema_migrations table is not seri's")
+    versions = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in versions):
+        raise _NotSeri("its schema_migrations table is not seri's")
+    known = max(version for version, _, _ in MIGRATIONS)
+    if versions and max(versions) > known:
+        return  # a newer seri's database: refused with its own message after this
+    applied = _schema_after(versions)
+    for table, columns in applied.items():
+        if table not in tables:
+            raise _NotSeri(f"its {table} table is missing")
+        found = _columns(conn, table)
+        if found != columns:
+            raise _NotSeri(
+                f"its {table} table has the columns {', '.join(sorted(found))}, "
+                f"not seri's {', '.join(sorted(columns))}"
+            )
+    for table in _schema_after(None).keys() - applied.keys():
+        if table in tables:
+            raise _NotSeri(f"it has a {table} table that seri did not make")
+
+
+def _schema_after(versions: set[int] | None) -> dict[str, set[str]]:
+    """Table -> column names after the given migrations (all of them when None)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(
+            "CREATE TABLE schema_migrations ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        for version, _, migration in MIGRATIONS:
+            if versions is None or version in versions:
+                migration(conn)
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        return {name: _columns(conn, name) for name in names}
+    finally:
+        conn.close()
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    quoted = table.replace('"', '""')
+    return {row[1] for row in conn.execute(f'PRAGMA table_info("{quoted}")')}
+
+
+def _make_private(path: Path) -> None:
+    """The database and its -wal and -shm files are the user's alone (0600)."""
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = stat.S_IMODE(candidate.stat().st_mode)
+            if mode != 0o600:
+                candidate.chmod(0o600)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(
+                f"{candidate} could not be made private (chmod 600: {exc.strerror}); "
+                "fix its owner or permissions."
+            ) from exc
