@@ -253,7 +253,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.resume:
             session = await engine.resume_session(args.resume)
         elif args.continue_:
-            session = await engine.continue_session() or await engine.new_session()
+            session = await engine.continue_session(or_new=True) or await engine.new_session()
         else:
             session = await engine.new_session()
         host.root_session = session["id"]

@@ -25,6 +25,7 @@ from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
+from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
 
@@ -56,6 +57,7 @@ class Engine:
         self.sessions = SessionManager(
             project=project,
             store=self.store,
+            locks=SessionLocks(profile_root),
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
@@ -109,14 +111,16 @@ class Engine:
         """What happens once the face is connected: legacy import, then resume on open."""
         await self.import_legacy()
         if self.settings.resume_on_open:
-            await self.continue_session()
+            await self.continue_session(or_new=True)
 
     async def close(self) -> None:
-        """Stop any task and release the provider connection and the database."""
+        """Stop any task; release the provider connection, the database and the sessions."""
         await self.tasks.close()
         await self.provider.aclose()
         self.io.shutdown()
         self.db.close()
+        # Only now, with every write done, may another process open our sessions.
+        self.sessions.close()
 
     def set_workspace_roots(self, roots: list[Path]) -> None:
         """The editor's workspace folders changed; the project keeps its place first."""
@@ -167,13 +171,20 @@ class Engine:
         self.tasks.ensure_idle()
         return await self.sessions.new("cleared")
 
-    async def continue_session(self) -> dict[str, Any] | None:
-        """Open the project's most recently touched session, if there is one."""
+    async def continue_session(self, *, or_new: bool = False) -> dict[str, Any] | None:
+        """Open the project's most recently touched session no other process holds.
+
+        None when the project has none; when all are held elsewhere, a new session with
+        `or_new`, else SessionHeld naming the holder.
+        """
         self.tasks.ensure_idle()
-        return await self.sessions.continue_latest()
+        return await self.sessions.continue_latest(or_new=or_new)
 
     async def resume_session(self, session_id: str) -> dict[str, Any]:
-        """Open a session by id (or unique id prefix); UnknownSession if none matches."""
+        """Open a session by id (or unique id prefix).
+
+        UnknownSession if none matches; SessionHeld if another seri process has it open.
+        """
         self.tasks.ensure_idle()
         return await self.sessions.resume(session_id)
 

@@ -3,18 +3,29 @@
 Opening a session reads its messages and freezes its prompt files once; reopening the
 session that is already open keeps that frozen prompt. Every change of the open session
 is announced to the face (`SessionChanged`).
+
+One session, one window: the open session is held with an OS file lock (`store/locks`),
+so a second seri process cannot open it too. Opening a session another process holds is
+refused (`SessionHeld`, naming its pid); continuing picks the project's most recent
+session that nobody else holds. Switching sessions lets the previous one go; closing
+lets every one go, and the kernel does it if the process dies. A subagent's child
+session lives inside its parent's task and takes no lock of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze
+from seri_lsp.errors import SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host
+from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.worker import Worker
@@ -28,6 +39,7 @@ class SessionManager:
         *,
         project: str,
         store: SessionStore,
+        locks: SessionLocks,
         io: Worker,
         host: Host,
         workspace_root: Callable[[], Path | None],
@@ -38,12 +50,16 @@ class SessionManager:
     ) -> None:
         self.project = project
         self.store = store
+        self.locks = locks
         self.io = io
         self.host = host
         self.workspace_root = workspace_root
         self.profile_root = profile_root
         self.context_window = context_window
         self.conversation: Conversation | None = None
+        # Switches of the open session happen one at a time, so each lets go of exactly
+        # the session it replaced.
+        self._switching = asyncio.Lock()
         self._default_max_turns = default_max_turns
         self._max_turns_flag = max_turns_flag
         self._budgets_set_here: set[str] = set()
@@ -85,27 +101,107 @@ class SessionManager:
 
     async def new(self, reason: str = "new") -> dict[str, Any]:
         """Start a new, empty session in this project and open it."""
-        info = await self.io(self.store.create, self.project)
+        async with self._switching:
+            return await self._new(reason)
+
+    async def _new(self, reason: str = "new") -> dict[str, Any]:
+        # Locked before its row exists, so no other process can continue it first.
+        session_id = str(uuid.uuid4())
+        await self._acquire(session_id)
+        try:
+            info = await self.io(self.store.create, self.project, session_id=session_id)
+        except BaseException:
+            self.locks.release(session_id)
+            raise
         return await self._open(info, reason)
 
-    async def continue_latest(self) -> dict[str, Any] | None:
-        """Open the project's most recently touched session, if there is one."""
-        info = await self.io(self.store.latest, self.project)
-        if info is None:
+    async def continue_latest(self, *, or_new: bool = False) -> dict[str, Any] | None:
+        """Open the project's most recently touched session that no other process holds.
+
+        None when the project has no session. When every one is open in another seri
+        process: a new session with `or_new` (resume on open, `run --continue`), else
+        SessionHeld naming the holder of the most recent. The log says which.
+        """
+        async with self._switching:
+            return await self._continue_latest(or_new)
+
+    async def _continue_latest(self, or_new: bool) -> dict[str, Any] | None:
+        candidates = await self.io(self.store.recent_ids, self.project)
+        if not candidates:
+            self.host.log(
+                "info",
+                "No earlier session in this project; a new one starts with the first prompt.",
+            )
             return None
-        return await self._open(info, "continued")
+        skipped: tuple[str, Holder] | None = None
+        for session_id in candidates:
+            holder = await self.io(self.locks.acquire, session_id)
+            if holder is None:
+                break
+            skipped = skipped or (session_id, holder)
+        else:
+            assert skipped is not None
+            latest, holder = skipped
+            if not or_new:
+                raise SessionHeld(
+                    latest,
+                    holder.describe(),
+                    f"Every session of this project is open in another seri process (the most "
+                    f"recent, {latest}, in {holder.describe()}); close one there, or start a "
+                    "new session.",
+                )
+            wire = await self._new()
+            self.host.log(
+                "warning",
+                f"Started a new session {wire['id']}: every session of this project is open "
+                f"in another seri process (the most recent, {latest}, in {holder.describe()}).",
+            )
+            return wire
+        try:
+            info = await self.io(self.store.get, session_id)
+        except BaseException:
+            self._release_unless_open(session_id)
+            raise
+        wire = await self._open(info, "continued")
+        if skipped is None:
+            self.host.log("info", f"Continued session {session_id}, the project's latest.")
+        else:
+            self.host.log(
+                "info",
+                f"Continued session {session_id}, the latest not open in another seri process "
+                f"(session {skipped[0]} is open in {skipped[1].describe()}).",
+            )
+        return wire
 
     async def resume(self, session_id: str) -> dict[str, Any]:
-        """Open a session by id (or unique id prefix); UnknownSession if none matches."""
-        info = await self.io(self.store.resolve, session_id)
-        return await self._open(info, "resumed")
+        """Open a session by id (or unique id prefix).
+
+        UnknownSession if none matches, SessionHeld if another seri process has it open.
+        """
+        async with self._switching:
+            info = await self.io(self.store.resolve, session_id)
+            return await self._open(info, "resumed")
 
     async def ensure_open(self) -> Conversation:
         """The open conversation, starting a new session if none is open."""
-        if self.conversation is None:
-            await self.new()
-        assert self.conversation is not None
-        return self.conversation
+        async with self._switching:
+            if self.conversation is None:
+                await self._new()
+            assert self.conversation is not None
+            return self.conversation
+
+    def close(self) -> None:
+        """Let every held session go (the engine is closing)."""
+        self.locks.release_all()
+
+    async def _acquire(self, session_id: str) -> None:
+        holder = await self.io(self.locks.acquire, session_id)
+        if holder is not None:
+            raise SessionHeld(session_id, holder.describe())
+
+    def _release_unless_open(self, session_id: str) -> None:
+        if self.conversation is None or self.conversation.id != session_id:
+            self.locks.release(session_id)
 
     async def _open(self, info: SessionInfo, reason: str) -> dict[str, Any]:
         current = self.conversation
@@ -113,14 +209,21 @@ class SessionManager:
             # Still open in this process: its frozen prompt stays as it was.
             current.info = await self.io(self.store.touch, info.id)
             return self._announce(current.info, reason)
-        messages = await self.io(self.store.messages, info.id)
-        fired = await self.io(self.store.fired_rules, info.id)
-        frozen = await self.io(freeze, self.workspace_root(), self.profile_root)
-        info = await self.io(self.store.touch, info.id)
+        await self._acquire(info.id)
+        try:
+            messages = await self.io(self.store.messages, info.id)
+            fired = await self.io(self.store.fired_rules, info.id)
+            frozen = await self.io(freeze, self.workspace_root(), self.profile_root)
+            info = await self.io(self.store.touch, info.id)
+        except BaseException:
+            self.locks.release(info.id)
+            raise
         conversation = Conversation(
             info, messages, frozen, fired, store=self.store, io=self.io, emit=self.host.emit
         )
         self.conversation = conversation
+        if current is not None:
+            self.locks.release(current.id)
         await conversation.record_event(
             "opened", {"reason": reason, "promptFiles": frozen.hashes()}
         )

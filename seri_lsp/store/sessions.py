@@ -140,6 +140,15 @@ class SessionStore:
         )
         return _session_from_row(row) if row else None
 
+    def recent_ids(self, project: str) -> list[str]:
+        """Ids of the project's top-level sessions, most recently touched first."""
+        rows = self.db.query(
+            "SELECT s.id FROM sessions s WHERE s.project = ? AND s.parent_id IS NULL"
+            " ORDER BY s.updated_at DESC, s.rowid DESC",
+            (project,),
+        )
+        return [row["id"] for row in rows]
+
     def list(self, project: str | None, limit: int | None = None) -> list[SessionInfo]:
         """Top-level sessions, most recently touched first; all projects when None."""
         where = "s.parent_id IS NULL"
