@@ -198,11 +198,20 @@ def _bad_value(name: str, value: Any, description: str) -> str:
 def _read_config(profile_root: Path, problems: list[str]) -> dict[str, Any]:
     path = profile_root / CONFIG_NAME
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as exc:
         problems.append(f"{path} cannot be read ({exc.strerror}); ignoring it.")
+        return {}
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        problems.append(
+            f"{path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); "
+            "ignoring it. Save it as UTF-8."
+        )
         return {}
     try:
         data = json.loads(text)
@@ -212,10 +221,38 @@ def _read_config(profile_root: Path, problems: list[str]) -> dict[str, Any]:
             "ignoring it."
         )
         return {}
+    except RecursionError:
+        problems.append(f"{path} is nested too deeply to read; ignoring it.")
+        return {}
     if not isinstance(data, dict):
         problems.append(f"{path} must hold a JSON object; ignoring it.")
         return {}
+    bad = _lone_surrogate(data)
+    if bad is not None:
+        problems.append(
+            f"{path} holds text that is not valid Unicode (a lone surrogate escape in "
+            f'"{bad}"); ignoring it.'
+        )
+        return {}
     return data
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """A string in `value` (a key or a value) that cannot be encoded as UTF-8, if any."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item.encode("ascii", "backslashreplace").decode("ascii")[:60]
+    return None
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
