@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
+from seri_lsp.errors import StoreBusy
 from seri_lsp.store.database import format_time, utc_now
 from seri_lsp.store.messages import ROLES, Message, ToolCall
 from seri_lsp.store.sessions import SessionStore, insert_message, make_title
@@ -25,6 +28,7 @@ LEGACY_DIR = "sessions"
 ProgressCallback = Callable[[int, int, str], None]
 
 _IMPORTED_SQL = "SELECT 1 FROM legacy_imports WHERE path = ? AND size = ? AND mtime_ns = ?"
+_MAX_TOKENS = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,12 @@ def find_pending(profile_root: Path, store: SessionStore) -> tuple[list[Path], i
         return [], 0
     pending, already = [], 0
     for path in sorted(folder.glob("*.jsonl")):
-        if _already_imported(store, path, path.stat()):
+        try:
+            stat = path.stat()
+        except OSError:
+            pending.append(path)  # import_files reports why it cannot be read
+            continue
+        if _already_imported(store, path, stat):
             already += 1
         else:
             pending.append(path)
@@ -115,12 +124,25 @@ def find_pending(profile_root: Path, store: SessionStore) -> tuple[list[Path], i
 def import_files(
     paths: list[Path], store: SessionStore, progress: ProgressCallback | None = None
 ) -> ImportReport:
-    """Import the given legacy files; never writes to them."""
+    """Import the given legacy files; never writes to them.
+
+    A file that cannot be read or stored is reported and the others still import; a
+    busy database (StoreBusy) stops the run, to be retried at the next start.
+    """
     report = ImportReport()
     for index, path in enumerate(paths):
         if progress is not None:
             progress(index, len(paths), path.name)
-        file_report = _import_file(path, store)
+        try:
+            file_report = _import_file(path, store)
+        except StoreBusy:
+            raise
+        except OSError as exc:
+            # Not recorded: the file is tried again once it can be read.
+            reason = f"it cannot be read ({exc.strerror or exc})"
+            file_report = FileReport(path=str(path), outcome="failed", reason=reason)
+        except (sqlite3.Error, ValueError) as exc:
+            file_report = _record_failure(path, store, f"it could not be stored ({exc})")
         if file_report is None:
             report.already_imported += 1
         else:
@@ -135,6 +157,9 @@ def _already_imported(store: SessionStore, path: Path, stat: os.stat_result) -> 
 
 def _import_file(path: Path, store: SessionStore) -> FileReport | None:
     stat = path.stat()
+    if not S_ISREG(stat.st_mode):
+        # A FIFO would block the import (and the database thread) forever.
+        return FileReport(path=str(path), outcome="failed", reason="it is not a regular file")
     header, messages, skipped, last_input_tokens = _parse_file(path)
     report = FileReport(path=str(path), outcome="imported", skipped=skipped)
     with store.db.transaction() as tx:
@@ -186,6 +211,20 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
     return report
 
 
+def _record_failure(path: Path, store: SessionStore, reason: str) -> FileReport:
+    """Remember that this version of the file failed, so it is reported once, not at
+    every start (an edited file is a new version and is tried again)."""
+    stat = path.stat()
+    with store.db.transaction() as tx:
+        tx.execute(
+            "INSERT OR IGNORE INTO legacy_imports"
+            " (path, size, mtime_ns, session_id, skipped_lines, outcome, imported_at)"
+            " VALUES (?, ?, ?, NULL, 0, 'failed', ?)",
+            (str(path), stat.st_size, stat.st_mtime_ns, utc_now()),
+        )
+    return FileReport(path=str(path), outcome="failed", reason=reason)
+
+
 def _parse_file(
     path: Path,
 ) -> tuple[dict[str, Any] | None, list[Message], list[SkippedLine], int | None]:
@@ -201,6 +240,7 @@ def _parse_file(
                 record = json.loads(raw)
                 if not isinstance(record, dict):
                     raise _BadLine("not a JSON object")
+                _check_unicode(record)
                 kind = record.get("type")
                 if header is None:
                     if kind != "session":
@@ -217,9 +257,31 @@ def _parse_file(
                     last_input_tokens = tokens
             except json.JSONDecodeError as exc:
                 skipped.append(SkippedLine(number, f"invalid JSON ({exc.msg})"))
+            except RecursionError:
+                skipped.append(SkippedLine(number, "JSON nested too deeply"))
             except _BadLine as exc:
                 skipped.append(SkippedLine(number, str(exc)))
     return header, messages, skipped, last_input_tokens
+
+
+def _check_unicode(record: dict[str, Any]) -> None:
+    """Refuse a line whose text cannot be stored: a lone surrogate escape ("\\ud83d")."""
+    stack: list[Any] = [record]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                escape = item[exc.start].encode("ascii", "backslashreplace").decode("ascii")
+                raise _BadLine(
+                    f"text that is not valid Unicode (a lone surrogate escape, {escape})"
+                ) from None
 
 
 def _parse_header(record: dict[str, Any]) -> dict[str, Any]:
@@ -262,8 +324,10 @@ def _parse_message(record: dict[str, Any]) -> tuple[Message, int | None]:
         raise _BadLine("a tool message without tool_call_id")
     tokens = None
     usage = record.get("usage")
-    if isinstance(usage, dict) and isinstance(usage.get("input_tokens"), int):
-        tokens = usage["input_tokens"]
+    if isinstance(usage, dict):
+        value = usage.get("input_tokens")
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKENS:
+            tokens = value
     message = Message(
         role=role,  # type: ignore[arg-type]
         content=content,
