@@ -27,6 +27,7 @@ from seri_lsp.agent.tools import Toolbox, ToolOutcome
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor, Summariser
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.pairing import repair_tool_pairs
+from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Delta, TurnEnded
 from seri_lsp.host import Host
 from seri_lsp.store.messages import Message, ToolCall
@@ -150,7 +151,7 @@ class AgentLoop:
             except TaskCancelled:
                 status, error = "cancelled", "Cancelled by the user."
                 await self._store_partial_reply()
-            except (TaskFailed, ProviderError) as exc:
+            except (TaskFailed, ProviderError, StoreBusy) as exc:
                 status, error = "failed", str(exc)
             except Exception as exc:  # a bug must end the task, not the server
                 logger.exception("The task failed unexpectedly")
