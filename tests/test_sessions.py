@@ -139,6 +139,9 @@ async def test_resume_on_open_can_be_turned_off(lsp, client_name) -> None:
 async def test_two_server_processes_share_one_profile_while_both_write(lsp, client_name) -> None:
     first = await lsp(client_name=client_name)
     second = await lsp(client_name=client_name)
+    # Let the second finish starting (resume on open) before the first creates sessions:
+    # finding them all held, it would start one of its own.
+    await command(second, "seri.session.list", {})
 
     async def create_many(client, count: int) -> list[str]:
         ids = []
