@@ -6,17 +6,30 @@
 - every summariser request fits the model's window: oversized texts are elided and a
   prefix too long for one request is summarised in chunks;
 - a failed automatic compaction is shown to the user once per task.
+
+The planner of summariser requests also has property tests at the end of this file.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lsprotocol import types
 
+from seri_lsp.context.compaction import (
+    CompactionPlan,
+    SummaryPlanner,
+    request_chars,
+    summary_budget,
+    transcript,
+)
+from seri_lsp.store.messages import Message, Recap, ToolCall
 from tests.agent_helpers import events, messages, prompt
 from tests.harness import stop_server, wait_until
 from tests.scripted_provider import Calls, Error, Respond, ScriptedProvider, Text, usage
@@ -43,8 +56,9 @@ def request_tokens(body: dict[str, Any]) -> int:
 
 def summary_transcript(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The evicted messages, as the summariser request carries them."""
-    text = body["messages"][1]["content"]
-    return json.loads(text.split("as JSON:\n\n", 1)[1].split("\n\nAnswer with", 1)[0])
+    text = body["messages"][1]["content"].split("as JSON:\n\n", 1)[1]
+    # JSON text holds no raw line breaks, so the first blank line ends it.
+    return json.loads(text.split("\n\n", 1)[0])
 
 
 def assert_pairs_intact(body: dict[str, Any]) -> None:
@@ -300,3 +314,106 @@ async def test_an_overflow_right_after_a_compaction_fails_the_turn_without_loopi
     kinds = ["summary" if is_summary(r) else "turn" for r in provider.requests[before:]]
     assert kinds == ["summary", "turn"]
     assert [e["trigger"] for e in events(profile_root, "compaction")] == ["auto"]
+
+
+# --- the summariser requests, as properties -------------------------------------------
+
+sizes = st.sampled_from([0, 5, 300, 2_500, 9_000, 40_000])
+"""Text lengths: empty, short, a few k, about a window of 4000 tokens, several windows."""
+
+
+def sized_text(size: int, char: str) -> str:
+    return (char + "x" * 9) * (size // 10) + char * (size % 10)
+
+
+@st.composite
+def evicted_prefixes(draw: st.DrawFn) -> tuple[Message, ...]:
+    """User texts, assistant texts (with thinking, tool calls) and their results."""
+    messages: list[Message] = []
+    char = draw(st.sampled_from(["a", "é", "数", "\n", '"']))
+    for index in range(draw(st.integers(1, 12))):
+        messages.append(Message(role="user", content=sized_text(draw(sizes), char)))
+        calls = tuple(
+            ToolCall(f"c{index}-{n}", "write_file", json.dumps({"path": "p", "content": "y" * s}))
+            for n, s in enumerate(draw(st.lists(sizes, max_size=3)))
+        )
+        messages.append(
+            Message(
+                role="assistant",
+                content=sized_text(draw(sizes), char),
+                thinking=sized_text(draw(sizes), char) or None,
+                tool_calls=calls,
+            )
+        )
+        for call in calls:
+            content = sized_text(draw(sizes), char)
+            messages.append(Message(role="tool", content=content, tool_call_id=call.id))
+    return tuple(messages)
+
+
+@st.composite
+def planned(draw: st.DrawFn) -> tuple[SummaryPlanner, CompactionPlan, int, list[dict[str, str]]]:
+    evicted = draw(evicted_prefixes())
+    previous = None
+    if draw(st.booleans()):
+        recap = Recap(*(sized_text(draw(sizes), "r") for _ in range(4)))
+        previous = Message(role="user", kind="recap", recap=recap, content=recap.render())
+    plan = CompactionPlan(cut=len(evicted), evicted=evicted, previous=previous)
+    window = draw(st.sampled_from([1_500, 4_000, 16_000]))
+    budget = summary_budget(window)
+    focus = sized_text(draw(sizes), "f") or None
+    replies = [
+        {
+            "goal": sized_text(draw(sizes), "g"),
+            "progress": sized_text(draw(sizes), "p"),
+            "blockers": "none",
+            "next_steps": "go on",
+        }
+        for _ in range(len(evicted))
+    ]
+    return SummaryPlanner(plan, focus, 8192, budget), plan, budget, replies
+
+
+def run_planner(planner: SummaryPlanner, replies: list[dict[str, str]]) -> list[list[dict]]:
+    requests = []
+    while not planner.done:
+        requests.append(planner.next_request())
+        planner.update(replies[len(requests) - 1])
+    return requests
+
+
+PROPERTY = settings(max_examples=40, deadline=None)
+
+
+@PROPERTY
+@given(planned())
+def test_every_summariser_request_fits_its_budget(case) -> None:
+    planner, _, budget, replies = case
+    for request in run_planner(planner, replies):
+        assert request_chars(request) <= budget
+
+
+@PROPERTY
+@given(planned())
+def test_every_evicted_message_reaches_the_summariser_once_in_order(case) -> None:
+    planner, plan, _, replies = case
+    requests = run_planner(planner, replies)
+    sent = [entry for request in requests for entry in summary_transcript({"messages": request})]
+    whole = transcript(plan.evicted, 8192)
+    assert [entry["role"] for entry in sent] == [m.role for m in plan.evicted]
+    for entry, original in zip(sent, whole, strict=True):
+        if entry != original:  # shrunk to fit: elided with its size, never rewritten
+            assert '"elided": true' in json.dumps(entry)
+
+
+@PROPERTY
+@given(planned())
+def test_a_call_and_its_results_reach_the_same_request_when_they_fit(case) -> None:
+    planner, _, _, replies = case
+    chunks = [summary_transcript({"messages": r}) for r in run_planner(planner, replies)]
+    for before, after in itertools.pairwise(chunks):
+        if after[0]["role"] == "tool":
+            # Split inside a group only when the group (its call first) had a request
+            # to itself and still did not fit.
+            assert before[0]["role"] == "assistant"
+            assert all(entry["role"] == "tool" for entry in before[1:])
