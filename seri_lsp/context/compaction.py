@@ -280,9 +280,8 @@ def summary_request(
     return SummaryPlanner(plan, focus, elide_bytes, None).next_request()
 
 
-# A summariser request leaves this share of the window for the reply (a quarter), at
-# most REPLY_ROOM_CAP tokens, or the `maxTokens` setting when that is smaller; never
-# more than half the window.
+# A summariser request leaves room in the window for the reply: a quarter of it, at most
+# REPLY_ROOM_CAP tokens, or the `maxTokens` setting when one is set (at most half).
 REPLY_ROOM_CAP = 8192
 # Below this many characters per message the window is too small to honour; the
 # request is sent anyway (best effort) rather than failing.
@@ -305,7 +304,7 @@ def summary_budget(window: int, max_tokens: Any = None) -> int:
 
 
 def _marker(text: str) -> dict[str, Any]:
-    return {"elided": True, "originalBytes": len(text.encode("utf-8"))}
+    return {"elided": True, "originalBytes": len(text.encode("utf-8", "surrogatepass"))}
 
 
 def _is_marker(value: Any) -> bool:
@@ -315,10 +314,10 @@ def _is_marker(value: Any) -> bool:
 def shrink_entry(entry: dict[str, Any], limit: int) -> tuple[dict[str, Any], int]:
     """`entry` with its largest texts elided until its item text fits `limit` characters.
 
-    Texts are elided largest first: message text (a user or assistant text keeps its
-    first characters as `contentStart`), thinking, tool arguments, tool results. If
-    even that does not fit, the whole entry becomes a marker. Returns the entry and how
-    many texts were elided.
+    Its texts (message text, thinking, each tool argument, a tool result) are elided
+    largest first; an elided user or assistant text keeps its first characters as
+    `contentStart`. If even that does not fit, the whole entry becomes a marker.
+    Returns the entry and how many texts were elided.
     """
     if len(item_text(entry)) <= limit:
         return entry, 0
