@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -61,6 +62,15 @@ class Hang:
 
     release: threading.Event = field(default_factory=threading.Event)
     then: Text | None = None
+
+
+@dataclass
+class Respond:
+    """The reply is chosen when the request arrives: `decide(body)` returns the reply
+    (a Text, Calls, Error, ...). For long runs whose order of turn and summariser
+    requests the test does not want to spell out."""
+
+    decide: Callable[[dict[str, Any]], Any]
 
 
 def usage(input_tokens: int, output_tokens: int = 10) -> dict[str, int]:
@@ -154,6 +164,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": "not found"}})
                 return
+            if isinstance(reply, Respond):
+                reply = reply.decide(body)
             if reply is None:
                 self._json(500, {"error": {"message": "the script has no reply left"}})
                 return

@@ -34,9 +34,22 @@ from seri_lsp.store.messages import Message, ToolCall
 
 logger = logging.getLogger(__name__)
 
-# Compactions (attempted, automatic or on overflow) allowed within one task, so a
-# history that cannot be shrunk never loops on the summariser.
-MAX_COMPACTIONS_PER_TASK = 3
+
+class Notices:
+    """What the user was already shown during one task (its subagents included).
+
+    Some troubles are worth telling the user about once, not at every turn: the first
+    time `first(key)` answers True, after that False.
+    """
+
+    def __init__(self) -> None:
+        self._shown: set[str] = set()
+
+    def first(self, key: str) -> bool:
+        if key in self._shown:
+            return False
+        self._shown.add(key)
+        return True
 
 
 def retry_recorder(conversation: Conversation, host: Host) -> RetryCallback:
@@ -108,6 +121,7 @@ class AgentLoop:
         compactor: Compactor,
         host: Host,
         scope: CancelScope,
+        notices: Notices | None = None,
     ) -> None:
         self.conversation = conversation
         self.toolbox = toolbox
@@ -116,7 +130,7 @@ class AgentLoop:
         self.host = host
         self.scope = scope
         self.summarise = model_summariser(provider, conversation, scope, host)
-        self._compactions = 0
+        self.notices = notices if notices is not None else Notices()
         self._reply: Reply | None = None
 
     async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
@@ -125,7 +139,6 @@ class AgentLoop:
         `max_turns` is asked before every model call, so `/max-turns` takes effect at once.
         """
         conversation = self.conversation
-        self._compactions = 0
         turns = 0
         status, error, final_text = "done", None, ""
         await conversation.append(Message(role="user", content=prompt))
@@ -200,26 +213,39 @@ class AgentLoop:
                 ) from second
 
     async def _overflow_compact(self, rejection: ContextTooLong) -> None:
-        if self._compactions >= MAX_COMPACTIONS_PER_TASK:
-            raise TaskFailed(f"{rejection} This task already compacted {self._compactions} times.")
-        plan = self.compactor.plan(self.conversation)
+        conversation = self.conversation
+        window = await self.provider.context_window()
+        if conversation.appended_since_compaction == 0:
+            # Compacting again now would summarise the same history again: fail instead.
+            raise TaskFailed(
+                f"{rejection} The history was compacted just before this call and nothing "
+                "has been added since, so compacting again cannot make room. Lower "
+                f"provider.keepTokens (now {self.compactor.settings.keep_tokens}), set "
+                f"provider.contextWindow to the model's real window (now {window}), or "
+                "start a new session (/clear)."
+            )
+        plan = self.compactor.plan(conversation)
         if plan is None:
             raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
-        self._compactions += 1
         try:
             await self.compactor.compact(
-                self.conversation, plan, self.summarise, trigger="overflow"
+                conversation, plan, self.summarise, trigger="overflow", window=window
             )
         except CompactionFailed as exc:
-            await self.conversation.record_event(
+            await conversation.record_event(
                 "compaction_failed", {"trigger": "overflow", "error": str(exc)}
             )
             raise TaskFailed(f"{rejection} Compacting to make room failed: {exc}.") from exc
 
     async def _auto_compact(self) -> None:
-        """Compact before the call when the estimate reaches half the window (fail-soft)."""
+        """Compact before the call when the estimate reaches half the window (fail-soft).
+
+        A compaction needs messages added since the last one (so it can never repeat
+        itself on an unchanged history) and must shrink the history (the Compactor
+        refuses a recap that does not), so no cap on the number per task is needed.
+        """
         conversation = self.conversation
-        if self._compactions >= MAX_COMPACTIONS_PER_TASK:
+        if conversation.appended_since_compaction == 0:
             return
         window = await self.provider.context_window()
         estimate = conversation.estimate_tokens()
@@ -233,11 +259,18 @@ class AgentLoop:
                 "can be compacted; going on uncompacted.",
             )
             return
-        self._compactions += 1
         try:
-            await self.compactor.compact(conversation, plan, self.summarise, trigger="auto")
+            await self.compactor.compact(
+                conversation, plan, self.summarise, trigger="auto", window=window
+            )
         except CompactionFailed as exc:
-            self.host.log("warning", f"Automatic compaction failed; going on: {exc}.")
+            message = f"Automatic compaction failed: {exc}. The turn goes on uncompacted."
+            if self.notices.first("compaction_failed"):
+                # Shown once per task; logged too, at a level a terminal does not echo.
+                self.host.show("warning", message)
+                self.host.log("info", message)
+            else:
+                self.host.log("warning", message)
             await conversation.record_event(
                 "compaction_failed", {"trigger": "auto", "error": str(exc)}
             )

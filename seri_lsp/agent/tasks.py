@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
-from seri_lsp.agent.loop import AgentLoop, TaskOutcome, model_summariser
+from seri_lsp.agent.loop import AgentLoop, Notices, TaskOutcome, model_summariser
 from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.tools import Toolbox, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import Workspace
@@ -50,6 +50,8 @@ class Tasks:
         self.profile_root = profile_root
         self.write_permission = write_permission
         self._running: CancelScope | None = None
+        # What the user was shown during the running task, its subagents included.
+        self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
 
     @property
@@ -75,6 +77,7 @@ class Tasks:
         """Run one user prompt in `conversation` to its end."""
         self.ensure_idle()
         scope = self._begin()
+        self._notices = Notices()
         try:
             gate = self._gate(conversation)
             loop = self._loop(conversation, self._toolbox(conversation, gate, scope), scope)
@@ -94,8 +97,9 @@ class Tasks:
         scope = self._begin()
         summarise = model_summariser(self.provider, conversation, scope, self.host)
         try:
+            window = await self.provider.context_window()
             return await self.compactor.compact(
-                conversation, plan, summarise, trigger="manual", focus=focus
+                conversation, plan, summarise, trigger="manual", window=window, focus=focus
             )
         except CompactionFailed as exc:
             message = f"Compaction failed: {exc}."
@@ -131,6 +135,7 @@ class Tasks:
             compactor=self.compactor,
             host=self.host,
             scope=scope,
+            notices=self._notices,
         )
 
     def _gate(self, conversation: Conversation) -> WriteGate:

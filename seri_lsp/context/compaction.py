@@ -10,6 +10,10 @@ The rules (SPEC section 4), each in one place here:
 - what the summariser sees: the evicted messages with every oversized tool argument or
   result replaced by `{"elided": true, "originalBytes": N}`, the earlier recap to
   update, and the focus words (`summary_request`);
+- that every summariser request fits the model's window with room for the reply: a
+  message too large for one request has its largest texts elided the same way, and a
+  prefix too long for one request is summarised in chunks, each chunk updating the
+  recap of the chunks before it (`SummaryPlanner`);
 - which paths the recap lists: taken from the evicted tool calls, not the model
   (`evicted_paths`).
 
@@ -32,7 +36,7 @@ from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_su
 from seri_lsp.events import Compacted
 from seri_lsp.host import Host
 from seri_lsp.settings import ProviderSettings
-from seri_lsp.store.messages import Message, tokens_for_chars
+from seri_lsp.store.messages import FIELDS, HEADINGS, Message, tokens_for_chars
 
 MIN_EVICTABLE = 4
 NOT_ENOUGH = "Not enough history to compact"
@@ -194,39 +198,239 @@ def transcript(messages: Sequence[Message], elide_bytes: int) -> list[dict[str, 
     return out
 
 
-def summary_request(
-    plan: CompactionPlan, focus: str | None, elide_bytes: int
-) -> list[dict[str, Any]]:
-    """The messages of the summariser request (sent without tools)."""
-    parts = []
-    if plan.previous is not None and plan.previous.recap is not None:
-        earlier = plan.previous.recap
-        parts.append(
-            "An earlier recap already covers the start of this session. Update it with "
-            "the messages below rather than writing a new one: move work that is now "
-            "finished into Progress, drop blockers that these messages resolved, and keep "
-            "everything else that still holds.\n\nEarlier recap:\n\n"
-            + "\n\n".join(
-                f"{title}:\n{getattr(earlier, name)}"
-                for name, title in (
-                    ("goal", "Goal"),
-                    ("progress", "Progress"),
-                    ("blockers", "Blockers"),
-                    ("next_steps", "Next steps"),
-                )
-            )
-        )
-    parts.append(
-        "Messages to compact, oldest first, as JSON:\n\n"
-        + json.dumps(transcript(plan.evicted, elide_bytes), ensure_ascii=False, indent=1)
+_UPDATE_INTRO = (
+    "An earlier recap already covers the start of this session. Update it with "
+    "the messages below rather than writing a new one: move work that is now "
+    "finished into Progress, drop blockers that these messages resolved, and keep "
+    "everything else that still holds.\n\nEarlier recap:\n\n"
+)
+_TRANSCRIPT_INTRO = "Messages to compact, oldest first, as JSON:\n\n"
+_ANSWER = "Answer with the four sections Goal:, Progress:, Blockers: and Next steps:."
+
+
+def _recap_fields(recap: Recap) -> dict[str, str]:
+    return {name: getattr(recap, name) for name in FIELDS}
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    marker = " [{} more characters cut]"
+    keep = max(0, limit - len(marker.format(len(text))))
+    return (text[:keep] + marker.format(len(text) - keep))[:limit]
+
+
+def earlier_recap_section(fields: dict[str, str], limit: int | None = None) -> str:
+    """The request's "update this recap" part; with `limit`, at most that many characters."""
+
+    def render(values: dict[str, str]) -> str:
+        return _UPDATE_INTRO + "\n\n".join(f"{HEADINGS[name]}:\n{values[name]}" for name in FIELDS)
+
+    text = render(fields)
+    if limit is None or len(text) <= limit:
+        return text
+    fixed = len(render(dict.fromkeys(FIELDS, "")))
+    allowance = max(0, (limit - fixed) // len(FIELDS))
+    return render({name: shorten(fields[name], allowance) for name in FIELDS})
+
+
+def item_text(entry: dict[str, Any]) -> str:
+    """One transcript entry exactly as it appears inside the request's JSON array."""
+    return "\n".join(
+        " " + line for line in json.dumps(entry, ensure_ascii=False, indent=1).splitlines()
     )
+
+
+def transcript_json(item_texts: Sequence[str]) -> str:
+    """The JSON array of entries (the same text `json.dumps(entries, indent=1)` gives)."""
+    if not item_texts:
+        return "[]"
+    return "[\n" + ",\n".join(item_texts) + "\n]"
+
+
+def request_messages(
+    earlier: str | None, transcript_text: str, focus: str | None
+) -> list[dict[str, Any]]:
+    """A summariser request: the summariser's system prompt and one user message."""
+    parts = [earlier] if earlier else []
+    parts.append(_TRANSCRIPT_INTRO + transcript_text)
     if focus:
         parts.append(f"Focus instructions from the user for this recap: {focus}")
-    parts.append("Answer with the four sections Goal:, Progress:, Blockers: and Next steps:.")
+    parts.append(_ANSWER)
     return [
         {"role": "system", "content": builtin_prompt("summarizer")},
         {"role": "user", "content": "\n\n".join(parts)},
     ]
+
+
+def request_chars(request: Sequence[dict[str, Any]]) -> int:
+    """Characters of a request's messages, the measure of the ceil(chars / 4) estimate."""
+    return sum(len(m.get("content") or "") for m in request)
+
+
+def summary_request(
+    plan: CompactionPlan, focus: str | None, elide_bytes: int
+) -> list[dict[str, Any]]:
+    """The messages of a single summariser request (sent without tools) for the whole plan.
+
+    With no window to fit, every evicted message goes in one request; the Compactor
+    uses `SummaryPlanner` with a budget, which elides and splits to fit the window.
+    """
+    return SummaryPlanner(plan, focus, elide_bytes, None).next_request()
+
+
+# A summariser request leaves room in the window for the reply: a quarter of it, at most
+# REPLY_ROOM_CAP tokens, or the `maxTokens` setting when one is set (at most half).
+REPLY_ROOM_CAP = 8192
+# Below this many characters per message the window is too small to honour; the
+# request is sent anyway (best effort) rather than failing.
+MIN_ITEM_CHARS = 512
+# How much of a message elided for size is kept as `contentStart`.
+CONTENT_START_CHARS = 2000
+
+
+def reply_room(window: int, max_tokens: Any = None) -> int:
+    """Tokens of the window a summariser request leaves free for the reply."""
+    room = min(window // 4, REPLY_ROOM_CAP)
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens > 0:
+        room = min(max_tokens, window // 2)
+    return room
+
+
+def summary_budget(window: int, max_tokens: Any = None) -> int:
+    """Characters a summariser request may hold: ceil(chars / 4) <= window - reply room."""
+    return max(0, window - reply_room(window, max_tokens)) * 4
+
+
+def _marker(text: str) -> dict[str, Any]:
+    return {"elided": True, "originalBytes": len(text.encode("utf-8", "surrogatepass"))}
+
+
+def _is_marker(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("elided") is True
+
+
+def shrink_entry(entry: dict[str, Any], limit: int) -> tuple[dict[str, Any], int]:
+    """`entry` with its largest texts elided until its item text fits `limit` characters.
+
+    Its texts (message text, thinking, each tool argument, a tool result) are elided
+    largest first; an elided user or assistant text keeps its first characters as
+    `contentStart`. If even that does not fit, the whole entry becomes a marker.
+    Returns the entry and how many texts were elided.
+    """
+    if len(item_text(entry)) <= limit:
+        return entry, 0
+    entry = json.loads(json.dumps(entry))  # a private copy to change
+    # (size, setter) for every text still in the entry.
+    fields: list[tuple[int, Callable[[], None]]] = []
+
+    def add(container: dict[str, Any], key: str, value: Any, keep_start: bool = False) -> None:
+        if _is_marker(value):
+            return
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+        def elide_it() -> None:
+            container[key] = _marker(text)
+            if keep_start:
+                container["contentStart"] = text[: min(CONTENT_START_CHARS, limit // 4)]
+
+        fields.append((len(text), elide_it))
+
+    add(entry, "content", entry.get("content"), keep_start=entry["role"] != "tool")
+    if "thinking" in entry:
+        add(entry, "thinking", entry["thinking"])
+    for call in entry.get("tool_calls", []):
+        arguments = call.get("arguments")
+        if isinstance(arguments, dict):
+            for key, value in arguments.items():
+                add(arguments, key, value)
+        else:
+            add(call, "arguments", arguments)
+    elided = 0
+    for _, elide_it in sorted(fields, key=lambda field: field[0], reverse=True):
+        elide_it()
+        elided += 1
+        if len(item_text(entry)) <= limit:
+            return entry, elided
+    entry.pop("contentStart", None)
+    if len(item_text(entry)) <= limit:
+        return entry, elided
+    whole = {"role": entry["role"], **_marker(json.dumps(entry, ensure_ascii=False))}
+    return whole, elided + 1
+
+
+class SummaryPlanner:
+    """The summariser requests for a plan, each fitting `budget` characters.
+
+    The evicted messages go in order; each request holds as many as fit beside the
+    recap so far (the earlier recap, then the recap of the chunks already summarised),
+    ending before a user or assistant message where it can, so a call and its results
+    reach the summariser together. A message that could not fit any request on its own
+    is shrunk first (`shrink_entry`), so every request holds at least one message and
+    fits. With no budget, everything goes in one request.
+    """
+
+    def __init__(
+        self, plan: CompactionPlan, focus: str | None, elide_bytes: int, budget: int | None
+    ) -> None:
+        self.budget = budget
+        self.focus = shorten(focus, budget // 16) if focus and budget is not None else focus
+        self.recap_limit = budget // 4 if budget is not None else None
+        entries = transcript(plan.evicted, elide_bytes)
+        self.elided = 0
+        if budget is not None:
+            # The most a request can hold besides its messages: the earlier recap at its
+            # limit, and the separator that goes with it.
+            overhead = request_chars(request_messages(None, "[\n\n]", self.focus))
+            item_limit = max(MIN_ITEM_CHARS, budget - overhead - budget // 4 - 2)
+            fitted = []
+            for entry in entries:
+                entry, elided = shrink_entry(entry, item_limit)
+                self.elided += elided
+                fitted.append(entry)
+            entries = fitted
+        self.items = [item_text(entry) for entry in entries]
+        self.roles = [entry["role"] for entry in entries]
+        self.earlier = (
+            _recap_fields(plan.previous.recap)
+            if plan.previous is not None and plan.previous.recap is not None
+            else None
+        )
+        self.requests = 0
+
+    @property
+    def done(self) -> bool:
+        return not self.items
+
+    def next_request(self) -> list[dict[str, Any]]:
+        """The request for the next chunk of messages (call `update` with its answer)."""
+        earlier = earlier_recap_section(self.earlier, self.recap_limit) if self.earlier else None
+        count = len(self.items)
+        if self.budget is not None:
+            room = self.budget - request_chars(request_messages(earlier, "[\n\n]", self.focus))
+            count, used = 0, 0
+            while count < len(self.items):
+                used += len(self.items[count]) + (2 if count else 0)
+                if count and used > room:
+                    break
+                count += 1
+            if count < len(self.items) and self.roles[count] == "tool":
+                # Do not end between a call and its results unless the group alone is
+                # too large for one request.
+                start = max((i for i in range(1, count) if self.roles[i] != "tool"), default=count)
+                count = start
+        chunk, self.items, self.roles = (
+            self.items[:count],
+            self.items[count:],
+            self.roles[count:],
+        )
+        self.requests += 1
+        return request_messages(earlier, transcript_json(chunk), self.focus)
+
+    def update(self, fields: dict[str, str]) -> None:
+        """The summary of the chunk just sent: the recap the next chunk updates."""
+        self.earlier = fields
 
 
 Summariser = Callable[[list[dict[str, Any]]], Awaitable[str]]
@@ -261,16 +465,30 @@ class Compactor:
         summarise: Summariser,
         *,
         trigger: str,
+        window: int,
         focus: str | None = None,
     ) -> CompactionResult:
-        """Summarise `plan.evicted` into a recap and commit it; CompactionFailed if not."""
-        request = summary_request(plan, focus, self.settings.elide_bytes)
+        """Summarise `plan.evicted` into a recap and commit it; CompactionFailed if not.
+
+        `window` is the model's context window: no summariser request exceeds it (less
+        the room left for the reply); a prefix too long for one request is summarised
+        in chunks.
+        """
+        budget = summary_budget(window, self.settings.sampling.get("max_tokens"))
+        planner = SummaryPlanner(plan, focus, self.settings.elide_bytes, budget)
         async with self.host.progress("seri: compacting the conversation") as progress:
             progress.report(f"summarising {len(plan.evicted)} messages")
-            try:
-                fields = parse_summary(await summarise(request))
-            except UnusableSummary as exc:
-                raise CompactionFailed(f"the summary was unusable: {exc}") from exc
+            while True:
+                request = planner.next_request()
+                if planner.requests > 1 or not planner.done:
+                    progress.report(f"summarising in parts: part {planner.requests}")
+                try:
+                    fields = parse_summary(await summarise(request))
+                except UnusableSummary as exc:
+                    raise CompactionFailed(f"the summary was unusable: {exc}") from exc
+                planner.update(fields)
+                if planner.done:
+                    break
 
             earlier = plan.previous.recap if plan.previous else None
             read, modified = evicted_paths(plan.evicted, self.normalize_path)
@@ -304,6 +522,8 @@ class Compactor:
                 "focus": focus,
                 "charsBefore": replaced_chars,
                 "recapChars": recap_message.chars,
+                "summaryRequests": planner.requests,
+                "elidedTexts": planner.elided,
             },
         )
         self.host.emit(Compacted(conversation.id, trigger, len(plan.evicted)))

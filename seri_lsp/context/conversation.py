@@ -41,6 +41,10 @@ class Conversation:
         self.fired_rules = fired_rules
         self.chars = sum(message.chars for message in messages)
         self.last_billed: int | None = info.last_input_tokens
+        # Messages appended since the last compaction was committed (on open: everything
+        # the recap does not stand for). A compaction needs at least one, so compacting
+        # can never repeat itself without the conversation having moved on.
+        self.appended_since_compaction = sum(1 for m in messages if not m.is_recap)
         self._store = store
         self._io = io
         self._emit = emit
@@ -63,6 +67,7 @@ class Conversation:
         stored = await self._io(self._store.append, self.id, message)
         self.messages.append(stored)
         self.chars += stored.chars
+        self.appended_since_compaction += 1
         self._emit(MessageStored(self.id, stored))
         return stored
 
@@ -74,6 +79,7 @@ class Conversation:
         self.chars += stored.chars - sum(message.chars for message in replaced)
         # The billed count described the history before the cut; it no longer applies.
         self.last_billed = None
+        self.appended_since_compaction = 0
         self._emit(MessageStored(self.id, stored))
         return stored
 
