@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,8 @@ import pytest
 
 from seri_lsp.agent.provider import is_local_url
 from tests.agent_helpers import events, messages, prompt
-from tests.harness import command, wait_until
-from tests.scripted_provider import Comment, Drip, Error, Raw, ScriptedProvider, Text
+from tests.harness import command, server_env, wait_until
+from tests.scripted_provider import Calls, Comment, Drip, Error, Raw, ScriptedProvider, Text
 
 KEY_HINT = "set provider.apiKey in the settings, or SERI_API_KEY / OPENROUTER_API_KEY"
 
@@ -417,3 +419,116 @@ async def test_a_401_without_a_key_says_to_set_one(agent, provider: ScriptedProv
 )
 def test_which_base_urls_count_as_local(url: str, local: bool) -> None:
     assert is_local_url(url) is local
+
+
+# --- a retry drops what the failed attempt streamed ------------------------------------
+
+
+async def test_a_retry_resets_the_streamed_text(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    final = "Hello, world. This is the whole answer."
+    provider.script(
+        Raw(
+            [
+                chunk({"content": "Hello, wor"}),
+                chunk({"content": "ld. This is"}),
+                {"error": {"message": "upstream overloaded", "code": 502}},
+            ],
+            end="done",
+        ),
+        Text(final),
+    )
+    client = await agent()
+    result = await prompt(client, "hello")
+    assert result["status"] == "done", result
+    deltas = client.seri["seri/delta"]
+    resets = [i for i, d in enumerate(deltas) if d.get("reset")]
+    assert len(resets) == 1
+    before, reset, after = deltas[: resets[0]], deltas[resets[0]], deltas[resets[0] + 1 :]
+    assert "".join(d["text"] for d in before) == "Hello, world. This is"
+    assert reset["text"] == "" and reset["sessionId"] == result["sessionId"]
+    assert "".join(d["text"] for d in after) == final
+    assert not any("reset" in d for d in before + after)  # only on the wire when true
+    history = await messages(client)
+    assert [(m["role"], m["content"]) for m in history] == [("user", "hello"), ("assistant", final)]
+    assert events(profile_root, "retry")[0]["status"] == 502
+
+
+async def test_a_retry_before_anything_streamed_sends_no_reset(
+    agent, provider: ScriptedProvider
+) -> None:
+    provider.script(Error(503, {"error": {"message": "busy"}}), Text("answer"))
+    client = await agent()
+    assert (await prompt(client, "hello"))["status"] == "done"
+    assert not any(d.get("reset") for d in client.seri["seri/delta"])
+
+
+async def test_each_retry_that_streamed_gets_its_own_reset(
+    agent, provider: ScriptedProvider
+) -> None:
+    broken = [chunk({"content": "partial"}), {"error": {"message": "oops", "code": 500}}]
+    provider.script(
+        Raw(broken, end="done"),
+        Raw(broken, end="done"),
+        Calls([("c1", "list_dir", {"path": "."})]),
+        Text("done"),
+    )
+    client = await agent()
+    assert (await prompt(client, "hello"))["status"] == "done"
+    texts = [("RESET" if d.get("reset") else d["text"]) for d in client.seri["seri/delta"]]
+    assert texts == ["partial", "RESET", "partial", "RESET", "done"]
+
+
+def test_the_terminal_starts_the_reply_again_after_a_reset(
+    provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    profile_root.mkdir(mode=0o700)
+    config = {
+        "provider": {
+            "baseUrl": provider.base_url,
+            "model": provider.model,
+            "retryBaseDelay": 0.01,
+            "retryMaxDelay": 0.05,
+        }
+    }
+    (profile_root / "config.json").write_text(json.dumps(config))
+    provider.script(
+        Raw(
+            [chunk({"content": "First try"}), {"error": {"message": "boom", "code": 502}}],
+            end="done",
+        ),
+        Text("Second try, whole."),
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "seri_lsp", "run", "--profile-root", str(profile_root), "hi"],
+        cwd=workspace,
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "[seri] First try\n" in result.stdout
+    assert result.stdout.count("[seri] Second try, whole.") == 1
+    assert result.stdout.index("First try") < result.stdout.index("Second try")
+    assert "the reply broke off; it starts again" in result.stderr
+
+
+async def test_a_too_long_error_mid_stream_resets_before_compacting_and_resending(
+    agent, provider: ScriptedProvider
+) -> None:
+    client = await agent(provider_extra={"contextWindow": 4000, "keepTokens": 150})
+    for index in range(3):
+        provider.script(Text(f"reply {index} " + "x" * 400))
+        assert (await prompt(client, f"prompt {index}"))["status"] == "done"
+    summary = "Goal: g\nProgress: p\nBlockers: none\nNext steps: n"
+    too_long = {"error": {"message": "This model's maximum context length is 4000 tokens."}}
+    provider.script(
+        Raw([chunk({"content": "Start of"}), too_long], end="done"), Text(summary), Text("fits")
+    )
+    first = len(client.seri["seri/delta"])
+    assert (await prompt(client, "prompt 3"))["status"] == "done"
+    texts = [("RESET" if d.get("reset") else d["text"]) for d in client.seri["seri/delta"]]
+    assert texts[first:] == ["Start of", "RESET", "fits"]
+    assert (await messages(client))[-1]["content"] == "fits"
