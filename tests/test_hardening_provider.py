@@ -68,25 +68,26 @@ def stored_texts(profile_root: Path) -> list[str]:
 # --- provider.timeout bounds the whole call ---------------------------------------------
 
 
-@pytest.mark.parametrize("what", ["comment", "content", "bytes"])
 async def test_a_stream_that_never_finishes_times_out_as_a_whole(
-    agent, provider: ScriptedProvider, what: str
+    agent, provider: ScriptedProvider
 ) -> None:
-    drip = Drip(what=what, interval=0.2)
-    provider.script(drip)
     client = await agent(provider_extra={"timeout": 2})
-    started = time.monotonic()
-    result = await prompt(client, "hello")
-    elapsed = time.monotonic() - started
-    assert_clear_failure(
-        result, "The provider did not finish its reply within 2 seconds (provider.timeout)"
-    )
-    assert drip.sent >= 3, "the provider kept the connection busy the whole time"
-    assert elapsed < 8, f"a 2-second timeout took {elapsed:.1f}s"
-    assert len(provider.requests) == 1  # a timeout is not retried
-    ended = await wait_until(lambda: client.seri["seri/turnEnded"])
-    assert ended[-1]["status"] == "failed"
-    assert [m["role"] for m in await messages(client)] == ["user"]
+    for what in ("comment", "content", "bytes"):  # keep-alives, trickled text, single bytes
+        drip = Drip(what=what, interval=0.2)
+        provider.script(drip)
+        sent = len(provider.requests)
+        started = time.monotonic()
+        result = await prompt(client, f"hello ({what})")
+        elapsed = time.monotonic() - started
+        assert_clear_failure(
+            result, "The provider did not finish its reply within 2 seconds (provider.timeout)"
+        )
+        assert drip.sent >= 3, "the provider kept the connection busy the whole time"
+        assert elapsed < 8, f"a 2-second timeout took {elapsed:.1f}s"
+        assert len(provider.requests) == sent + 1  # a timeout is not retried
+    ended = await wait_until(lambda: len(client.seri["seri/turnEnded"]) == 3)
+    assert ended and all(e["status"] == "failed" for e in client.seri["seri/turnEnded"])
+    assert [m["role"] for m in await messages(client)] == ["user"] * 3
     await assert_still_answers(client, provider)
 
 
@@ -136,20 +137,19 @@ STREAM_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("case", list(STREAM_SHAPES))
-async def test_a_streamed_chunk_of_the_wrong_shape_fails_clearly(
-    agent, provider: ScriptedProvider, case: str
+async def test_streamed_chunks_of_the_wrong_shape_fail_clearly(
+    agent, provider: ScriptedProvider
 ) -> None:
-    event, phrase = STREAM_SHAPES[case]
-    provider.script(Raw([chunk({"content": "Hel"}), event, chunk({}, "stop")], end="done"))
+    # One server for every case: each failure must leave it answering the next prompt.
     client = await agent()
-    result = await prompt(client, "hello")
-    assert_clear_failure(result, "The provider sent an unexpected reply shape: ", phrase)
-    assert len(provider.requests) == 1
-    shown = await wait_until(
-        lambda: [m.message for m in client.messages if "unexpected reply shape" in m.message]
-    )
-    assert phrase in shown[0]
+    for case, (event, phrase) in STREAM_SHAPES.items():
+        provider.script(Raw([chunk({"content": "Hel"}), event, chunk({}, "stop")], end="done"))
+        sent = len(provider.requests)
+        result = await prompt(client, f"hello ({case})")
+        assert_clear_failure(result, "The provider sent an unexpected reply shape: ", phrase)
+        assert len(provider.requests) == sent + 1, case  # not retried
+    shown = [m.message for m in client.messages if "unexpected reply shape" in m.message]
+    assert len(shown) == len(STREAM_SHAPES)
     await assert_still_answers(client, provider)
 
 
@@ -173,15 +173,14 @@ WHOLE_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("case", list(WHOLE_SHAPES))
-async def test_a_whole_reply_of_the_wrong_shape_fails_clearly(
-    agent, provider: ScriptedProvider, case: str
+async def test_whole_replies_of_the_wrong_shape_fail_clearly(
+    agent, provider: ScriptedProvider
 ) -> None:
-    body, phrase = WHOLE_SHAPES[case]
-    provider.script(Raw(body=body, end="done"))
     client = await agent(provider_extra={"stream": False})
-    result = await prompt(client, "hello")
-    assert_clear_failure(result, "The provider sent an unexpected reply shape: ", phrase)
+    for case, (body, phrase) in WHOLE_SHAPES.items():
+        provider.script(Raw(body=body, end="done"))
+        result = await prompt(client, f"hello ({case})")
+        assert_clear_failure(result, "The provider sent an unexpected reply shape: ", phrase)
     await assert_still_answers(client, provider)
 
 
@@ -203,27 +202,27 @@ async def test_a_whole_reply_with_arguments_as_an_object_is_accepted(
 # --- the stream closes or resets mid-reply ---------------------------------------------
 
 
-@pytest.mark.parametrize("end", ["close", "reset"])
-async def test_a_stream_that_breaks_off_mid_reply_says_so(
-    agent, provider: ScriptedProvider, end: str
-) -> None:
-    provider.script(Raw([chunk({"content": "Half a sen"})], end=end))
+async def test_a_reply_that_breaks_off_mid_way_says_so(agent, provider: ScriptedProvider) -> None:
     client = await agent()
-    result = await prompt(client, "hello")
-    assert_clear_failure(result, "The provider closed the stream mid-reply")
-    assert len(provider.requests) == 1  # not retried: the task fails and says why
-    assert [m["role"] for m in await messages(client)] == ["user"]
+    for end in ("close", "reset"):  # no [DONE] nor finish_reason; a TCP reset
+        provider.script(Raw([chunk({"content": "Half a sen"})], end=end))
+        sent = len(provider.requests)
+        result = await prompt(client, f"hello ({end})")
+        assert_clear_failure(result, "The provider closed the stream mid-reply")
+        assert len(provider.requests) == sent + 1  # not retried: the task fails and says why
+    # The prompts are kept; nothing half-made is stored as the model's answer.
+    assert [m["role"] for m in await messages(client)] == ["user", "user"]
     await assert_still_answers(client, provider)
 
 
-@pytest.mark.parametrize("end", ["close", "reset"])
-async def test_a_whole_reply_that_breaks_off_says_so(
-    agent, provider: ScriptedProvider, end: str
+async def test_a_whole_reply_that_breaks_off_mid_way_says_so(
+    agent, provider: ScriptedProvider
 ) -> None:
-    provider.script(Raw(body='{"choices": [{"message": {"content": "Half', end=end))
     client = await agent(provider_extra={"stream": False})
-    result = await prompt(client, "hello")
-    assert_clear_failure(result, "The provider closed the stream mid-reply")
+    for end in ("close", "reset"):  # a body shorter than its Content-Length; a TCP reset
+        provider.script(Raw(body='{"choices": [{"message": {"content": "Half', end=end))
+        result = await prompt(client, f"hello ({end})")
+        assert_clear_failure(result, "The provider closed the stream mid-reply")
     await assert_still_answers(client, provider)
 
 
