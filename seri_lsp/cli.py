@@ -199,6 +199,14 @@ class TerminalHost(Host):
 
     def emit(self, event: Event) -> None:
         if isinstance(event, Delta):
+            if event.reset:
+                # The provider is asked again: end the broken-off line, say so, and let
+                # the retried reply start on a fresh `[seri]` line.
+                if self._streaming == event.session_id:
+                    print(flush=True)
+                    print("seri-lsp: the reply broke off; it starts again.", file=sys.stderr)
+                    self._streaming = None
+                return
             if self._streaming != event.session_id:
                 prefix = "" if event.session_id == self.root_session else "(subagent) "
                 print(f"\n[seri] {prefix}", end="")

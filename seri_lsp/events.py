@@ -36,13 +36,21 @@ class MessageStored:
 
 @dataclass(frozen=True)
 class Delta:
-    """A piece of the model's reply while it streams."""
+    """A piece of the model's reply while it streams.
+
+    `reset` (with empty text) says: drop what this reply has streamed so far, the
+    provider is being asked again (a retry) and the reply starts over.
+    """
 
     session_id: str
     text: str
+    reset: bool = False
 
     def to_wire(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "text": self.text}
+        wire: dict[str, Any] = {"sessionId": self.session_id, "text": self.text}
+        if self.reset:
+            wire["reset"] = True
+        return wire
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
 DEFAULT_MODEL = "anthropic/claude-sonnet-4.5"
 DEFAULT_CONTEXT_WINDOW = 128_000
 SUBAGENT_MAX_TURNS = 25
+# Environment variables read for the API key, in order (after the settings).
+API_KEY_ENV = ("SERI_API_KEY", "OPENROUTER_API_KEY")
 
 WritePermission = Literal["allow", "ask", "deny"]
 
@@ -57,6 +59,8 @@ class ProviderSettings:
     max_retries: int = 4
     retry_base_delay: float = 1.0
     retry_max_delay: float = 60.0
+    # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
+    api_key_source: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,7 @@ _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
 _PROVIDER_ENV = {
     "base_url": ("SERI_BASE_URL",),
     "model": ("SERI_MODEL",),
-    "api_key": ("SERI_API_KEY", "OPENROUTER_API_KEY"),
+    "api_key": API_KEY_ENV,
 }
 
 
@@ -141,11 +145,15 @@ def load_settings(
                 provider_values[attr] = value
             else:
                 problems.append(_bad_value(f"provider.{name}", value, description))
+    if "api_key" in provider_values:
+        provider_values["api_key_source"] = "provider.apiKey"
     for attr, names in _PROVIDER_ENV.items():
         if attr not in provider_values:
             for env_name in names:
                 if env.get(env_name):
                     provider_values[attr] = env[env_name]
+                    if attr == "api_key":
+                        provider_values["api_key_source"] = env_name
                     break
     sampling = {}
     for name, request_field in SAMPLING_KNOBS.items():

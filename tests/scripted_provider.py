@@ -9,6 +9,8 @@ for `stream: true`, and come whole otherwise, as a real provider does.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -73,6 +75,44 @@ class Respond:
     decide: Callable[[dict[str, Any]], Any]
 
 
+@dataclass
+class Raw:
+    """A reply written exactly as given, for replies no well-behaved provider sends.
+
+    For a streamed request, `events` go out one by one: a dict or list as
+    `data: <JSON>`, a string verbatim as `data: <string>`, a `Comment` as `: <text>`.
+    For a whole (`stream: false`) request, `body` is the reply's body. `end` says how
+    the reply stops: "done" (`data: [DONE]`, or the whole body), "close" (the connection
+    closes: no [DONE], or a body shorter than its Content-Length) or "reset" (the same,
+    with a TCP reset instead of a close).
+    """
+
+    events: list[Any] = field(default_factory=list)
+    end: str = "close"
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An SSE comment line (`: text`), as providers send for keep-alive."""
+
+    text: str = "keep-alive"
+
+
+@dataclass
+class Drip:
+    """A stream that never finishes but is never silent for long.
+
+    Every `interval` seconds it sends a keep-alive comment (`what="comment"`), a
+    one-character content chunk (`"content"`) or one more byte of a data line that
+    never ends (`"bytes"`), until the client hangs up or the provider stops.
+    """
+
+    what: str = "comment"
+    interval: float = 0.2
+    sent: int = 0
+
+
 def usage(input_tokens: int, output_tokens: int = 10) -> dict[str, int]:
     """A `usage` object as OpenAI-compatible providers send it."""
     return {
@@ -93,6 +133,7 @@ class ScriptedProvider:
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
         self.received = threading.Condition()
+        self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -107,6 +148,7 @@ class ScriptedProvider:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         for reply in self.replies:
             if isinstance(reply, Hang | Text):
                 reply.release.set()
@@ -181,6 +223,10 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(reply.status, payload, reply.headers)
             elif isinstance(reply, Truncated):
                 self._truncated(reply)
+            elif isinstance(reply, Raw):
+                self._raw(reply, stream)
+            elif isinstance(reply, Drip):
+                self._drip(reply)
             elif stream:
                 self._stream(reply)
             else:
@@ -250,6 +296,53 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             self._start_events()
             self._event(_chunk(provider.model, {"content": reply.text}))
             # End the response here: no finish_reason, no [DONE].
+
+        def _raw(self, reply: Raw, stream: bool) -> None:
+            try:
+                if stream:
+                    self._start_events()
+                    for event in reply.events:
+                        if isinstance(event, Comment):
+                            self.wfile.write(f": {event.text}\n\n".encode())
+                            self.wfile.flush()
+                        else:
+                            self._event(event if isinstance(event, str) else json.dumps(event))
+                    if reply.end == "done":
+                        self._event("[DONE]")
+                else:
+                    raw = reply.body.encode()
+                    declared = len(raw) if reply.end == "done" else len(raw) + 100
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(declared))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                    self.wfile.flush()
+                self.close_connection = True
+                if reply.end == "reset":
+                    # SO_LINGER with a zero timeout: close() sends RST, not FIN.
+                    linger = struct.pack("ii", 1, 0)
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+                    self.connection.close()
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+        def _drip(self, reply: Drip) -> None:
+            self._start_events()
+            try:
+                if reply.what == "bytes":
+                    self.wfile.write(b'data: {"choices": [{"delta": {"content": "')
+                while not provider.stopping.wait(reply.interval):
+                    if reply.what == "comment":
+                        self.wfile.write(b": keep-alive\n\n")
+                    elif reply.what == "content":
+                        self._event(_chunk(provider.model, {"content": "."}))
+                    else:
+                        self.wfile.write(b"a")
+                    self.wfile.flush()
+                    reply.sent += 1
+            except (BrokenPipeError, ConnectionResetError):
+                return
 
     return Handler
 

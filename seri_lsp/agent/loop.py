@@ -132,6 +132,7 @@ class AgentLoop:
         self.summarise = model_summariser(provider, conversation, scope, host)
         self.notices = notices if notices is not None else Notices()
         self._reply: Reply | None = None
+        self._streamed = False  # whether the model call in flight streamed any text
 
     async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
         """Run one task to its end; never raises for provider or tool trouble.
@@ -190,20 +191,38 @@ class AgentLoop:
         conversation = self.conversation
         messages = await self._request_messages()
         self._reply = Reply()
+        self._streamed = False
+        record_retry = retry_recorder(conversation, self.host)
+
+        def on_delta(text: str) -> None:
+            self._streamed = True
+            self.host.emit(Delta(conversation.id, text))
+
+        async def on_retry(notice: RetryNotice) -> None:
+            self._drop_streamed()
+            await record_retry(notice)
+
         return await self.scope.run(
             self.provider.complete(
                 messages,
                 self.toolbox.schemas(),
                 reply=self._reply,
-                on_delta=lambda text: self.host.emit(Delta(conversation.id, text)),
-                on_retry=retry_recorder(conversation, self.host),
+                on_delta=on_delta,
+                on_retry=on_retry,
             )
         )
+
+    def _drop_streamed(self) -> None:
+        """Tell the faces to drop the text a failed attempt streamed; it is sent again."""
+        if self._streamed:
+            self._streamed = False
+            self.host.emit(Delta(self.conversation.id, "", reset=True))
 
     async def _call_model(self) -> Reply:
         try:
             return await self._send()
         except ContextTooLong as first:
+            self._drop_streamed()
             await self._overflow_compact(first)
             try:
                 return await self._send()

@@ -5,14 +5,22 @@ from every response. Errors are typed so the agent loop can tell them apart:
 
 - ContextTooLong: the provider refused the request as too long (compaction handles it);
 - ProviderHTTPError: any other refusal; 429 and 5xx are first retried with backoff and
-  jitter, honouring `Retry-After`, a bounded number of times;
-- ProviderTimeout, ProviderUnreachable, StreamTruncated: the turn fails and says so.
+  jitter, honouring `Retry-After`, a bounded number of times (401 and 403 never are);
+- ProviderTimeout: the reply did not finish within `provider.timeout` seconds, a deadline
+  over the whole attempt (keep-alive comments and trickled bytes do not extend it);
+- ProviderUnreachable, StreamTruncated, MalformedReply, MissingApiKey: the turn fails
+  and the message says what happened and, where the user can act, what to do.
+
+Provider text enters the engine only through a `Reply` or an error message, and both
+replace lone surrogates (`"\\ud83d"` in a JSON string) by U+FFFD, so nothing the model
+says can break the database or the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import ipaddress
 import json
 import random
 import time
@@ -24,7 +32,7 @@ from urllib.parse import urlparse
 import httpx
 
 from seri_lsp import __version__
-from seri_lsp.settings import DEFAULT_CONTEXT_WINDOW, ProviderSettings
+from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.store.messages import ToolCall
 
 MODELS_RETRY_SECONDS = 300.0
@@ -37,10 +45,48 @@ _TOO_LONG_MARKERS = (
     "too many tokens",
     "request too large",
 )
+# Host names that stay on this machine or the local network: no API key is needed there.
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+_SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT, Tailscale
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (a valid pair is joined)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def is_local_url(url: str) -> bool:
+    """Whether `url` points at this machine or a private network (no API key expected)."""
+    host = (urlparse(url).hostname or "").rstrip(".")
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or host.endswith(_LOCAL_SUFFIXES) or "." not in host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or address in _SHARED_ADDRESS_SPACE
+    )
+
+
+def _key_hint() -> str:
+    return "set provider.apiKey in the settings, or " + " / ".join(API_KEY_ENV)
 
 
 class ProviderError(Exception):
     """The provider could not produce a reply; the message says what happened."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clean_text(message))
 
 
 class ContextTooLong(ProviderError):
@@ -55,12 +101,12 @@ class ProviderHTTPError(ProviderError):
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.body = body
+        self.body = clean_text(body)
         self.retry_after = retry_after
 
 
 class ProviderTimeout(ProviderError):
-    """The provider did not answer in time."""
+    """The provider did not finish its reply in time."""
 
 
 class ProviderUnreachable(ProviderError):
@@ -69,6 +115,14 @@ class ProviderUnreachable(ProviderError):
 
 class StreamTruncated(ProviderError):
     """The reply stream ended before the reply was complete."""
+
+
+class MalformedReply(ProviderError):
+    """The provider's reply is not shaped like a chat completion."""
+
+
+class MissingApiKey(ProviderError):
+    """No API key is set for a provider that is not on this machine or network."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +179,12 @@ class Provider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
+        # Only connecting has its own timeout; `provider.timeout` is a deadline over each
+        # whole attempt (see `_attempt`), so a stream that keeps the connection busy with
+        # keep-alive comments or single bytes cannot outlive it.
         self._client = httpx.AsyncClient(
             base_url=settings.base_url.rstrip("/") + "/",
-            timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 15.0)),
+            timeout=httpx.Timeout(None, connect=min(settings.timeout, 15.0)),
             headers=self._headers(),
         )
         self._context_window: int | None = settings.context_window
@@ -147,6 +204,13 @@ class Provider:
     def is_openrouter(self) -> bool:
         """Whether the base URL is OpenRouter's (it spells reasoning effort its own way)."""
         return (urlparse(self.settings.base_url).hostname or "").endswith("openrouter.ai")
+
+    @property
+    def missing_key(self) -> str | None:
+        """Why a call cannot be sent for want of an API key; None when it can."""
+        if self.settings.api_key or is_local_url(self.settings.base_url):
+            return None
+        return f"No API key for {self.settings.base_url}: {_key_hint()} in the environment."
 
     def request_body(
         self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
@@ -180,8 +244,13 @@ class Provider:
         """Send one chat completion and return the model's reply.
 
         `reply` (if given) is filled as the stream arrives, so a caller that cancels
-        this coroutine still has the text received so far.
+        this coroutine still has the text received so far. `on_retry` is awaited before
+        a failed attempt is retried, so the caller can drop what that attempt streamed.
         """
+        if self.missing_key is not None:
+            # A provider on the internet refuses a call without a key anyway; saying so
+            # before sending names the setting instead of the provider's own wording.
+            raise MissingApiKey(self.missing_key)
         body = self.request_body(messages, tools)
         attempt = 0
         while True:
@@ -209,43 +278,83 @@ class Provider:
     async def _attempt(
         self, body: dict[str, Any], reply: Reply, on_delta: DeltaCallback | None
     ) -> Reply:
+        url = self.settings.base_url
+        answered = False
         try:
-            async with self._client.stream("POST", "chat/completions", json=body) as response:
+            async with (
+                asyncio.timeout(self.settings.timeout),
+                self._client.stream("POST", "chat/completions", json=body) as response,
+            ):
+                answered = True
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", "replace")
-                    raise _http_error(response, text)
+                    raise self._http_error(response, text)
                 if body.get("stream"):
                     await _read_stream(response, reply, on_delta)
                 else:
-                    raw = await response.aread()
-                    _read_whole(raw, reply)
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeout(
-                f"The provider at {self.settings.base_url} did not answer within "
-                f"{self.settings.timeout:g} seconds ({type(exc).__name__})."
+                    _read_whole(await response.aread(), reply)
+        except TimeoutError as exc:
+            raise self._timed_out(answered) from exc
+        except httpx.ConnectTimeout as exc:
+            raise ProviderUnreachable(
+                f"Could not reach the provider at {url}: no connection within "
+                f"{min(self.settings.timeout, 15.0):g} seconds."
             ) from exc
-        except httpx.RemoteProtocolError as exc:
-            raise StreamTruncated(
-                f"The connection to the provider broke off mid-reply ({exc})."
+        except httpx.TimeoutException as exc:  # not expected: only connecting has a timeout
+            raise self._timed_out(answered) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            if answered:
+                raise StreamTruncated(
+                    f"The provider closed the stream mid-reply ({_reason(exc)})."
+                ) from exc
+            raise ProviderUnreachable(
+                f"The provider at {url} closed the connection without answering ({_reason(exc)})."
             ) from exc
         except (httpx.ConnectError, httpx.NetworkError) as exc:
             raise ProviderUnreachable(
-                f"Could not reach the provider at {self.settings.base_url}: {exc}."
+                f"Could not reach the provider at {url}: {_reason(exc)}."
             ) from exc
         return reply
+
+    def _timed_out(self, answered: bool) -> ProviderTimeout:
+        seconds = f"{self.settings.timeout:g}"
+        if answered:
+            what = f"The provider did not finish its reply within {seconds} seconds"
+        else:
+            what = (
+                f"The provider at {self.settings.base_url} did not answer within {seconds} seconds"
+            )
+        return ProviderTimeout(
+            f"{what} (provider.timeout). Try again, or raise provider.timeout for a slow model."
+        )
+
+    def _http_error(self, response: httpx.Response, text: str) -> ProviderError:
+        error = _http_error(response, text)
+        if response.status_code in (401, 403):
+            if not self.settings.api_key:
+                advice = f"No API key was sent: {_key_hint()} in the environment."
+            else:
+                source = self.settings.api_key_source or "provider.apiKey"
+                refused = "refused" if response.status_code == 401 else "not allowed this request"
+                advice = (
+                    f"The API key (from {source}) was {refused}: check it, or {_key_hint()} "
+                    "in the environment."
+                )
+            error = ProviderHTTPError(f"{error} {advice}", response.status_code, text)
+        return error
 
     async def context_window(self) -> int:
         """contextWindow from settings, else the provider's model list, else 128000."""
         if self._context_window is not None:
             return self._context_window
-        if time.monotonic() < self._models_retry_at:
+        if time.monotonic() < self._models_retry_at or self.missing_key is not None:
             return DEFAULT_CONTEXT_WINDOW
         try:
             response = await self._client.get("models", timeout=5.0)
             models = response.json().get("data", []) if response.status_code == 200 else None
         except (httpx.HTTPError, ValueError, AttributeError):
             models = None
-        if models is None:
+        if not isinstance(models, list):
             # Unreachable or no model list: use the default, and ask again only after a
             # while, so an offline editor does not wait on the network at every call.
             self._models_retry_at = time.monotonic() + MODELS_RETRY_SECONDS
@@ -263,6 +372,16 @@ class Provider:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.aclose()
+
+
+def _reason(exc: Exception) -> str:
+    """An exception's message, or its kind when it has none (httpx often has none)."""
+    text = str(exc).strip()
+    names = {
+        "ReadError": "the connection was reset",
+        "RemoteProtocolError": "the connection closed early",
+    }
+    return text or names.get(type(exc).__name__, type(exc).__name__)
 
 
 def _http_error(response: httpx.Response, text: str) -> ProviderError:
@@ -289,10 +408,10 @@ def _error_detail(text: str) -> str:
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
-        if isinstance(error, str):
+            return error["message"] or "(no message)"
+        if isinstance(error, str) and error:
             return error
-    return text.strip()[:500]
+    return text.strip()[:500] or "(no body)"
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -310,24 +429,131 @@ def _retry_after(value: str | None) -> float | None:
 
 
 def _stream_error(data: dict[str, Any]) -> ProviderError:
+    """An error object inside a 200 reply (a stream chunk or a whole body)."""
     error = data.get("error")
-    message = error.get("message", "") if isinstance(error, dict) else str(error)
-    code = error.get("code") if isinstance(error, dict) else None
+    if isinstance(error, dict):
+        message, code = error.get("message"), error.get("code")
+    else:
+        message, code = error, None
+    message = message if isinstance(message, str) and message else _snippet(error)
     text = json.dumps(data).lower()
     if any(marker in text for marker in _TOO_LONG_MARKERS):
         return ContextTooLong(f"The provider rejected the request as too long: {message}")
-    status = code if isinstance(code, int) else 502
-    return ProviderHTTPError(f"The provider reported an error mid-reply: {message}", status)
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    status = code if isinstance(code, int) and 400 <= code <= 599 else 502
+    return ProviderHTTPError(
+        f"The provider reported an error mid-reply (status {status}): {message}", status
+    )
+
+
+# --- reading replies -------------------------------------------------------------------
+
+
+def _snippet(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _shape(where: str, expected: str, value: Any) -> MalformedReply:
+    return MalformedReply(
+        f"The provider sent an unexpected reply shape: {where} should be {expected}, "
+        f"got {_kind(value)} ({_snippet(value)})."
+    )
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """`value` if it is a JSON object, {} if it is missing (null)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _shape(where, "an object", value)
+    return value
+
+
+def _array(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _shape(where, "an array", value)
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    """A string field as sent (lone surrogates included; callers clean it)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _shape(where, "a string", value)
+    return value
+
+
+def _arguments(value: Any, where: str) -> str:
+    """Tool-call arguments: JSON text, or (as some servers send them) an object."""
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return _string(value, where)
+
+
+def _finish_reason(choice: dict[str, Any], where: str) -> str | None:
+    reason = choice.get("finish_reason")
+    if reason is None:
+        return None
+    reason = clean_text(_string(reason, f"{where}.finish_reason"))
+    if reason == "error":
+        raise ProviderHTTPError(
+            'The provider reported an error mid-reply (finish_reason "error").', 502
+        )
+    return reason or None
+
+
+class _Pieces:
+    """Streamed text pieces, cleaned; a surrogate pair split over two chunks is mended."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        piece, self._held = self._held + piece, ""
+        if piece and "\ud800" <= piece[-1] <= "\udbff":
+            piece, self._held = piece[:-1], piece[-1]
+        return clean_text(piece)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return clean_text(held)
 
 
 async def _read_stream(
     response: httpx.Response, reply: Reply, on_delta: DeltaCallback | None
 ) -> None:
     calls: dict[int, dict[str, str]] = {}
+    content, thinking = _Pieces(), _Pieces()
     finished = False
+
+    def add_content(text: str) -> None:
+        if text:
+            reply.content += text
+            if on_delta is not None:
+                on_delta(text)
+
     async for line in response.aiter_lines():
         if not line.startswith("data:"):
-            continue
+            continue  # keep-alive comments (": ...") and other SSE fields
         payload = line[5:].strip()
         if payload == "[DONE]":
             finished = True
@@ -335,72 +561,109 @@ async def _read_stream(
         try:
             chunk = json.loads(payload)
         except json.JSONDecodeError as exc:
-            raise StreamTruncated(
-                f"The provider sent an unreadable chunk: {payload[:200]}"
+            raise MalformedReply(
+                f"The provider sent an unexpected reply shape: a chunk that is not JSON "
+                f"({payload[:200]!r})."
             ) from exc
-        if "error" in chunk:
+        if not isinstance(chunk, dict):
+            raise _shape("a stream chunk", "a JSON object", chunk)
+        if chunk.get("error") is not None:
             raise _stream_error(chunk)
-        if chunk.get("usage"):
+        if isinstance(chunk.get("usage"), dict):
             reply.usage = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if text:
-                reply.content += text
-                if on_delta is not None:
-                    on_delta(text)
-            thinking = delta.get("reasoning") or delta.get("reasoning_content")
-            if thinking:
-                reply.thinking += thinking
-            for call in delta.get("tool_calls") or []:
-                slot = calls.setdefault(call.get("index", 0), {"id": "", "name": "", "args": ""})
-                function = call.get("function") or {}
-                slot["id"] = call.get("id") or slot["id"]
-                slot["name"] += function.get("name") or ""
-                slot["args"] += function.get("arguments") or ""
-            if choice.get("finish_reason"):
-                reply.finish_reason = choice["finish_reason"]
+        for number, choice in enumerate(_array(chunk.get("choices"), "choices")):
+            where = f"choices[{number}]"
+            choice = _object(choice, where)
+            delta = _object(choice.get("delta"), f"{where}.delta")
+            add_content(content.feed(_string(delta.get("content"), f"{where}.delta.content")))
+            for name in ("reasoning", "reasoning_content"):
+                piece = _string(delta.get(name), f"{where}.delta.{name}")
+                reply.thinking += thinking.feed(piece)
+            for position, call in enumerate(
+                _array(delta.get("tool_calls"), f"{where}.delta.tool_calls")
+            ):
+                _add_call_piece(calls, call, f"{where}.delta.tool_calls[{position}]")
+            reason = _finish_reason(choice, where)
+            if reason:
+                reply.finish_reason = reason
                 finished = True
     if not finished:
-        raise StreamTruncated("The reply stream ended before the reply was complete.")
+        raise StreamTruncated(
+            "The provider closed the stream mid-reply: the reply stream ended before the "
+            "reply was complete (no finish_reason, no [DONE])."
+        )
+    add_content(content.flush())
+    reply.thinking += thinking.flush()
     reply.tool_calls = [
         ToolCall(
-            id=slot["id"] or f"call_{index}", name=slot["name"], arguments=slot["args"] or "{}"
+            id=clean_text(slot["id"]) or f"call_{index}",
+            name=clean_text(slot["name"]),
+            arguments=clean_text(slot["args"]) or "{}",
         )
         for index, slot in sorted(calls.items())
     ]
 
 
+def _add_call_piece(calls: dict[int, dict[str, str]], call: Any, where: str) -> None:
+    call = _object(call, where)
+    index = call.get("index", 0)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise _shape(f"{where}.index", "a whole number", index)
+    function = _object(call.get("function"), f"{where}.function")
+    slot = calls.setdefault(index, {"id": "", "name": "", "args": ""})
+    slot["id"] = _string(call.get("id"), f"{where}.id") or slot["id"]
+    slot["name"] += _string(function.get("name"), f"{where}.function.name")
+    slot["args"] += _arguments(function.get("arguments"), f"{where}.function.arguments")
+
+
 def _read_whole(raw: bytes, reply: Reply) -> None:
     try:
         data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise StreamTruncated("The provider's reply was not complete JSON.") from exc
-    if "error" in data:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MalformedReply(
+            "The provider sent an unexpected reply shape: the reply is not JSON "
+            f"({raw[:200].decode('utf-8', 'replace')!r})."
+        ) from exc
+    if not isinstance(data, dict):
+        raise _shape("the reply", "a JSON object", data)
+    if data.get("error") is not None:
         raise _stream_error(data)
-    if data.get("usage"):
+    if isinstance(data.get("usage"), dict):
         reply.usage = _usage(data["usage"])
-    choices = data.get("choices") or []
+    choices = _array(data.get("choices"), "choices")
     if not choices:
-        raise ProviderHTTPError("The provider's reply held no choices.", 502, raw.decode())
-    message = choices[0].get("message") or {}
-    reply.content = message.get("content") or ""
-    reply.thinking = message.get("reasoning") or message.get("reasoning_content") or ""
-    reply.finish_reason = choices[0].get("finish_reason")
-    reply.tool_calls = [
-        ToolCall(
-            id=call.get("id") or f"call_{index}",
-            name=(call.get("function") or {}).get("name", ""),
-            arguments=(call.get("function") or {}).get("arguments") or "{}",
+        raise ProviderHTTPError(
+            "The provider's reply held no choices.", 502, raw.decode("utf-8", "replace")
         )
-        for index, call in enumerate(message.get("tool_calls") or [])
-    ]
+    choice = _object(choices[0], "choices[0]")
+    message = _object(choice.get("message"), "choices[0].message")
+    reasoning = message.get("reasoning") or message.get("reasoning_content")
+    content = _string(message.get("content"), "choices[0].message.content")
+    thinking = _string(reasoning, "choices[0].message.reasoning")
+    tool_calls = []
+    for index, call in enumerate(
+        _array(message.get("tool_calls"), "choices[0].message.tool_calls")
+    ):
+        where = f"choices[0].message.tool_calls[{index}]"
+        call = _object(call, where)
+        function = _object(call.get("function"), f"{where}.function")
+        arguments = _arguments(function.get("arguments"), f"{where}.function.arguments")
+        tool_calls.append(
+            ToolCall(
+                id=clean_text(_string(call.get("id"), f"{where}.id")) or f"call_{index}",
+                name=clean_text(_string(function.get("name"), f"{where}.function.name")),
+                arguments=clean_text(arguments) or "{}",
+            )
+        )
+    reply.finish_reason = _finish_reason(choice, "choices[0]")
+    reply.content, reply.thinking = clean_text(content), clean_text(thinking)
+    reply.tool_calls = tool_calls
 
 
 def _usage(data: dict[str, Any]) -> Usage:
     def number(key: str) -> int | None:
         value = data.get(key)
-        return value if isinstance(value, int) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     return Usage(
         input_tokens=number("prompt_tokens") or number("input_tokens"),
