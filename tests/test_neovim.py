@@ -147,3 +147,56 @@ def test_setup_start_prompt_tools_status_compact_clear(
     summary = provider.chat_requests(with_tools=False)
     assert len(summary) == 1
     assert "focus on tests" in requests_text(summary[0])
+
+
+def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    first = seed_session(profile_root, workspace, provider, "first question")
+    second = seed_session(profile_root, workspace, provider, "second question")
+    run_scenario(
+        nvim,
+        "resume.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second},
+    )
+
+
+def test_permissions_edits_cancel_and_subagents(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "open.txt").write_text("open: before\n")
+    (workspace / "closed.txt").write_text("closed: before\n")
+    edits = {"old_text": "before", "new_text": "after"}
+    stalled = Text(
+        "The first words arrive, then the stream stalls forever.", chunk_size=10, stall_after=2
+    )
+    provider.script(
+        Calls([("w1", "write_file", {"path": "hello.txt", "content": "hi\n"})]),
+        Text("Wrote the file."),
+        Calls(
+            [
+                ("e1", "edit", {"path": "open.txt", **edits}),
+                ("e2", "edit", {"path": "closed.txt", **edits}),
+            ]
+        ),
+        Text("Edited both."),
+        stalled,
+        Calls([("t1", "task", {"prompt": "look around the folder"})]),
+        Calls([("c1", "list_dir", {"path": "."})]),
+        Text("CHILD-FINAL: the folder holds hello.txt"),
+        Text("The subagent is done."),
+    )
+    run_scenario(
+        nvim,
+        "permissions.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert (workspace / "closed.txt").read_text() == "closed: after\n"

@@ -135,12 +135,21 @@ function H.events_named(name)
   end, H.events)
 end
 
----Wait until the `n`-th SeriTurnEnded for the open session arrived; returns its data.
+---The SeriTurnEnded events of the open session (a subagent's have another sessionId).
+function H.turns()
+  local project = require("seri.client").current()
+  local open = project and project.session and project.session.id
+  return vim.tbl_filter(function(e)
+    return e.data.sessionId == open
+  end, H.events_named("SeriTurnEnded"))
+end
+
+---Wait until the `n`-th task of the open session ended; returns its SeriTurnEnded data.
 function H.wait_turn(n)
   H.wait(function()
-    return #H.events_named("SeriTurnEnded") >= n
-  end, ("turn %d to end"):format(n), 20000)
-  return H.events_named("SeriTurnEnded")[n].data
+    return #H.turns() >= n
+  end, ("task %d to end"):format(n), 20000)
+  return H.turns()[n].data
 end
 
 local function stop()
