@@ -200,3 +200,23 @@ def test_permissions_edits_cancel_and_subagents(
     )
     assert (workspace / "hello.txt").read_text() == "hi\n"
     assert (workspace / "closed.txt").read_text() == "closed: after\n"
+
+
+@pytest.mark.parametrize("server", ["working", "missing"])
+def test_checkhealth(
+    nvim: str,
+    provider: ScriptedProvider,
+    profile_root: Path,
+    workspace: Path,
+    tmp_path: Path,
+    server: str,
+) -> None:
+    run_scenario(
+        nvim,
+        "health.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_HEALTH": server},
+    )
