@@ -61,9 +61,14 @@ def run_scenario(
     workspace: Path,
     tmp_path: Path,
     env: dict[str, str] | None = None,
+    as_init: bool = False,
     timeout: float = 120,
 ) -> str:
-    """Run `editors/neovim/tests/<script>` in headless Neovim; returns its output."""
+    """Run `editors/neovim/tests/<script>` in headless Neovim; returns its output.
+
+    The script runs with `-l`, or as the init file (`-u`) when `as_init` is true, so that
+    `setup()` happens during start-up as in a user's config.
+    """
     home = tmp_path / "nvim-home"
     home.mkdir(exist_ok=True)
     full_env = server_env(
@@ -83,7 +88,7 @@ def run_scenario(
         }
     )
     result = subprocess.run(
-        [nvim, "--headless", "--clean", "-l", str(SCENARIOS / script)],
+        [nvim, "--headless", "--clean", "-u" if as_init else "-l", str(SCENARIOS / script)],
         cwd=workspace,
         env=full_env,
         capture_output=True,
@@ -162,6 +167,7 @@ def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
         workspace=workspace,
         tmp_path=tmp_path,
         env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second},
+        as_init=True,
     )
 
 

@@ -154,16 +154,26 @@ end
 
 local function stop()
   for _, client in ipairs(H.clients()) do
-    client:stop()
+    vim.lsp.stop_client(client.id)
   end
   vim.wait(3000, function()
     return #H.clients() == 0
   end, 20)
 end
 
----Run a scenario: exit 0 when it finishes, 1 (with the reason) when it fails.
+---Run a scenario: exit 0 when it finishes, 1 (with the reason) when it fails. Started as
+---an init file (`nvim -u script`), it runs once Neovim has entered, as a user's would.
 ---@param fn fun()
 function H.run(fn)
+  if vim.v.vim_did_enter == 0 then
+    vim.api.nvim_create_autocmd("VimEnter", {
+      once = true,
+      callback = vim.schedule_wrap(function()
+        H.run(fn)
+      end),
+    })
+    return
+  end
   local ok, err = xpcall(fn, debug.traceback)
   if not ok then
     io.stderr:write("\nFAILED: " .. tostring(err) .. "\n")

@@ -1,17 +1,21 @@
 -- Resume on open shows the earlier conversation; :SeriNew; :SeriResume with an id, with a
 -- unique prefix, with completion, and without an id (picked through vim.ui.select).
 -- test_neovim.py made two earlier sessions: SERI_TEST_FIRST (older), SERI_TEST_SECOND.
+-- Run as Neovim's init file (`nvim -u resume.lua`): setup() happens during start-up, as
+-- in a user's config, and the scenario runs after VimEnter.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
+
+require("seri").setup(H.options())
 
 H.run(function()
   local seri = require("seri")
   local first, second = vim.env.SERI_TEST_FIRST, vim.env.SERI_TEST_SECOND
-  vim.cmd.cd(H.env.workspace)
 
-  -- The server resumes the latest session when Neovim opens; the chat shows it at once.
-  seri.setup(H.options())
-  H.wait_ready()
+  -- The server started when Neovim opened and resumes the latest session; the chat,
+  -- opened at once, shows it.
   vim.cmd("Seri")
+  H.wait_ready()
+  H.eq(1, #H.clients(), "seri clients once Neovim has started")
   H.wait_chat({ "session " .. second, "continued", "## You", "second question", "Earlier answer to: second question" })
   H.truthy(not H.chat_has("first question"), "only the open session is shown")
   local continued = H.events_named("SeriSessionChanged")
