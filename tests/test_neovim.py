@@ -9,7 +9,6 @@ assertion exits non-zero and fails the test with the scenario's output.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -111,9 +110,9 @@ def seed_session(profile_root: Path, workspace: Path, provider: ScriptedProvider
             "SERI_API_KEY": "test-key",
         }
     )
+    command = [sys.executable, "-m", "seri_lsp", "run", text]
     done = subprocess.run(
-        [sys.executable, "-m", "seri_lsp", "run", text, "--profile-root", str(profile_root)]
-        + ["--workspace", str(workspace)],
+        [*command, "--profile-root", str(profile_root), "--workspace", str(workspace)],
         env=env,
         capture_output=True,
         text=True,
@@ -225,4 +224,19 @@ def test_checkhealth(
         workspace=workspace,
         tmp_path=tmp_path,
         env={"SERI_TEST_HEALTH": server},
+    )
+
+
+def test_the_committed_help_tags_match_the_manual(nvim: str, tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    (doc / "tags").unlink()
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
+        "doc/tags is stale: run  nvim --headless -c 'helptags editors/neovim/doc' -c q"
     )

@@ -23,7 +23,8 @@ H.run(function()
     local v = vim.version()
     has(report, ("OK Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
     has(report, "OK server: seri-lsp ")
-    has(report, "OK profile root: " .. vim.uv.fs_realpath(H.env.profile) .. " (--profile-root in cmd)")
+    local profile = vim.uv.fs_realpath(H.env.profile)
+    has(report, "OK profile root: " .. profile .. " (--profile-root in cmd)")
     has(report, "OK database opens: ")
     has(report, "OK provider: " .. H.env.base_url .. " (settings)")
     has(report, "OK model: " .. H.env.model .. " (settings)")
@@ -43,6 +44,13 @@ H.run(function()
     has(report, "no-such-seri-lsp")
     has(report, "pip install seri-lsp")
     has(report, "WARNING API key: not set")
+    -- The manual is there without a server.
+    local topics = { "seri", ":SeriResume", "seri-lazy", "seri.status()", "SeriTurnEnded" }
+    for _, topic in ipairs(topics) do
+      vim.cmd.help(topic)
+      H.eq("seri.txt", vim.fs.basename(vim.api.nvim_buf_get_name(0)), ":help " .. topic)
+      vim.cmd.helpclose()
+    end
     -- The commands say what is wrong (an error message, no Lua traceback).
     for _, command in ipairs({ "SeriPrompt hello", "Seri" }) do
       local ok, err = pcall(vim.cmd, command)

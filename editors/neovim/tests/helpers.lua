@@ -63,7 +63,12 @@ end
 
 function H.eq(expected, actual, what)
   if not vim.deep_equal(expected, actual) then
-    error(("%s: expected %s, got %s"):format(what or "values differ", vim.inspect(expected), vim.inspect(actual)), 2)
+    local message = ("%s: expected %s, got %s"):format(
+      what or "values differ",
+      vim.inspect(expected),
+      vim.inspect(actual)
+    )
+    error(message, 2)
   end
 end
 

@@ -51,7 +51,8 @@ H.run(function()
   H.eq({ "closed: after" }, vim.fn.readfile(workspace .. "/closed.txt"), "closed.txt on disk")
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_get_name(buf) == workspace .. "/closed.txt" then
-      H.eq(false, vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified, "closed.txt left modified")
+      local stray = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified
+      H.eq(false, stray, "closed.txt left modified")
     end
   end
 

@@ -16,7 +16,13 @@ H.run(function()
   vim.cmd("Seri")
   H.wait_ready()
   H.eq(1, #H.clients(), "seri clients once Neovim has started")
-  H.wait_chat({ "session " .. second, "continued", "## You", "second question", "Earlier answer to: second question" })
+  H.wait_chat({
+    "session " .. second,
+    "continued",
+    "## You",
+    "second question",
+    "Earlier answer to: second question",
+  })
   H.truthy(not H.chat_has("first question"), "only the open session is shown")
   local continued = H.events_named("SeriSessionChanged")
   H.eq("continued", continued[1].data.reason, "the start-up session change")
@@ -37,7 +43,12 @@ H.run(function()
 
   -- :SeriResume ID.
   vim.cmd("SeriResume " .. first)
-  H.wait_chat({ "session " .. first, "resumed", "first question", "Earlier answer to: first question" })
+  H.wait_chat({
+    "session " .. first,
+    "resumed",
+    "first question",
+    "Earlier answer to: first question",
+  })
   H.truthy(not H.chat_has("second question"), "the resumed chat shows only its session")
 
   -- :SeriResume with a unique prefix of the id.
@@ -50,7 +61,8 @@ H.run(function()
   local expected = { first, second, fresh.session.id }
   table.sort(expected)
   H.eq(expected, completions, "completion of :SeriResume")
-  H.eq({ first }, vim.fn.getcompletion("SeriResume " .. first:sub(1, 10), "cmdline"), "prefix completion")
+  local by_prefix = vim.fn.getcompletion("SeriResume " .. first:sub(1, 10), "cmdline")
+  H.eq({ first }, by_prefix, "prefix completion")
 
   -- :SeriResume alone: pick from the project's sessions (title, date, messages).
   local shown
@@ -80,7 +92,8 @@ H.run(function()
   vim.cmd("SeriResume no-such-session")
   H.wait(function()
     return vim.tbl_filter(function(note)
-      return note.level == vim.log.levels.ERROR and note.msg:find("could not resume no%-such%-session")
+      local refused = note.msg:find("could not resume no%-such%-session")
+      return note.level == vim.log.levels.ERROR and refused
     end, H.notes)[1]
   end, "the refusal of an unknown id")
   H.truthy(H.chat_has("session " .. first), "the chat still shows the open session")

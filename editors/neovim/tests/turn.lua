@@ -83,8 +83,10 @@ H.run(function()
     "-> read_file notes.txt",
     "The notes say hello.",
   })
-  H.truthy(status_when_prompted and status_when_prompted:find("working"), "status while the task ran: "
-    .. tostring(status_when_prompted))
+  H.truthy(
+    status_when_prompted and status_when_prompted:find("working"),
+    "status while the task ran: " .. tostring(status_when_prompted)
+  )
 
   -- The tool result is folded under its head line.
   local head = H.truthy(H.chat_line("   <- hello from notes"), "the tool result line")

@@ -161,7 +161,8 @@ local function append(blocks)
   for _, b in ipairs(blocks) do
     count = count + #b.lines
   end
-  local all = vim.list_extend(vim.deepcopy(blocks), { render.stream(state.stream, state.last_role) })
+  local all = vim.list_extend({}, blocks)
+  table.insert(all, render.stream(state.stream, state.last_role))
   write(state.stored_end, -1, all)
   state.stored_end = state.stored_end + count
 end
@@ -266,7 +267,8 @@ function M.load_earlier()
   local session_id = state.session.id
   client.execute(project, "seri.session.get", args, function(err, result)
     if err or type(result) ~= "table" then
-      vim.notify("seri: could not load earlier messages: " .. (err and err.message or ""), vim.log.levels.ERROR)
+      local why = err and err.message or "no answer"
+      vim.notify("seri: could not load earlier messages: " .. why, vim.log.levels.ERROR)
       return
     end
     if not state.session or state.session.id ~= session_id then
@@ -583,7 +585,10 @@ function M.send()
   vim.api.nvim_buf_set_lines(state.input, 0, -1, false, {})
   vim.cmd("stopinsert")
   require("seri").prompt(text, function()
-    if valid(state.input) and table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false)) == "" then
+    if not valid(state.input) then
+      return
+    end
+    if table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false)) == "" then
       vim.api.nvim_buf_set_lines(state.input, 0, -1, false, lines)
     end
   end)

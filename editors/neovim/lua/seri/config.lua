@@ -13,7 +13,7 @@
 ---@field send_insert string|false insert-mode key in the input that sends the prompt
 ---@field cancel string|false key (normal and insert mode, chat and input) that cancels the task
 ---@field close string|false normal-mode key that closes the chat
----@field load_earlier string|false normal-mode key in the chat that loads earlier messages on the "load earlier" line
+---@field load_earlier string|false chat key that loads earlier messages (on their line)
 
 ---@class seri.Options
 ---@field cmd string[] the server command (stdio)

@@ -53,7 +53,8 @@ function M.profile_root(options)
   }
   for _, candidate in ipairs(candidates) do
     if text(candidate[1]) then
-      return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(candidate[1]), ":p")):gsub("/$", ""), candidate[2]
+      local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(candidate[1]), ":p"))
+      return (path:gsub("(.)/$", "%1")), candidate[2]
     end
   end
   local sysname = vim.uv.os_uname().sysname
@@ -79,7 +80,8 @@ local function read_profile_config(root)
   if not ok then
     return nil, ("cannot read %s"):format(path)
   end
-  local decoded_ok, decoded = pcall(vim.json.decode, table.concat(lines, "\n"), { luanil = { object = true } })
+  local json = table.concat(lines, "\n")
+  local decoded_ok, decoded = pcall(vim.json.decode, json, { luanil = { object = true } })
   if not decoded_ok or type(decoded) ~= "table" then
     return nil, ("%s is not a JSON object; the server ignores it"):format(path)
   end
@@ -122,7 +124,8 @@ local function check_server(options)
     return false
   end
   local result = run(cmd, { "--version" })
-  local version = vim.trim((result.stdout or "") .. (result.code == 0 and "" or (result.stderr or "")))
+  local said = (result.stdout or "") .. (result.code == 0 and "" or (result.stderr or ""))
+  local version = vim.trim(said)
   if result.code == 0 and version ~= "" then
     health.ok(("server: %s (%s)"):format(version, table.concat(cmd, " ")))
   else
@@ -146,7 +149,7 @@ local function check_profile(options, found)
   health.ok(("profile root: %s (%s)"):format(root, source))
   local db = root .. "/seri.db"
   if not vim.uv.fs_stat(db) then
-    health.info(("database: %s does not exist yet; the server creates it on first start"):format(db))
+    health.info(("database: %s does not exist yet; the server creates it"):format(db))
     return
   end
   if not found then

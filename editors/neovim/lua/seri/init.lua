@@ -255,14 +255,16 @@ end
 function M.max_turns(n)
   local value = tonumber(n)
   if not value or value < 1 or value % 1 ~= 0 then
-    vim.notify(("seri: the turn budget must be a positive whole number, got %q"):format(tostring(n)), vim.log.levels.ERROR)
+    local message = "seri: the turn budget must be a positive whole number, got %q"
+    vim.notify(message:format(tostring(n)), vim.log.levels.ERROR)
     return
   end
   local current = project()
   if current then
     client.execute(current, "seri.maxTurns", { n = value }, function(err, result)
       if not report(err, "could not set the turn budget") then
-        vim.notify(("seri: turn budget %d for this session"):format(result and result.maxTurns or value))
+        local budget = result and result.maxTurns or value
+        vim.notify(("seri: turn budget %d for this session"):format(budget))
       end
     end)
   end
@@ -276,7 +278,10 @@ function M.cancel()
     return
   end
   client.execute(current, "seri.cancel", nil, function(err, result)
-    if not report(err, "could not cancel") and type(result) == "table" and result.cancelled == false then
+    if report(err, "could not cancel") then
+      return
+    end
+    if type(result) == "table" and result.cancelled == false then
       vim.notify("seri: nothing is running")
     end
   end)

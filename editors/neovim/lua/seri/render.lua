@@ -135,8 +135,12 @@ end
 ---@return string[]
 local function recap_lines(recap)
   local lines = {}
-  local fields =
-    { { "goal", "Goal" }, { "progress", "Progress" }, { "blockers", "Blockers" }, { "nextSteps", "Next steps" } }
+  local fields = {
+    { "goal", "Goal" },
+    { "progress", "Progress" },
+    { "blockers", "Blockers" },
+    { "nextSteps", "Next steps" },
+  }
   for _, field in ipairs(fields) do
     local value = type(recap[field[1]]) == "string" and vim.trim(recap[field[1]]) or ""
     local parts = split(value ~= "" and value or "(none)")
