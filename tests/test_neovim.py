@@ -186,10 +186,12 @@ def test_permissions_edits_cancel_and_subagents(
             [
                 ("e1", "edit", {"path": "open.txt", **edits}),
                 ("e2", "edit", {"path": "closed.txt", **edits}),
+                ("r1", "read_file", {"path": "missing.txt"}),
             ]
         ),
         Text("Edited both."),
         stalled,
+        Text("Stalls again, for the key.", chunk_size=6, stall_after=1),
         Calls([("t1", "task", {"prompt": "look around the folder"})]),
         Calls([("c1", "list_dir", {"path": "."})]),
         Text("CHILD-FINAL: the folder holds hello.txt"),

@@ -49,6 +49,8 @@ H.run(function()
   H.eq({ "open: after" }, vim.api.nvim_buf_get_lines(open_buf, 0, -1, false), "the open buffer")
   H.eq({ "open: before" }, vim.fn.readfile(workspace .. "/open.txt"), "open.txt on disk (unsaved)")
   H.eq({ "closed: after" }, vim.fn.readfile(workspace .. "/closed.txt"), "closed.txt on disk")
+  -- A failed tool result is marked.
+  H.wait_chat({ "-> read_file missing.txt", "   <- failed: " })
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_get_name(buf) == workspace .. "/closed.txt" then
       local stray = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified
@@ -76,9 +78,16 @@ H.run(function()
   end, "the session")
   H.eq("The first words arri", got.messages[#got.messages].content, "the stored partial reply")
 
+  -- <C-c> in the chat's input cancels too.
+  vim.cmd("SeriPrompt stall once more")
+  H.wait_chat("Stalls")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(require("seri.chat").state.input))
+  vim.api.nvim_feedkeys(vim.keycode("<C-c>"), "x", false)
+  H.eq("cancelled", H.wait_turn(4).status, "the task cancelled with <C-c>")
+
   -- A subagent: its messages carry its own sessionId and stay out of the chat.
   vim.cmd("SeriPrompt delegate the look-around")
-  H.eq("done", H.wait_turn(4).status, "the delegating task")
+  H.eq("done", H.wait_turn(5).status, "the delegating task")
   H.wait_chat({ "-> task look around the folder", "The subagent is done." })
   local open = project.session.id
   local other = vim.tbl_filter(function(e)

@@ -5,7 +5,29 @@
 -- in a user's config, and the scenario runs after VimEnter.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
-require("seri").setup(H.options())
+-- One message a page: a server that pages history shows the newest message first.
+require("seri").setup(vim.tbl_extend("force", H.options(), { chat = { page_size = 1 } }))
+
+---History pages: a server that pages shows the newest message and a "load earlier
+---messages" line, and <CR> on it brings the page before; one that sends everything at
+---once shows it all. Either way the whole conversation ends up shown.
+local function load_all()
+  local chat_win = vim.fn.bufwinid(require("seri.chat").state.buf)
+  for _ = 1, 5 do
+    local line = H.chat_line("load earlier messages")
+    if not line then
+      break
+    end
+    vim.api.nvim_set_current_win(chat_win)
+    vim.api.nvim_win_set_cursor(chat_win, { line, 0 })
+    local before = H.chat()
+    vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+    H.wait(function()
+      return H.chat() ~= before
+    end, "the earlier page")
+  end
+  H.truthy(not H.chat_has("load earlier messages"), "every page loaded")
+end
 
 H.run(function()
   local seri = require("seri")
@@ -16,13 +38,11 @@ H.run(function()
   vim.cmd("Seri")
   H.wait_ready()
   H.eq(1, #H.clients(), "seri clients once Neovim has started")
-  H.wait_chat({
-    "session " .. second,
-    "continued",
-    "## You",
-    "second question",
-    "Earlier answer to: second question",
-  })
+  H.wait_chat({ "session " .. second, "continued", "Earlier answer to: second question" })
+  load_all()
+  local you, answer = H.chat_line("## You"), H.chat_line("Earlier answer to: second question")
+  H.truthy(you and answer and you < answer, "the prompt above its answer")
+  H.truthy(H.chat_line("second question") < you, "the header names the session by its title")
   H.truthy(not H.chat_has("first question"), "only the open session is shown")
   local continued = H.events_named("SeriSessionChanged")
   H.eq("continued", continued[1].data.reason, "the start-up session change")

@@ -424,7 +424,7 @@ function M.bind(project)
   if state.root ~= project.root or not (state.loaded or state.load_token) then
     state.root = project.root
     state.session = project.session
-    state.reason = nil
+    state.reason = project.reason
     state.stream = ""
     state.messages, state.seen = {}, {}
     state.has_more = false

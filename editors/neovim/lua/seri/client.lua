@@ -50,6 +50,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field ready boolean the server answered `initialize`
 ---@field pending seri.Pending[] requests waiting for `ready`
 ---@field session seri.Session? the open session
+---@field reason string? why it was opened (new, continued, resumed, cleared, rewound)
 ---@field usage seri.Usage? context use of the open session
 ---@field busy integer task requests (prompts, compactions) in flight
 ---@field progress table<string|integer, boolean> `$/progress` tokens running
@@ -205,6 +206,7 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
     return
   end
   project.session = type(params.session) == "table" and params.session or nil
+  project.reason = params.reason
   project.usage = nil
   emit("session", project, params)
   user_event("SeriSessionChanged", params)
