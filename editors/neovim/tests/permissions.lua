@@ -49,8 +49,26 @@ H.run(function()
   H.eq({ "open: after" }, vim.api.nvim_buf_get_lines(open_buf, 0, -1, false), "the open buffer")
   H.eq({ "open: before" }, vim.fn.readfile(workspace .. "/open.txt"), "open.txt on disk (unsaved)")
   H.eq({ "closed: after" }, vim.fn.readfile(workspace .. "/closed.txt"), "closed.txt on disk")
-  -- A failed tool result is marked.
+  -- Each result sits under its call; a failed one is marked.
   H.wait_chat({ "-> read_file missing.txt", "   <- failed: " })
+  local lines = require("seri.chat").lines()
+  local expected = {
+    ["-> edit open.txt"] = "   <- Edited open.txt at line 1.",
+    ["-> edit closed.txt"] = "   <- Edited closed.txt at line 1.",
+    ["-> read_file missing.txt"] = "   <- failed: ",
+  }
+  local function results_under_calls(when)
+    for call, result in pairs(expected) do
+      local at = H.truthy(H.chat_line(call), "the line " .. call)
+      H.eq(result, lines[at + 1]:sub(1, #result), ("the result under %s (%s)"):format(call, when))
+    end
+  end
+  results_under_calls("as they arrived")
+  -- Drawn again from the stored history (resuming the open session), the same.
+  vim.cmd("SeriResume " .. project.session.id)
+  H.wait_chat({ "resumed", "-> read_file missing.txt" })
+  lines = require("seri.chat").lines()
+  results_under_calls("from the history")
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_get_name(buf) == workspace .. "/closed.txt" then
       local stray = vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified

@@ -90,6 +90,7 @@ H.run(function()
 
   -- The tool result is folded under its head line.
   local head = H.truthy(H.chat_line("   <- hello from notes"), "the tool result line")
+  H.eq(H.chat_line("-> read_file notes.txt") + 1, head, "the result's place, under its call")
   vim.api.nvim_win_call(chat_win, function()
     H.eq(head, vim.fn.foldclosed(head), "the result fold starts at its head")
     H.eq(head, vim.fn.foldclosed(head + 1), "the result's second line is folded")

@@ -13,6 +13,8 @@ local render = require("seri.render")
 local M = {}
 
 local ns = vim.api.nvim_create_namespace("seri_chat")
+-- Marks on tool-call lines, so a result arriving later goes right under its call.
+local calls_ns = vim.api.nvim_create_namespace("seri_chat_calls")
 
 M.CHAT_NAME = "seri://chat"
 M.INPUT_NAME = "seri://input"
@@ -33,7 +35,9 @@ M.INPUT_NAME = "seri://input"
 ---@field stored_end integer lines before the streamed part
 ---@field last_role string? role of the last stored block
 ---@field load_line integer? 0-based line of "load earlier messages"
+---@field call_marks table<string, integer> extmark on each tool call's line, by call id
 local state = {
+  call_marks = {},
   messages = {},
   seen = {},
   has_more = false,
@@ -90,10 +94,13 @@ local function write(first, last, blocks)
   if not valid(buf) then
     return
   end
-  local lines, marks = {}, {}
+  local lines, marks, calls = {}, {}, {}
   for _, b in ipairs(blocks) do
     for _, mark in ipairs(b.marks) do
       table.insert(marks, { line = first + #lines + mark.line, group = mark.group })
+    end
+    for id, line in pairs(b.calls or {}) do
+      calls[id] = first + #lines + line
     end
     vim.list_extend(lines, b.lines)
   end
@@ -112,6 +119,9 @@ local function write(first, last, blocks)
   vim.api.nvim_buf_set_lines(buf, first, last, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
+  for id, line in pairs(calls) do
+    state.call_marks[id] = vim.api.nvim_buf_set_extmark(buf, calls_ns, line, 0, {})
+  end
   for _, mark in ipairs(marks) do
     local text = vim.api.nvim_buf_get_lines(buf, mark.line, mark.line + 1, false)[1] or ""
     vim.api.nvim_buf_set_extmark(buf, ns, mark.line, 0, {
@@ -141,16 +151,30 @@ local function redraw()
     state.load_line = count
     count = count + #blocks[#blocks].lines
   end
+  -- Each tool result is drawn under its call, when the call is shown.
+  local results, placed = {}, {}
+  for _, msg in ipairs(state.messages) do
+    if msg.role == "tool" and msg.tool_call_id then
+      results[msg.tool_call_id] = msg
+    end
+  end
   local prev = nil
   for _, msg in ipairs(state.messages) do
-    local b
-    b, prev = render.message(msg, prev)
-    table.insert(blocks, b)
-    count = count + #b.lines
+    if not (msg.role == "tool" and placed[msg.tool_call_id]) then
+      local b
+      b, prev = render.message(msg, prev, results)
+      for id in pairs(b.calls) do
+        placed[id] = results[id] ~= nil
+      end
+      table.insert(blocks, b)
+      count = count + #b.lines
+    end
   end
   state.last_role = prev
   state.stored_end = count
   table.insert(blocks, render.stream(state.stream, prev))
+  state.call_marks = {}
+  vim.api.nvim_buf_clear_namespace(state.buf, calls_ns, 0, -1)
   write(0, -1, blocks)
 end
 
@@ -191,6 +215,15 @@ local function on_message(params)
   table.insert(state.messages, msg)
   if msg.role == "assistant" then
     state.stream = "" -- the stored reply replaces what was streamed
+  end
+  local mark = msg.role == "tool" and state.call_marks[msg.tool_call_id]
+  local at = mark and vim.api.nvim_buf_get_extmark_by_id(state.buf, calls_ns, mark, {})[1]
+  if at and at < state.stored_end then
+    local b = render.result(msg)
+    write(at + 1, at + 1, { b })
+    state.stored_end = state.stored_end + #b.lines
+    state.last_role = "tool"
+    return
   end
   local b
   b, state.last_role = render.message(msg, state.last_role)
@@ -510,6 +543,7 @@ function M.open(project, opts)
     foldexpr = "v:lua.require'seri.chat'.foldexpr(v:lnum)",
     foldtext = "v:lua.require'seri.chat'.foldtext()",
     foldlevel = 0,
+    fillchars = "fold: ,eob: ",
     winbar = "%{%v:lua.require'seri.chat'.winbar()%}",
   })
   vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(state.buf), 0 })
@@ -525,6 +559,7 @@ function M.open(project, opts)
     foldenable = false,
     foldcolumn = "0",
     winfixheight = true,
+    fillchars = "eob: ",
     winbar = " prompt · " .. winbar_keys(),
   })
   if focus then

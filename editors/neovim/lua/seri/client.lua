@@ -371,15 +371,17 @@ local function flush(project)
   end
 end
 
----@param root string
+---@param project seri.Project
 ---@param code integer
 ---@param signal integer
-local function on_exit(root, code, signal)
-  local project = M.projects[root]
-  if not project then
-    return
+local function on_exit(project, code, signal)
+  local root = project.root
+  if M.projects[root] == project then
+    M.projects[root] = nil
   end
-  M.projects[root] = nil
+  if project.client_id then
+    by_client[project.client_id] = nil
+  end
   project.ready = false
   flush(project)
   emit("exit", project, { code = code, signal = signal })
@@ -422,7 +424,7 @@ function M.start(root)
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
     init_options = config.init_options(opts.settings),
     handlers = handlers,
-    on_init = function(client)
+    on_init = function()
       project.ready = true
       vim.schedule(function()
         flush(project)
@@ -433,11 +435,10 @@ function M.start(root)
         end
         emit("status", project)
       end)
-      return client
     end,
     on_exit = function(code, signal)
       vim.schedule(function()
-        on_exit(root, code, signal)
+        on_exit(project, code, signal)
       end)
     end,
   }

@@ -20,10 +20,11 @@ M.LOAD_EARLIER = "↑ load earlier messages"
 ---@class seri.Block
 ---@field lines string[]
 ---@field marks seri.Mark[]
+---@field calls table<string, integer> 0-based line of each tool call, by call id
 
 ---@return seri.Block
 local function block()
-  return { lines = {}, marks = {} }
+  return { lines = {}, marks = {}, calls = {} }
 end
 
 ---@param b seri.Block
@@ -156,13 +157,34 @@ local function recap_lines(recap)
   return lines
 end
 
+---@param b seri.Block
+---@param msg seri.Message a `tool` message
+local function result(b, msg)
+  if msg.isError then
+    folded(b, M.RESULT, "failed: " .. (msg.content or ""), "SeriToolError")
+  else
+    folded(b, M.RESULT, msg.content or "", "SeriResult")
+  end
+end
+
+---A tool result, to go right under its call's line.
+---@param msg seri.Message
+---@return seri.Block
+function M.result(msg)
+  local b = block()
+  result(b, msg)
+  return b
+end
+
 ---One stored message. `prev` is the role shown just before (nil at the top); assistant
 ---text after a tool result continues the same reply, so it gets no second heading.
+---`results` holds tool results already known, by call id: each goes under its call.
 ---@param msg seri.Message
 ---@param prev string?
+---@param results table<string, seri.Message>?
 ---@return seri.Block block
 ---@return string role what `prev` is for the next message
-function M.message(msg, prev)
+function M.message(msg, prev, results)
   local b = block()
   if msg.role == "user" and msg.kind == "recap" then
     local evicted = type(msg.recap) == "table" and tonumber(msg.recap.evicted) or nil
@@ -191,11 +213,7 @@ function M.message(msg, prev)
     return b, "user"
   end
   if msg.role == "tool" then
-    if msg.isError then
-      folded(b, M.RESULT, "failed: " .. (msg.content or ""), "SeriToolError")
-    else
-      folded(b, M.RESULT, msg.content or "", "SeriResult")
-    end
+    result(b, msg) -- a result whose call is not shown (an earlier page)
     add(b, "")
     return b, "tool"
   end
@@ -215,10 +233,12 @@ function M.message(msg, prev)
   local calls = type(msg.tool_calls) == "table" and msg.tool_calls or {}
   for _, call in ipairs(calls) do
     add(b, M.tool_line(call), "SeriTool")
+    b.calls[call.id] = #b.lines - 1
+    if results and results[call.id] then
+      result(b, results[call.id])
+    end
   end
-  if #calls == 0 then
-    add(b, "")
-  end
+  add(b, "")
   return b, "assistant"
 end
 
