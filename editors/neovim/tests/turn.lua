@@ -57,8 +57,11 @@ H.run(function()
   H.eq(1, #H.clients(), "seri clients after opening a project file")
 
   -- :Seri opens the chat: seri://chat, filetype seri, a split on the right.
+  -- Before any session, the status shows the model's window and nothing used.
+  H.wait(function()
+    return seri.status() == "seri 0% (0/128k)"
+  end, "the status before the first prompt (" .. seri.status() .. ")")
   local status_before = seri.status()
-  H.truthy(status_before:find("^seri"), "status before the turn: " .. status_before)
   vim.cmd("Seri")
   local chat = require("seri.chat").state
   H.eq("seri://chat", vim.api.nvim_buf_get_name(chat.buf), "chat buffer name")

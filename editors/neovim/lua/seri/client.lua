@@ -434,6 +434,7 @@ function M.start(root)
           end
         end
         emit("status", project)
+        M.refresh_usage(project)
       end)
     end,
     on_exit = function(code, signal)
