@@ -1,10 +1,10 @@
----@brief The chat: a `seri://chat` buffer (filetype `seri`, markdown highlighting) in a split,
----with a small `seri://input` window under it for typing prompts.
----
----The buffer holds the open session of one project: its history from `seri.session.get`
----(newest page first, earlier pages on request), then every `seri/message` as it arrives,
----with the reply in progress streamed from `seri/delta` at the end. The buffer is
----[stored lines][streamed lines]; a stored message replaces the streamed lines.
+-- The chat: a `seri://chat` buffer (filetype `seri`, markdown highlighting) in a split,
+-- with a small `seri://input` window under it for typing prompts.
+--
+-- The buffer holds the open session of one project: its history from `seri.session.get`
+-- (newest page first, earlier pages on request), then every `seri/message` as it arrives,
+-- with the reply in progress streamed from `seri/delta` at the end. The buffer is
+-- [stored lines][streamed lines]; a stored message replaces the streamed lines.
 
 local client = require("seri.client")
 local config = require("seri.config")

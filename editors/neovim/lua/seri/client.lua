@@ -1,8 +1,8 @@
----@brief The LSP side of the plugin: one seri-lsp client per project root, the `seri/*`
----notifications, and asynchronous `seri.*` commands.
----
----Everything here is asynchronous: a command's callback runs when the server answers, so
----the editor never waits on a running task.
+-- The LSP side of the plugin: one seri-lsp client per project root, the `seri/*`
+-- notifications, and asynchronous `seri.*` commands.
+--
+-- Everything here is asynchronous: a command's callback runs when the server answers, so
+-- the editor never waits on a running task.
 
 local config = require("seri.config")
 

@@ -1,5 +1,5 @@
----@brief The `:Seri*` user commands. `plugin/seri.lua` creates them at startup; each loads
----the rest of the plugin only when it runs.
+-- The `:Seri*` user commands. `plugin/seri.lua` creates them at startup; each loads
+-- the rest of the plugin only when it runs.
 
 local M = {}
 

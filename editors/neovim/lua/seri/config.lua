@@ -1,4 +1,4 @@
----@brief Options of the seri plugin: defaults, merged with what `setup()` is given.
+-- Options of the seri plugin: defaults, merged with what `setup()` is given.
 
 ---@class seri.ChatOptions
 ---@field side "right"|"left"|"top"|"bottom" where the chat split opens
@@ -74,6 +74,10 @@ function M.set(opts)
   end
   if not SIDES[merged.chat.side] then
     error(("seri: chat.side must be right, left, top or bottom, got %s"):format(merged.chat.side))
+  end
+  local page = merged.chat.page_size
+  if type(page) ~= "number" or page < 1 or page % 1 ~= 0 then
+    error(("seri: chat.page_size must be a whole number of at least 1, got %s"):format(page))
   end
   M.options = merged
   return merged

@@ -1,5 +1,5 @@
----@brief `:checkhealth seri`: Neovim, the server command and its version, the profile
----root and its database, the provider (whether a key is set, never the key).
+-- `:checkhealth seri`: Neovim, the server command and its version, the profile
+-- root and its database, the provider (whether a key is set, never the key).
 
 local config = require("seri.config")
 

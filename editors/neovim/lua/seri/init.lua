@@ -1,11 +1,11 @@
----@brief seri for Neovim: a chat with the seri coding agent, served by seri-lsp.
----
----    require("seri").setup({ cmd = { "seri-lsp" }, settings = { ... } })
----
----One seri-lsp server runs per project root (found from `.git`, `AGENTS.md` or `.seri`,
----else the current directory). It starts when Neovim opens, so the server resumes the
----project's latest session and the chat shows it the first time it is opened. Nothing
----here waits for the server: prompts run in the background and stream into the chat.
+-- seri for Neovim: a chat with the seri coding agent, served by seri-lsp.
+--
+--    require("seri").setup({ cmd = { "seri-lsp" }, settings = { ... } })
+--
+-- One seri-lsp server runs per project root (found from `.git`, `AGENTS.md` or `.seri`,
+-- else the current directory). It starts when Neovim opens, so the server resumes the
+-- project's latest session and the chat shows it the first time it is opened. Nothing
+-- here waits for the server: prompts run in the background and stream into the chat.
 
 local chat = require("seri.chat")
 local client = require("seri.client")

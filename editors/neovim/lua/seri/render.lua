@@ -1,9 +1,9 @@
----@brief How the chat shows things: messages, the header, the streamed reply, notices.
----Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
----buffer.
----
----Tool results and thinking are folded: a head line (`RESULT` or `THINKING`) opens a fold
----and `BODY` lines continue it, so the chat's 'foldexpr' needs only the line text.
+-- How the chat shows things: messages, the header, the streamed reply, notices.
+-- Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
+-- buffer.
+--
+-- Tool results and thinking are folded: a head line (`RESULT` or `THINKING`) opens a fold
+-- and `BODY` lines continue it, so the chat's 'foldexpr' needs only the line text.
 
 local M = {}
 
