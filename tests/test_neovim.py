@@ -158,6 +158,7 @@ def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
 ) -> None:
     first = seed_session(profile_root, workspace, provider, "first question")
     second = seed_session(profile_root, workspace, provider, "second question")
+    provider.script(Text("Named."))
     run_scenario(
         nvim,
         "resume.lua",

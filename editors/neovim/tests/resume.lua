@@ -58,8 +58,12 @@ H.run(function()
   end, ":SeriNew's session change")
   local fresh = H.events_named("SeriSessionChanged")[2].data
   H.eq("new", fresh.reason, ":SeriNew reason")
-  H.wait_chat("session " .. fresh.session.id)
+  H.wait_chat({ "# seri: new session", "session " .. fresh.session.id })
   H.truthy(not H.chat_has("second question"), "the new session's chat is empty")
+  -- Its first prompt names it; the header follows.
+  vim.cmd("SeriPrompt name this session")
+  H.eq("done", H.wait_turn(1).status, "the new session's first task")
+  H.wait_chat({ "# seri: name this session", "Named." })
 
   -- :SeriResume ID.
   vim.cmd("SeriResume " .. first)

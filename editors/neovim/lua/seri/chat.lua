@@ -137,6 +137,9 @@ local function write(first, last, blocks)
   end
 end
 
+-- render.header() is always this many lines.
+local HEADER_LINES = 3
+
 ---Draw everything again from the state.
 local function redraw()
   if not valid(state.buf) then
@@ -317,7 +320,8 @@ function M.load_earlier()
       end
     end
     state.messages = vim.list_extend(earlier, state.messages)
-    state.has_more = result.hasMore == true
+    -- A page with nothing new (a server that ignores `before`) ends the paging.
+    state.has_more = result.hasMore == true and #earlier > 0
     local win = window_of(state.buf)
     local before = vim.api.nvim_buf_line_count(state.buf)
     local cursor = win and vim.api.nvim_win_get_cursor(win)
@@ -333,10 +337,17 @@ end
 ---@param project seri.Project
 ---@param params table?
 local function on_event(event, project, params)
-  if event == "status" then
+  if not valid(state.buf) or project.root ~= state.root then
     return
   end
-  if not valid(state.buf) or project.root ~= state.root then
+  if event == "status" then
+    -- The first prompt names the session: show the new title once the client has it.
+    local fresh = project.session
+    local shown = state.session
+    if fresh and shown and fresh.id == shown.id and fresh.title ~= shown.title then
+      state.session = fresh
+      write(0, HEADER_LINES, { render.header(fresh, state.reason) })
+    end
     return
   end
   params = params or {}
