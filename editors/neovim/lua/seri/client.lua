@@ -1,0 +1,568 @@
+-- The LSP side of the plugin: one seri-lsp client per project root, the `seri/*`
+-- notifications, and asynchronous `seri.*` commands.
+--
+-- Everything here is asynchronous: a command's callback runs when the server answers, so
+-- the editor never waits on a running task.
+
+local config = require("seri.config")
+
+local M = {}
+
+local HAS_011 = vim.fn.has("nvim-0.11") == 1
+
+---@class seri.Session
+---@field id string
+---@field project string
+---@field title string
+---@field createdAt string
+---@field updatedAt string
+---@field maxTurns integer
+---@field messageCount integer
+
+---@class seri.Usage
+---@field estimateTokens integer
+---@field contextWindow integer
+
+---@class seri.ToolCall
+---@field id string
+---@field name string
+---@field arguments string JSON text
+
+---@class seri.Message
+---@field id integer
+---@field createdAt string
+---@field role "user"|"assistant"|"tool"
+---@field content string
+---@field thinking? string
+---@field tool_calls? seri.ToolCall[]
+---@field tool_call_id? string
+---@field kind? "recap"|"rule"
+---@field recap? table
+---@field isError? boolean
+
+---@class seri.Pending
+---@field run fun(client: vim.lsp.Client)
+---@field fail fun(err: lsp.ResponseError)
+
+---@class seri.Project
+---@field root string canonical project folder
+---@field client_id integer?
+---@field ready boolean the server answered `initialize`
+---@field pending seri.Pending[] requests waiting for `ready`
+---@field session seri.Session? the open session
+---@field reason string? why it was opened (new, continued, resumed, cleared, rewound)
+---@field usage seri.Usage? context use of the open session
+---@field busy integer task requests (prompts, compactions) in flight
+---@field progress table<string|integer, boolean> `$/progress` tokens running
+---@field sessions seri.Session[]? the project's sessions, as last listed
+
+---@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"
+---@alias seri.Listener fun(event: seri.Event, project: seri.Project, params: table?)
+
+---@type table<string, seri.Project> projects by root
+M.projects = {}
+
+---@type table<integer, seri.Project> projects by client id
+local by_client = {}
+
+---@type seri.Listener[]
+local listeners = {}
+
+-- Client methods are called with `:` from Neovim 0.11 on and with `.` before.
+---@param client vim.lsp.Client
+---@param method string
+local function call(client, method, ...)
+  if HAS_011 then
+    return client[method](client, ...)
+  end
+  return client[method](...)
+end
+
+---@param client vim.lsp.Client?
+---@return boolean
+local function alive(client)
+  return client ~= nil and not call(client, "is_stopped")
+end
+
+---Listen to seri events (the chat and the status line do).
+---@param fn seri.Listener
+function M.subscribe(fn)
+  table.insert(listeners, fn)
+end
+
+---@param event seri.Event
+---@param project seri.Project
+---@param params table?
+local function emit(event, project, params)
+  for _, fn in ipairs(listeners) do
+    local ok, err = pcall(fn, event, project, params)
+    if not ok then
+      vim.notify(("seri: %s handler failed: %s"):format(event, err), vim.log.levels.ERROR)
+    end
+  end
+end
+
+---@param pattern string
+---@param data table?
+local function user_event(pattern, data)
+  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
+end
+
+-- Roots ------------------------------------------------------------------------------
+
+---@param path string
+---@return string
+local function canonical(path)
+  return vim.uv.fs_realpath(path) or vim.fs.normalize(path)
+end
+
+---The file a buffer shows, or nil for scratch, help, terminal and `scheme://` buffers.
+---@param buf integer
+---@return string?
+function M.file_of(buf)
+  if not vim.api.nvim_buf_is_valid(buf) or vim.bo[buf].buftype ~= "" then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == "" or name:match("^%a[%w+.-]*://") then
+    return nil
+  end
+  return vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+end
+
+---The nearest folder at or above `dir` holding one of the root markers.
+---@param dir string
+---@return string?
+local function marked_root(dir)
+  for _, folder in ipairs({ dir, unpack(vim.iter(vim.fs.parents(dir)):totable()) }) do
+    for _, marker in ipairs(config.options.root_markers) do
+      if vim.uv.fs_stat(folder .. "/" .. marker) then
+        return folder
+      end
+    end
+  end
+  return nil
+end
+
+---The project root for a buffer: the chat's own project for the chat's buffers; the
+---nearest marker above the buffer's file; else the nearest above the current directory;
+---else the current directory. Scratch and help buffers use the current directory.
+---@param buf integer?
+---@return string
+function M.root_for(buf)
+  buf = (buf == nil or buf == 0) and vim.api.nvim_get_current_buf() or buf
+  local bound = vim.b[buf].seri_root
+  if bound then
+    return bound
+  end
+  local file = M.file_of(buf)
+  local root = file and marked_root(vim.fs.dirname(file))
+  if not root then
+    local cwd = vim.fs.normalize(vim.fn.getcwd())
+    root = marked_root(cwd) or cwd
+  end
+  return canonical(root)
+end
+
+---@param path string
+---@param root string
+---@return boolean
+local function inside(path, root)
+  return path == root or path:sub(1, #root + 1) == root .. "/"
+end
+
+-- Handlers ---------------------------------------------------------------------------
+
+---@param ctx lsp.HandlerContext
+---@return seri.Project?
+local function project_of(ctx)
+  return by_client[ctx.client_id]
+end
+
+---@param project seri.Project
+function M.refresh_usage(project)
+  local session = project.session
+  local args = session and { sessionId = session.id, limit = 1 } or nil
+  M.execute(project, "seri.session.get", args, function(err, result)
+    if err or type(result) ~= "table" then
+      return
+    end
+    if type(result.session) == "table" then
+      if project.session == nil or project.session.id == result.session.id then
+        project.session = result.session
+      end
+    end
+    project.usage = result.usage
+    emit("status", project)
+  end)
+end
+
+---@type table<string, lsp.Handler>
+local handlers = {}
+
+handlers["seri/sessionChanged"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if not project or type(params) ~= "table" then
+    return
+  end
+  project.session = type(params.session) == "table" and params.session or nil
+  project.reason = params.reason
+  project.usage = nil
+  emit("session", project, params)
+  user_event("SeriSessionChanged", params)
+  M.refresh_usage(project)
+end
+
+handlers["seri/message"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if not project or type(params) ~= "table" then
+    return
+  end
+  emit("message", project, params)
+  user_event("SeriMessage", params)
+end
+
+handlers["seri/delta"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if project and type(params) == "table" then
+    emit("delta", project, params)
+  end
+end
+
+handlers["seri/compacted"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if not project or type(params) ~= "table" then
+    return
+  end
+  emit("compacted", project, params)
+  user_event("SeriCompacted", params)
+  M.refresh_usage(project)
+end
+
+handlers["seri/turnEnded"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if not project or type(params) ~= "table" then
+    return
+  end
+  emit("turn_ended", project, params)
+  user_event("SeriTurnEnded", params)
+  M.refresh_usage(project)
+end
+
+-- `$/progress` goes through Neovim's own handler (LspProgress, vim.lsp.status(), fidget),
+-- and also marks the project as working while a progress is open.
+handlers["$/progress"] = function(err, params, ctx, cfg)
+  local result = vim.lsp.handlers["$/progress"](err, params, ctx, cfg)
+  local project = project_of(ctx)
+  local value = type(params) == "table" and params.value or nil
+  if project and type(value) == "table" then
+    if value.kind == "begin" then
+      project.progress[params.token] = true
+    elseif value.kind == "end" then
+      project.progress[params.token] = nil
+    end
+    emit("status", project)
+  end
+  return result
+end
+
+---@param edit table lsp.WorkspaceEdit
+---@return string[]
+local function edited_files(edit)
+  local files = {}
+  for uri in pairs(edit.changes or {}) do
+    table.insert(files, vim.uri_to_fname(uri))
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.textDocument then
+      table.insert(files, vim.uri_to_fname(change.textDocument.uri))
+    end
+  end
+  return files
+end
+
+---@param fname string
+---@return integer?
+local function buffer_named(fname)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == fname then
+      return buf
+    end
+  end
+  return nil
+end
+
+-- The server edits files the editor does not show through `workspace/applyEdit` and then
+-- writes them to disk itself. Neovim would keep such a file loaded and modified (and
+-- complain on :quit), so a buffer that was not loaded before the edit is dropped again,
+-- and one the server did not know about is marked unmodified.
+handlers["workspace/applyEdit"] = function(err, params, ctx, cfg)
+  local before = {}
+  for _, fname in ipairs(edited_files(params and params.edit or {})) do
+    local buf = buffer_named(fname)
+    if not (buf and vim.lsp.buf_is_attached(buf, ctx.client_id)) then
+      before[fname] = {
+        existed = buf ~= nil,
+        loaded = buf ~= nil and vim.api.nvim_buf_is_loaded(buf),
+        modified = buf ~= nil and vim.bo[buf].modified,
+      }
+    end
+  end
+  local result, error = vim.lsp.handlers["workspace/applyEdit"](err, params, ctx, cfg)
+  for fname, was in pairs(before) do
+    local buf = buffer_named(fname)
+    if buf and result and result.applied then
+      if not was.existed then
+        vim.api.nvim_buf_delete(buf, { force = true })
+      elseif not was.loaded then
+        vim.api.nvim_buf_delete(buf, { force = true, unload = true })
+      elseif not was.modified then
+        vim.bo[buf].modified = false
+      end
+    end
+  end
+  return result, error
+end
+
+-- Starting and attaching -------------------------------------------------------------
+
+---@param project seri.Project
+---@return vim.lsp.Client?
+function M.client(project)
+  local client = project.client_id and vim.lsp.get_client_by_id(project.client_id)
+  if alive(client) then
+    return client
+  end
+  return nil
+end
+
+---Let the server see a file buffer of its project (unsaved text, edits in place).
+---@param buf integer
+function M.attach(buf)
+  if not config.options.attach_buffers then
+    return
+  end
+  local file = M.file_of(buf)
+  if not file then
+    return
+  end
+  for root, project in pairs(M.projects) do
+    local client = M.client(project)
+    if client and project.ready and inside(canonical(file), root) then
+      if not vim.lsp.buf_is_attached(buf, client.id) then
+        vim.lsp.buf_attach_client(buf, client.id)
+      end
+      return
+    end
+  end
+end
+
+---@param project seri.Project
+local function flush(project)
+  local client = M.client(project)
+  local pending = project.pending
+  project.pending = {}
+  for _, item in ipairs(pending) do
+    if client then
+      item.run(client)
+    else
+      item.fail({ code = -32099, message = "the seri-lsp server is not running" })
+    end
+  end
+end
+
+---@param project seri.Project
+---@param code integer
+---@param signal integer
+local function on_exit(project, code, signal)
+  local root = project.root
+  if M.projects[root] == project then
+    M.projects[root] = nil
+  end
+  if project.client_id then
+    by_client[project.client_id] = nil
+  end
+  project.ready = false
+  flush(project)
+  emit("exit", project, { code = code, signal = signal })
+  if code ~= 0 then
+    vim.notify(
+      ("seri: the server for %s exited (code %d); :checkhealth seri may tell why"):format(
+        root,
+        code
+      ),
+      vim.log.levels.ERROR
+    )
+  end
+end
+
+---Start the server for a project root (or return the one already running).
+---@param root string
+---@return seri.Project?
+function M.start(root)
+  local existing = M.projects[root]
+  if existing and M.client(existing) then
+    return existing
+  end
+  local opts = config.options
+  if vim.fn.executable(opts.cmd[1]) ~= 1 then
+    vim.notify(
+      ("seri: the server command %q was not found. Install seri-lsp or set `cmd` in "):format(
+        opts.cmd[1]
+      ) .. "require('seri').setup(); :checkhealth seri tells more.",
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  ---@type seri.Project
+  local project = { root = root, ready = false, pending = {}, busy = 0, progress = {} }
+  local lsp_config = {
+    name = "seri",
+    cmd = opts.cmd,
+    cmd_cwd = root,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
+    init_options = config.init_options(opts.settings),
+    handlers = handlers,
+    on_init = function()
+      project.ready = true
+      vim.schedule(function()
+        flush(project)
+        for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+          if vim.api.nvim_buf_is_loaded(buf) then
+            M.attach(buf)
+          end
+        end
+        emit("status", project)
+        M.refresh_usage(project)
+      end)
+    end,
+    on_exit = function(code, signal)
+      vim.schedule(function()
+        on_exit(project, code, signal)
+      end)
+    end,
+  }
+  local id
+  if HAS_011 then
+    id = vim.lsp.start(lsp_config, { attach = false })
+  else
+    id = vim.lsp.start_client(lsp_config)
+  end
+  if not id then
+    return nil
+  end
+  project.client_id = id
+  M.projects[root] = project
+  by_client[id] = project
+  return project
+end
+
+---The project of a buffer (the current one by default), started when `start` is true.
+---@param opts {buf?: integer, start?: boolean}?
+---@return seri.Project?
+function M.current(opts)
+  opts = opts or {}
+  local root = M.root_for(opts.buf)
+  local project = M.projects[root]
+  if project and M.client(project) then
+    return project
+  end
+  if opts.start then
+    return M.start(root)
+  end
+  return nil
+end
+
+-- Requests ---------------------------------------------------------------------------
+
+---Run `fn` once the project's server has answered `initialize`.
+---@param project seri.Project
+---@param fn fun(client: vim.lsp.Client)
+---@param fail fun(err: lsp.ResponseError)
+function M.when_ready(project, fn, fail)
+  local client = M.client(project)
+  if client and project.ready then
+    fn(client)
+  elseif client then
+    table.insert(project.pending, { run = fn, fail = fail })
+  else
+    fail({ code = -32099, message = "the seri-lsp server is not running" })
+  end
+end
+
+---Run a `seri.*` command asynchronously; `callback(err, result)` gets the answer.
+---@param project seri.Project
+---@param name string e.g. "seri.prompt"
+---@param args table? the command's one argument object
+---@param callback fun(err: lsp.ResponseError?, result: any)?
+function M.execute(project, name, args, callback)
+  if args == nil or next(args) == nil then
+    args = vim.empty_dict() -- `{}` would go out as `[]`
+  end
+  callback = callback or function() end
+  M.when_ready(project, function(client)
+    local params = { command = name, arguments = { args } }
+    local ok = call(client, "request", "workspace/executeCommand", params, function(err, result)
+      callback(err, result)
+    end, 0)
+    if not ok then
+      callback({ code = -32099, message = "the seri-lsp server is not running" }, nil)
+    end
+  end, function(err)
+    callback(err, nil)
+  end)
+end
+
+---Run a task-like command (a prompt, a compaction): the project counts as working until
+---the server answers.
+---@param project seri.Project
+---@param name string
+---@param args table?
+---@param callback fun(err: lsp.ResponseError?, result: any)?
+function M.execute_task(project, name, args, callback)
+  project.busy = project.busy + 1
+  emit("status", project)
+  M.execute(project, name, args, function(err, result)
+    project.busy = math.max(0, project.busy - 1)
+    emit("status", project)
+    if callback then
+      callback(err, result)
+    end
+  end)
+end
+
+---A command's answer, waiting at most `timeout_ms` (for command-line completion only).
+---@param project seri.Project
+---@param name string
+---@param args table?
+---@param timeout_ms integer
+---@return any
+function M.execute_sync(project, name, args, timeout_ms)
+  local client = M.client(project)
+  if not client or not project.ready then
+    return nil
+  end
+  local params = { command = name, arguments = { args or vim.empty_dict() } }
+  local response = call(client, "request_sync", "workspace/executeCommand", params, timeout_ms, 0)
+  return response and response.result or nil
+end
+
+---Whether a task runs in the project.
+---@param project seri.Project
+---@return boolean
+function M.working(project)
+  return project.busy > 0 or next(project.progress) ~= nil
+end
+
+---Stop every seri client.
+function M.stop_all()
+  for _, project in pairs(M.projects) do
+    local client = M.client(project)
+    if client then
+      call(client, "stop")
+    end
+  end
+end
+
+return M

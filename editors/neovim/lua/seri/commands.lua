@@ -1,0 +1,98 @@
+-- The `:Seri*` user commands. `plugin/seri.lua` creates them at startup; each loads
+-- the rest of the plugin only when it runs.
+
+local M = {}
+
+local SLASH = { "/compact ", "/clear", "/max-turns ", "/resume ", "/continue" }
+
+---@param lead string
+---@return string[]
+local function complete_prompt(lead)
+  if lead:sub(1, 1) ~= "/" then
+    return {}
+  end
+  return vim.tbl_filter(function(item)
+    return vim.startswith(item, lead)
+  end, SLASH)
+end
+
+---@type {name: string, run: fun(args: table), opts: table}[]
+M.list = {
+  {
+    name = "Seri",
+    run = function()
+      require("seri").toggle()
+    end,
+    opts = { nargs = 0, desc = "Toggle the seri chat" },
+  },
+  {
+    name = "SeriPrompt",
+    run = function(args)
+      require("seri").prompt(args.args)
+    end,
+    opts = {
+      nargs = "+",
+      desc = "Send a prompt to seri (slash commands pass through)",
+      complete = function(lead)
+        return complete_prompt(lead)
+      end,
+    },
+  },
+  {
+    name = "SeriCompact",
+    run = function(args)
+      require("seri").compact(args.args)
+    end,
+    opts = { nargs = "*", desc = "Compact the seri session now [focus words]" },
+  },
+  {
+    name = "SeriNew",
+    run = function()
+      require("seri").new()
+    end,
+    opts = { nargs = 0, desc = "Start a new seri session" },
+  },
+  {
+    name = "SeriClear",
+    run = function()
+      require("seri").clear()
+    end,
+    opts = { nargs = 0, desc = "Clear: a new seri session (the old one is kept)" },
+  },
+  {
+    name = "SeriResume",
+    run = function(args)
+      require("seri").resume(args.args ~= "" and args.args or nil)
+    end,
+    opts = {
+      nargs = "?",
+      desc = "Resume a seri session by id, or pick one",
+      complete = function(lead)
+        return require("seri").complete_sessions(lead)
+      end,
+    },
+  },
+  {
+    name = "SeriMaxTurns",
+    run = function(args)
+      require("seri").max_turns(args.args)
+    end,
+    opts = { nargs = 1, desc = "Set the seri turn budget for this session" },
+  },
+  {
+    name = "SeriCancel",
+    run = function()
+      require("seri").cancel()
+    end,
+    opts = { nargs = 0, desc = "Stop the running seri task" },
+  },
+}
+
+---Create every command.
+function M.create()
+  for _, command in ipairs(M.list) do
+    vim.api.nvim_create_user_command(command.name, command.run, command.opts)
+  end
+end
+
+return M

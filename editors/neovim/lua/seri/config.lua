@@ -1,0 +1,111 @@
+-- Options of the seri plugin: defaults, merged with what `setup()` is given.
+
+---@class seri.ChatOptions
+---@field side "right"|"left"|"top"|"bottom" where the chat split opens
+---@field size number columns (or lines for top/bottom); a value up to 1 is a fraction of the editor
+---@field input_height integer lines of the prompt input under the chat
+---@field page_size integer messages fetched per page of history
+---@field open_on_prompt boolean open the chat (without moving the cursor) when a prompt is sent
+---@field start_insert boolean start in insert mode in the input when the chat opens
+
+---@class seri.Keymaps
+---@field send string|false normal-mode key in the input that sends the prompt
+---@field send_insert string|false insert-mode key in the input that sends the prompt
+---@field cancel string|false key (normal and insert mode, chat and input) that cancels the task
+---@field close string|false normal-mode key that closes the chat
+---@field load_earlier string|false chat key that loads earlier messages (on their line)
+
+---@class seri.Options
+---@field cmd string[] the server command (stdio)
+---@field settings table initialization options sent to the server (provider, permissions, ...)
+---@field root_markers string[] files or folders that mark a project root
+---@field autostart boolean start the server for the project when Neovim opens
+---@field attach_buffers boolean let the server see the project's file buffers (unsaved text, edits)
+---@field chat seri.ChatOptions
+---@field keymaps seri.Keymaps
+
+local M = {}
+
+---@type seri.Options
+M.defaults = {
+  cmd = { "seri-lsp" },
+  settings = {},
+  root_markers = { ".git", "AGENTS.md", ".seri" },
+  autostart = true,
+  attach_buffers = true,
+  chat = {
+    side = "right",
+    size = 0.4,
+    input_height = 4,
+    page_size = 200,
+    open_on_prompt = true,
+    start_insert = false,
+  },
+  keymaps = {
+    send = "<CR>",
+    send_insert = "<C-s>",
+    cancel = "<C-c>",
+    close = "q",
+    load_earlier = "<CR>",
+  },
+}
+
+---@type seri.Options
+M.options = vim.deepcopy(M.defaults)
+
+local SIDES = { right = true, left = true, top = true, bottom = true }
+
+---Merge user options over the defaults; lists (cmd, root_markers) are replaced, not merged.
+---@param opts table?
+---@return seri.Options
+function M.set(opts)
+  opts = opts or {}
+  for _, key in ipairs({ "cmd", "settings", "root_markers", "chat", "keymaps" }) do
+    if opts[key] ~= nil and type(opts[key]) ~= "table" then
+      error(("seri: `%s` must be a table, got %s"):format(key, type(opts[key])))
+    end
+  end
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  merged.cmd = opts.cmd and vim.deepcopy(opts.cmd) or vim.deepcopy(M.defaults.cmd)
+  merged.root_markers = opts.root_markers and vim.deepcopy(opts.root_markers)
+    or vim.deepcopy(M.defaults.root_markers)
+  if #merged.cmd == 0 then
+    error("seri: `cmd` must name the server command, e.g. { 'seri-lsp' }")
+  end
+  if not SIDES[merged.chat.side] then
+    error(("seri: chat.side must be right, left, top or bottom, got %s"):format(merged.chat.side))
+  end
+  local page = merged.chat.page_size
+  if type(page) ~= "number" or page < 1 or page % 1 ~= 0 then
+    error(("seri: chat.page_size must be a whole number of at least 1, got %s"):format(page))
+  end
+  M.options = merged
+  return merged
+end
+
+---Initialization options as the server must receive them: a JSON object, with no empty
+---tables (Neovim would send those as `[]`, which is not an object).
+---@param settings table
+---@return table
+function M.init_options(settings)
+  local function clean(value)
+    if type(value) ~= "table" or vim.islist(value) and #value > 0 then
+      return value
+    end
+    local out = {}
+    for key, item in pairs(value) do
+      local cleaned = clean(item)
+      if type(cleaned) ~= "table" or next(cleaned) ~= nil then
+        out[key] = cleaned
+      end
+    end
+    return out
+  end
+  local cleaned = clean(settings or {})
+  if next(cleaned) == nil then
+    return vim.empty_dict()
+  end
+  return cleaned
+end
+
+return M

@@ -1,0 +1,318 @@
+-- seri for Neovim: a chat with the seri coding agent, served by seri-lsp.
+--
+--    require("seri").setup({ cmd = { "seri-lsp" }, settings = { ... } })
+--
+-- One seri-lsp server runs per project root (found from `.git`, `AGENTS.md` or `.seri`,
+-- else the current directory). It starts when Neovim opens, so the server resumes the
+-- project's latest session and the chat shows it the first time it is opened. Nothing
+-- here waits for the server: prompts run in the background and stream into the chat.
+
+local chat = require("seri.chat")
+local client = require("seri.client")
+local config = require("seri.config")
+local status = require("seri.status")
+
+local M = {}
+
+local did_setup = false
+
+local HIGHLIGHTS = {
+  SeriHeader = "Title",
+  SeriYou = "Statement",
+  SeriAssistant = "Function",
+  SeriTool = "Special",
+  SeriToolError = "DiagnosticError",
+  SeriResult = "Comment",
+  SeriRecapTitle = "Title",
+  SeriRecap = "String",
+  SeriNotice = "Comment",
+  SeriLoadEarlier = "Underlined",
+}
+
+---@param err lsp.ResponseError?
+---@param what string
+local function report(err, what)
+  if err then
+    vim.notify(("seri: %s: %s"):format(what, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+  end
+  return err ~= nil
+end
+
+---Set the plugin up. Options (all optional):
+---  cmd           the server command, default `{ "seri-lsp" }`
+---  settings      the server's initialization options (provider, permissions, maxTurns...)
+---  root_markers  default `{ ".git", "AGENTS.md", ".seri" }`
+---  autostart     start the project's server when Neovim opens (default true)
+---  chat          `{ side = "right", size = 0.4, input_height = 4, page_size = 200, ... }`
+---  keymaps       `{ send = "<CR>", send_insert = "<C-s>", cancel = "<C-c>", close = "q" }`
+---@param opts table?
+function M.setup(opts)
+  local options = config.set(opts)
+  did_setup = true
+  for group, link in pairs(HIGHLIGHTS) do
+    vim.api.nvim_set_hl(0, group, { link = link, default = true })
+  end
+  pcall(vim.treesitter.language.register, "markdown", "seri")
+  chat.setup()
+  status.setup()
+
+  local group = vim.api.nvim_create_augroup("seri", { clear = true })
+  vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufFilePost" }, {
+    group = group,
+    desc = "Let the seri server see the project's file buffers",
+    callback = function(args)
+      client.attach(args.buf)
+    end,
+  })
+  if options.autostart then
+    if vim.v.vim_did_enter == 1 then
+      M.start()
+    else
+      vim.api.nvim_create_autocmd("VimEnter", {
+        group = group,
+        once = true,
+        desc = "Start the seri server for the project",
+        callback = function()
+          M.start()
+        end,
+      })
+    end
+  end
+end
+
+---@return seri.Project?
+local function project()
+  if not did_setup then
+    M.setup()
+  end
+  return client.current({ start = true })
+end
+
+---Start the server for the current buffer's project (done by `setup` when Neovim opens).
+---@return seri.Project?
+function M.start()
+  return project()
+end
+
+---The seri LSP client of the current buffer's project, if it runs.
+---@return vim.lsp.Client?
+function M.client()
+  local current = client.current()
+  return current and client.client(current) or nil
+end
+
+---Run any `seri.*` command asynchronously against the current project's server.
+---@param name string
+---@param args table?
+---@param callback fun(err: lsp.ResponseError?, result: any)?
+function M.execute(name, args, callback)
+  local current = project()
+  if current then
+    client.execute(current, name, args, callback)
+  end
+end
+
+---Toggle the chat window.
+function M.toggle()
+  local current = project()
+  if current then
+    chat.toggle(current)
+  end
+end
+
+---Open the chat window (and put the cursor in its prompt unless `focus` is false).
+---@param opts {focus?: boolean}?
+function M.open(opts)
+  local current = project()
+  if current then
+    chat.open(current, opts)
+  end
+end
+
+---Close the chat window.
+function M.close()
+  chat.close()
+end
+
+---Send a prompt (slash commands pass through: `/compact tests`). Returns at once; the
+---reply streams into the chat.
+---@param text string
+---@param on_error fun(err: lsp.ResponseError)? called when the server refuses the prompt
+function M.prompt(text, on_error)
+  text = vim.trim(text or "")
+  if text == "" then
+    vim.notify("seri: the prompt is empty", vim.log.levels.WARN)
+    return
+  end
+  local current = project()
+  if not current then
+    return
+  end
+  if config.options.chat.open_on_prompt and not chat.is_open() then
+    chat.open(current, { focus = false })
+  elseif vim.api.nvim_buf_is_valid(chat.state.buf or -1) then
+    chat.bind(current)
+  end
+  client.execute_task(current, "seri.prompt", { text = text }, function(err)
+    if report(err, "the prompt was refused") and on_error then
+      on_error(err)
+    end
+  end)
+end
+
+---Compact the open session now; `focus` words guide the summary.
+---@param focus string?
+function M.compact(focus)
+  local current = project()
+  if not current then
+    return
+  end
+  focus = vim.trim(focus or "")
+  local args = focus ~= "" and { focus = focus } or nil
+  client.execute_task(current, "seri.compact", args, function(err, result)
+    if not report(err, "compaction failed") and type(result) == "table" and result.compacted then
+      vim.notify(("seri: compacted %d messages into a recap"):format(result.evicted or 0))
+    end
+  end)
+end
+
+---Start a new session.
+function M.new()
+  local current = project()
+  if current then
+    client.execute(current, "seri.session.new", nil, function(err)
+      report(err, "could not start a new session")
+    end)
+  end
+end
+
+---Clear: a new session (the old one stays in the store).
+function M.clear()
+  local current = project()
+  if current then
+    client.execute(current, "seri.clear", nil, function(err)
+      report(err, "could not clear")
+    end)
+  end
+end
+
+---@param session seri.Session
+---@param open_id string?
+---@return string
+function M.format_session(session, open_id)
+  local title = session.title ~= nil and session.title ~= "" and session.title or "(untitled)"
+  local date = (session.updatedAt or ""):gsub("T", " "):sub(1, 16)
+  local count = tonumber(session.messageCount) or 0
+  local text = ("%s · %s · %d message%s"):format(title, date, count, count == 1 and "" or "s")
+  if session.id == open_id then
+    text = text .. " · open"
+  end
+  return text
+end
+
+---Resume a session by id (or unique prefix); without one, pick from the project's
+---sessions with `vim.ui.select`.
+---@param id string?
+function M.resume(id)
+  local current = project()
+  if not current then
+    return
+  end
+  id = id and vim.trim(id) or ""
+  if id ~= "" then
+    client.execute(current, "seri.session.resume", { sessionId = id }, function(err)
+      report(err, "could not resume " .. id)
+    end)
+    return
+  end
+  client.execute(current, "seri.session.list", nil, function(err, result)
+    if report(err, "could not list sessions") then
+      return
+    end
+    local sessions = type(result) == "table" and result.sessions or {}
+    current.sessions = sessions
+    if #sessions == 0 then
+      vim.notify("seri: this project has no sessions yet")
+      return
+    end
+    local open_id = current.session and current.session.id
+    vim.ui.select(sessions, {
+      prompt = "Resume seri session",
+      kind = "seri_session",
+      format_item = function(session)
+        return M.format_session(session, open_id)
+      end,
+    }, function(choice)
+      if choice then
+        M.resume(choice.id)
+      end
+    end)
+  end)
+end
+
+---Set the turn budget (model calls per prompt) for the rest of the session.
+---@param n integer|string
+function M.max_turns(n)
+  local value = tonumber(n)
+  if not value or value < 1 or value % 1 ~= 0 then
+    local message = "seri: the turn budget must be a positive whole number, got %q"
+    vim.notify(message:format(tostring(n)), vim.log.levels.ERROR)
+    return
+  end
+  local current = project()
+  if current then
+    client.execute(current, "seri.maxTurns", { n = value }, function(err, result)
+      if not report(err, "could not set the turn budget") then
+        local budget = result and result.maxTurns or value
+        vim.notify(("seri: turn budget %d for this session"):format(budget))
+      end
+    end)
+  end
+end
+
+---Stop the running task.
+function M.cancel()
+  local current = client.current()
+  if not current then
+    vim.notify("seri: nothing is running")
+    return
+  end
+  client.execute(current, "seri.cancel", nil, function(err, result)
+    if report(err, "could not cancel") then
+      return
+    end
+    if type(result) == "table" and result.cancelled == false then
+      vim.notify("seri: nothing is running")
+    end
+  end)
+end
+
+---Session ids of the current project for command-line completion.
+---@param lead string
+---@return string[]
+function M.complete_sessions(lead)
+  local current = client.current()
+  if not current then
+    return {}
+  end
+  local result = client.execute_sync(current, "seri.session.list", nil, 500)
+  if type(result) == "table" and type(result.sessions) == "table" then
+    current.sessions = result.sessions
+  end
+  local ids = {}
+  for _, session in ipairs(current.sessions or {}) do
+    if vim.startswith(session.id, lead) then
+      table.insert(ids, session.id)
+    end
+  end
+  return ids
+end
+
+---A short string for statuslines: `seri 3% (3.8k/128k)`, plus `working` while a task
+---runs; "" when no server runs.
+---@return string
+function M.status()
+  return status.text(status.project())
+end
+
+return M

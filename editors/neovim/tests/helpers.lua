@@ -1,0 +1,197 @@
+-- Shared by the headless Neovim tests (run by tests/test_neovim.py). Each scenario script
+-- calls `H.run(function() ... end)`: an assertion that fails prints why, with the chat's
+-- text and Neovim's messages, and exits 1; a scenario that finishes exits 0.
+
+local H = {}
+
+H.env = {
+  plugin = assert(vim.env.SERI_TEST_PLUGIN, "SERI_TEST_PLUGIN is not set"),
+  python = vim.env.SERI_TEST_PYTHON,
+  profile = vim.env.SERI_TEST_PROFILE,
+  workspace = vim.env.SERI_TEST_WORKSPACE,
+  base_url = vim.env.SERI_TEST_BASE_URL,
+  model = vim.env.SERI_TEST_MODEL,
+}
+
+vim.opt.rtp:prepend(H.env.plugin)
+vim.cmd("runtime plugin/seri.lua")
+
+---Notifications shown with vim.notify, as {msg, level}.
+H.notes = {}
+local notify = vim.notify
+vim.notify = function(msg, level, opts)
+  table.insert(H.notes, { msg = msg, level = level or vim.log.levels.INFO })
+  return notify(msg, level, opts)
+end
+
+---The server command and settings the tests use (the scripted provider).
+---@param extra table? settings merged over the defaults
+---@return table options for require("seri").setup
+function H.options(extra)
+  local settings = {
+    provider = {
+      baseUrl = H.env.base_url,
+      model = H.env.model,
+      apiKey = "test-key-not-a-secret",
+      timeout = 10,
+      maxRetries = 1,
+      retryBaseDelay = 0.01,
+      retryMaxDelay = 0.05,
+    },
+    permissions = { write = "allow" },
+  }
+  settings = vim.tbl_deep_extend("force", settings, extra or {})
+  return {
+    cmd = { H.env.python, "-m", "seri_lsp", "--profile-root", H.env.profile },
+    settings = settings,
+  }
+end
+
+---Wait until `cond()` is truthy (the event loop runs meanwhile).
+---@param cond fun(): any
+---@param what string what is awaited, for the failure message
+---@param ms integer?
+function H.wait(cond, what, ms)
+  local ok = vim.wait(ms or 10000, function()
+    local good, value = pcall(cond)
+    return good and value
+  end, 20)
+  if not ok then
+    error("timed out waiting for " .. what, 2)
+  end
+end
+
+function H.eq(expected, actual, what)
+  if not vim.deep_equal(expected, actual) then
+    local message = ("%s: expected %s, got %s"):format(
+      what or "values differ",
+      vim.inspect(expected),
+      vim.inspect(actual)
+    )
+    error(message, 2)
+  end
+end
+
+function H.truthy(value, what)
+  if not value then
+    error(what or "expected a true value", 2)
+  end
+  return value
+end
+
+---The chat buffer's text.
+---@return string
+function H.chat()
+  return table.concat(require("seri.chat").lines(), "\n")
+end
+
+---Whether the chat holds `text` (plain).
+function H.chat_has(text)
+  return H.chat():find(text, 1, true) ~= nil
+end
+
+---Wait until the chat holds every one of `texts`.
+---@param texts string[]|string
+function H.wait_chat(texts, ms)
+  texts = type(texts) == "table" and texts or { texts }
+  for _, text in ipairs(texts) do
+    H.wait(function()
+      return H.chat_has(text)
+    end, ("the chat to show %q"):format(text), ms)
+  end
+end
+
+---The 1-based line number of the first chat line holding `text`.
+function H.chat_line(text)
+  for i, line in ipairs(require("seri.chat").lines()) do
+    if line:find(text, 1, true) then
+      return i
+    end
+  end
+  return nil
+end
+
+---The seri LSP clients running.
+function H.clients()
+  return vim.lsp.get_clients({ name = "seri" })
+end
+
+---Wait for the project's server to be ready and its start-up (resume on open) done.
+function H.wait_ready()
+  H.wait(function()
+    local project = require("seri.client").current()
+    return project and project.ready
+  end, "the seri server to start")
+end
+
+---Record User autocommands `Seri*` with their data.
+H.events = {}
+vim.api.nvim_create_autocmd("User", {
+  pattern = { "SeriMessage", "SeriTurnEnded", "SeriSessionChanged", "SeriCompacted" },
+  callback = function(args)
+    table.insert(H.events, { name = args.match, data = args.data })
+  end,
+})
+
+---Events recorded so far with this name.
+function H.events_named(name)
+  return vim.tbl_filter(function(e)
+    return e.name == name
+  end, H.events)
+end
+
+---The SeriTurnEnded events of the open session (a subagent's have another sessionId).
+function H.turns()
+  local project = require("seri.client").current()
+  local open = project and project.session and project.session.id
+  return vim.tbl_filter(function(e)
+    return e.data.sessionId == open
+  end, H.events_named("SeriTurnEnded"))
+end
+
+---Wait until the `n`-th task of the open session ended; returns its SeriTurnEnded data.
+function H.wait_turn(n)
+  H.wait(function()
+    return #H.turns() >= n
+  end, ("task %d to end"):format(n), 20000)
+  return H.turns()[n].data
+end
+
+local function stop()
+  for _, client in ipairs(H.clients()) do
+    vim.lsp.stop_client(client.id)
+  end
+  vim.wait(3000, function()
+    return #H.clients() == 0
+  end, 20)
+end
+
+---Run a scenario: exit 0 when it finishes, 1 (with the reason) when it fails. Started as
+---an init file (`nvim -u script`), it runs once Neovim has entered, as a user's would.
+---@param fn fun()
+function H.run(fn)
+  if vim.v.vim_did_enter == 0 then
+    vim.api.nvim_create_autocmd("VimEnter", {
+      once = true,
+      callback = vim.schedule_wrap(function()
+        H.run(fn)
+      end),
+    })
+    return
+  end
+  local ok, err = xpcall(fn, debug.traceback)
+  if not ok then
+    io.stderr:write("\nFAILED: " .. tostring(err) .. "\n")
+    io.stderr:write("\n--- chat ---\n" .. H.chat() .. "\n--- notifications ---\n")
+    for _, note in ipairs(H.notes) do
+      io.stderr:write(("[%s] %s\n"):format(note.level, note.msg))
+    end
+    stop()
+    os.exit(1)
+  end
+  stop()
+  io.stderr:write("\nSCENARIO PASSED\n")
+  os.exit(0)
+end
+
+return H

