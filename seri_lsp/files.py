@@ -3,9 +3,11 @@
 `atomic_write_bytes` writes the new content to a temporary file next to the target,
 flushes it to the disk, and renames it over the target: killed at any instant, the
 target holds its old content or its new content, never a mix and never nothing. The
-target's permission bits are kept (a new file gets the usual ones, after the umask).
-A symbolic link at the target is followed: the file it leads to is replaced, and the
-link stays a link. Callers that confine paths resolve them first.
+target's permission bits (and, where the process may, its owner) are kept; a new file
+gets the usual bits, after the umask. A target the process may not write is refused
+(PermissionError), as an in-place write would be. A symbolic link at the target is
+followed: the file it leads to is replaced, and the link stays a link. Callers that
+confine paths resolve them first.
 
 The temporary file is named `.<name>.<random>.seri-tmp`; it is removed when the write
 fails, and only a process killed mid-write can leave one behind.
@@ -14,6 +16,7 @@ fails, and only a process killed mid-write can leave one behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -34,9 +37,15 @@ def atomic_write_bytes(
     """
     target = Path(os.path.realpath(path))
     folder = target.parent
-    if mode is None:
-        with contextlib.suppress(FileNotFoundError):
-            mode = stat.S_IMODE(os.stat(target).st_mode)
+    try:
+        current = os.stat(target)
+    except FileNotFoundError:
+        current = None
+    if current is not None and not os.access(target, os.W_OK):
+        # Renaming over a read-only file would succeed; honour its protection instead.
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
+    if mode is None and current is not None:
+        mode = stat.S_IMODE(current.st_mode)
     temp = folder / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(temp, flags, 0o666)  # the kernel applies the umask
@@ -48,6 +57,9 @@ def atomic_write_bytes(
             faults.crash_point("files.half_written")
             handle.write(data[half:])
             handle.flush()
+            if current is not None:  # keep the owner where we may (running as root)
+                with contextlib.suppress(OSError):
+                    os.fchown(handle.fileno(), current.st_uid, current.st_gid)
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())

@@ -18,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
 from seri_lsp.faults import CRASH_EXIT_CODE
+from seri_lsp.files import atomic_write_bytes, atomic_write_text
 from tests.agent_helpers import events, messages, prompt, system_prompt, tool_results
 from tests.conftest import provider_options
 from tests.harness import command, open_document, wait_until
@@ -572,3 +573,25 @@ async def test_cancel_stops_running_and_waiting_subagents(
     assert len(waiting) == 1
     await asyncio.sleep(0.5)
     assert len(provider.requests) == 4  # the waiting one never started
+
+
+# --- the atomic write helper itself -------------------------------------------------------
+
+
+def test_a_failed_atomic_write_leaves_no_temp_file_and_a_link_stays_a_link(tmp_path: Path) -> None:
+    folder = tmp_path / "target"
+    folder.mkdir()
+    (folder / "inside").write_text("x")
+    with pytest.raises(OSError):
+        atomic_write_bytes(folder, b"cannot replace a folder")
+    assert temp_files(tmp_path) == []
+
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    with pytest.raises(UnicodeEncodeError):
+        atomic_write_text(real, "half \ud83d")
+    assert real.read_text() == "new" and temp_files(tmp_path) == []

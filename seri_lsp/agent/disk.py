@@ -47,7 +47,7 @@ class DiskError(Exception):
 
 
 class Stopped(Exception):
-    """The work was cancelled, or its time budget ran out."""
+    """The work was cancelled (nobody waits for its result any more)."""
 
 
 class Stop:
@@ -55,21 +55,18 @@ class Stop:
 
     def __init__(self, budget: float | None = None) -> None:
         self._cancel = threading.Event()
-        self.started = time.monotonic()
-        self.deadline = None if budget is None else self.started + budget
+        self.deadline = None if budget is None else time.monotonic() + budget
 
     def cancel(self) -> None:
+        """Called from the event loop when the awaiting task is cancelled."""
         self._cancel.set()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancel.is_set()
 
     def remaining(self) -> float | None:
         """Seconds left in the budget (None: no budget)."""
         return None if self.deadline is None else self.deadline - time.monotonic()
 
     def expired(self) -> bool:
+        """Whether the time budget has run out."""
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     def check(self) -> None:
@@ -115,7 +112,7 @@ def kind_of(mode: int) -> str:
         return "a character device"
     if stat.S_ISBLK(mode):
         return "a block device"
-    return "not a regular file"
+    return "a special file"
 
 
 def not_regular(display: str, mode: int) -> DiskError:
@@ -252,31 +249,34 @@ class _Picked:
     lines: list[str]
     last: int  # the number of the last line picked
     cut_at: int | None  # the first line left out for the result cap
+    lines_seen: int | None  # every line of the text, when it was read to its end
 
 
 def _pick(numbered: Iterator[tuple[int, Callable[[], str]]], lines: LineRange) -> _Picked:
     picked: list[str] = []
     chars = 0
     last = lines.offset - 1
+    number = 0
     for number, text_of in numbered:
         if number < lines.offset:
             continue
         text = text_of()
         if picked and chars + len(text) > MAX_READ_CHARS:
-            return _Picked(picked, last, number)
+            return _Picked(picked, last, number, None)
         if len(text) > MAX_READ_CHARS:
-            text = (
-                text[:MAX_READ_CHARS] + f" [line {number} cut after {MAX_READ_CHARS} characters]\n"
-            )
+            cut = f" [line {number} cut after {MAX_READ_CHARS} characters]\n"
+            text = text[:MAX_READ_CHARS] + cut
         picked.append(text)
         chars += len(text)
         last = number
         if lines.limit is not None and len(picked) >= lines.limit:
-            break
-    return _Picked(picked, last, None)
+            return _Picked(picked, last, None, None)
+    return _Picked(picked, last, None, number)
 
 
 def _range_text(display: str, lines: LineRange, picked: _Picked, total: int | None) -> str:
+    if total is None:
+        total = picked.lines_seen
     if not picked.lines:
         size = f", which has {total} lines" if total is not None else ""
         raise DiskError(f"offset {lines.offset} is past the end of {display}{size}.")
