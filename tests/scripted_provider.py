@@ -132,6 +132,9 @@ class ScriptedProvider:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
+        # Requests being answered now (a Hang counts until released), and the most at once.
+        self.active = 0
+        self.most_active = 0
         self.received = threading.Condition()
         self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -184,6 +187,16 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
+        def handle_one_request(self) -> None:
+            self.counted = False
+            try:
+                super().handle_one_request()
+            finally:
+                if self.counted:
+                    with provider.received:
+                        provider.active -= 1
+                        provider.received.notify_all()
+
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 provider.model_list_requests += 1
@@ -202,6 +215,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 provider.requests.append(body)
                 provider.headers.append(dict(self.headers))
                 reply = provider.replies.popleft() if provider.replies else None
+                provider.active += 1
+                provider.most_active = max(provider.most_active, provider.active)
+                self.counted = True
                 provider.received.notify_all()
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": "not found"}})

@@ -3,27 +3,35 @@
 A task owns a cancel scope that every long wait inside it (model calls, tools, the
 user's answers, subagents) runs in, so one cancel stops the whole tree. Write
 permissions are granted per session, so a session's "allow for this session" answer
-holds for every later task and for its subagents.
+holds for every later task and for its subagents. At most three subagents of a task run
+at once; the others wait their turn (and a cancel stops the waiting ones too).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
+from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import AgentLoop, Notices, TaskOutcome, model_summariser
 from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.tools import Toolbox, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, CompactionResult, Compactor
 from seri_lsp.context.conversation import Conversation
-from seri_lsp.context.prompt_files import freeze
+from seri_lsp.context.prompt_files import freeze, leads_outside
 from seri_lsp.errors import Busy
+from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, WritePermission
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
+
+# Subagents (`task` calls) of one task that run at the same time; more wait their turn.
+MAX_PARALLEL_SUBAGENTS = 3
 
 
 class Tasks:
@@ -53,6 +61,7 @@ class Tasks:
         # What the user was shown during the running task, its subagents included.
         self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
+        self.threads = ToolThreads()
 
     @property
     def running(self) -> bool:
@@ -80,7 +89,9 @@ class Tasks:
         self._notices = Notices()
         try:
             gate = self._gate(conversation)
-            loop = self._loop(conversation, self._toolbox(conversation, gate, scope), scope)
+            slots = asyncio.Semaphore(MAX_PARALLEL_SUBAGENTS)  # shared by the task's tree
+            toolbox = self._toolbox(conversation, gate, scope, slots)
+            loop = self._loop(conversation, toolbox, scope)
             return await loop.run(text, max_turns)
         finally:
             self._end(scope)
@@ -114,9 +125,10 @@ class Tasks:
             self._end(scope)
 
     async def close(self) -> None:
-        """Stop any running task."""
+        """Stop any running task and the tools' threads."""
         if self._running is not None:
             self._running.cancel()
+        self.threads.shutdown()
 
     def _begin(self) -> CancelScope:
         scope = CancelScope()
@@ -150,11 +162,21 @@ class Tasks:
         conversation: Conversation,
         gate: WriteGate,
         scope: CancelScope,
-        *,
-        subagents: bool = True,
+        slots: asyncio.Semaphore | None = None,
     ) -> Toolbox:
         async def run_subagent(prompt: str) -> ToolOutcome:
-            return await self._run_subagent(conversation, gate, scope, prompt)
+            assert slots is not None
+            try:
+                await scope.run(slots.acquire())
+            except TaskCancelled:
+                return ToolOutcome(
+                    "Cancelled: the user stopped the task before this subagent started.",
+                    is_error=True,
+                )
+            try:
+                return await self._run_subagent(conversation, gate, scope, prompt)
+            finally:
+                slots.release()
 
         async def propose_memory(text: str) -> ToolOutcome:
             return await self._propose_memory(conversation, text)
@@ -163,7 +185,8 @@ class Tasks:
             self.workspace,
             self.host,
             gate,
-            subagent=run_subagent if subagents else None,
+            self.threads,
+            subagent=run_subagent if slots is not None else None,
             remember=propose_memory,
         )
 
@@ -177,7 +200,7 @@ class Tasks:
         )
         await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
         # The child shares the parent's scope: one cancel stops the whole tree.
-        loop = self._loop(child, self._toolbox(child, gate, scope, subagents=False), scope)
+        loop = self._loop(child, self._toolbox(child, gate, scope), scope)
         outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
         read, modified = await child.paths()
         if outcome.status == "done":
@@ -193,25 +216,73 @@ class Tasks:
         return ToolOutcome(content, is_error=outcome.status != "done", read=read, modified=modified)
 
     async def _propose_memory(self, conversation: Conversation, text: str) -> ToolOutcome:
-        target = conversation.frozen.memory_path or self.profile_root / "memory.md"
         line = " ".join(text.split())
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            return ToolOutcome(
+                "Not saved: the text holds a lone surrogate (half of a character that needs "
+                "two), which cannot be written as UTF-8; send it again with whole characters.",
+                is_error=True,
+            )
+        project_memory = conversation.frozen.memory_path
+        target = project_memory or self.profile_root / "memory.md"
+        # Name the file that would really be written: a link is followed, and one that
+        # leads out of the workspace is refused, not followed.
+        real = Path(os.path.realpath(target))
+        if project_memory is not None and self.workspace.root is not None:
+            outside = leads_outside(target, self.workspace.root)
+            if outside is not None:
+                return await self._memory_refused(conversation, line, target, outside)
         answer = await self.host.ask(
-            f"seri wants to remember for this project: “{line}” (saved to {target})",
+            f"seri wants to remember for this project: “{line}” (saved to {real})",
             ["Remember", "Don't remember"],
         )
         approved = answer == "Remember"
         await conversation.record_event("memory", {"text": line, "approved": approved})
         if not approved:
             return ToolOutcome("The user did not approve this memory; nothing was saved.")
-        await self.io(_append_memory, target, line)
+        root = self.workspace.root if project_memory is not None else None
+        try:
+            await self.threads.run(_append_memory, target, line, root)
+        except MemoryOutside as exc:
+            return await self._memory_refused(conversation, line, target, exc.real)
+        except (DiskError, OSError) as exc:
+            return ToolOutcome(f"Not saved: {exc}", is_error=True)
         return ToolOutcome(
-            f"Saved to {target}. It reaches the prompt from the next session open, not now."
+            f"Saved to {real}. It reaches the prompt from the next session open, not now."
         )
 
+    async def _memory_refused(
+        self, conversation: Conversation, line: str, target: Path, real: Path
+    ) -> ToolOutcome:
+        reason = (
+            f"{target} leads outside the workspace through a symbolic link (to {real}); "
+            "memory is written only inside the workspace"
+        )
+        self.host.log("warning", f"Refused to remember “{line}”: {reason}.")
+        await conversation.record_event(
+            "memory", {"text": line, "approved": False, "refused": reason}
+        )
+        return ToolOutcome(f"Not saved: {reason}. Nothing was written.", is_error=True)
 
-def _append_memory(path: Path, line: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+
+class MemoryOutside(Exception):
+    """The project memory file leads outside the workspace (checked again when writing)."""
+
+    def __init__(self, real: Path) -> None:
+        super().__init__(str(real))
+        self.real = real
+
+
+def _append_memory(path: Path, line: str, workspace_root: Path | None, *, stop: Stop) -> None:
+    """Add a line to a memory file, atomically; never through a link out of the workspace."""
+    if workspace_root is not None:
+        outside = leads_outside(path, workspace_root)
+        if outside is not None:
+            raise MemoryOutside(outside)
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    existing = read_current(real, str(real), stop=stop) or ""
     prefix = "" if not existing or existing.endswith("\n") else "\n"
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{prefix}- {line}\n")
+    atomic_write_text(real, f"{existing}{prefix}- {line}\n")

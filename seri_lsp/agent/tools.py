@@ -4,27 +4,25 @@ Tools see the editor's unsaved buffers and change files through the editor
 (`workspace/applyEdit`) when it supports that, so buffers and undo stay right; a file
 the editor does not have open is also written to disk. Every path goes through the
 workspace boundary, and writes through the permission gate.
+
+The disk work (reading, listing, searching, writing) runs on the tool threads
+(`disk.ToolThreads`), never on the event loop, so the server keeps answering while a
+tool works and a cancel stops the tool at once. Files on disk are written atomically
+(`seri_lsp.files`): a crash leaves the old content or the new, never a mix.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from seri_lsp.agent import disk, search
+from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
 from seri_lsp.agent.workspace import PathDenied, Workspace, WorkspacePath
 from seri_lsp.host import Host
 from seri_lsp.settings import WritePermission
 from seri_lsp.store.messages import ToolCall
-
-MAX_READ_CHARS = 256 * 1024
-MAX_LIST_ENTRIES = 500
-MAX_GREP_MATCHES = 200
-MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,21 @@ _PATH = {"type": "string", "description": "Path relative to the workspace root."
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "read_file": _schema(
         "read_file",
-        "Read a text file of the workspace (the editor's unsaved text if it is open).",
-        {"path": _PATH},
+        "Read a text file of the workspace (the editor's unsaved text if it is open). "
+        "Files up to 256 KiB come whole; read bigger ones in parts with offset and limit.",
+        {
+            "path": _PATH,
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The first line to read, 1-based (default 1).",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "How many lines to read from offset (default: to the end).",
+            },
+        },
         ["path"],
     ),
     "write_file": _schema(
@@ -101,7 +112,8 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "grep": _schema(
         "grep",
-        "Search files for a regular expression (Python syntax); answers path:line: text.",
+        "Search files for a regular expression (Python syntax); answers path:line: text. "
+        "Skips .git/, what .gitignore ignores, and binary files; stops after a few seconds.",
         {
             "pattern": {"type": "string", "description": "The regular expression."},
             "path": {**_PATH, "description": "File or folder to search (default: all)."},
@@ -111,7 +123,8 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "task": _schema(
         "task",
         "Hand a self-contained task to a subagent with its own conversation and a budget "
-        "of 25 turns; its final answer comes back as the result.",
+        "of 25 turns; its final answer comes back as the result. At most three subagents "
+        "run at once; further calls wait their turn.",
         {"prompt": {"type": "string", "description": "Everything the subagent needs."}},
         ["prompt"],
     ),
@@ -164,6 +177,7 @@ class Toolbox:
         workspace: Workspace,
         host: Host,
         gate: WriteGate,
+        threads: ToolThreads,
         *,
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
@@ -171,6 +185,7 @@ class Toolbox:
         self.workspace = workspace
         self.host = host
         self.gate = gate
+        self.threads = threads
         self._subagent_runner = subagent
         self._memory_proposer = remember
 
@@ -205,7 +220,7 @@ class Toolbox:
             return await getattr(self, f"_{call.name}")(args)
         except Denied as exc:
             return ToolOutcome(f"Denied: {exc}.", is_error=True, denial=str(exc))
-        except ToolError as exc:
+        except (ToolError, DiskError, search.PatternError) as exc:
             return ToolOutcome(f"Error: {exc}", is_error=True)
         except OSError as exc:
             return ToolOutcome(f"Error: {exc.strerror or exc} ({call.name}).", is_error=True)
@@ -214,32 +229,37 @@ class Toolbox:
 
     async def _read_file(self, args: dict[str, Any]) -> ToolOutcome:
         target = self._path(args.get("path"))
-        text, _ = self._current(target)
-        if text is None:
-            raise ToolError(f"{target.display} does not exist.")
-        if len(text) > MAX_READ_CHARS:
-            text = (
-                text[:MAX_READ_CHARS]
-                + f"\n[truncated: {target.display} has {len(text)} characters; "
-                "use grep to find the part you need]"
-            )
+        lines = _line_range(args)
+        text = self.host.document_text(target.real)
+        if text is not None:
+            if lines is not None:
+                text = disk.range_of_text(text, target.display, lines)
+            elif len(text) > disk.MAX_READ_CHARS:
+                size = f"{len(text)} characters"
+                raise disk.too_big(target.display, size, disk.text_line_count(text))
+        elif lines is not None:
+            text = await self.threads.run(disk.read_range, target.real, target.display, lines)
+        else:
+            if not target.real.exists():
+                raise ToolError(f"{target.display} does not exist.")
+            text = await self.threads.run(disk.read_whole, target.real, target.display)
         return ToolOutcome(text, read=(target.display,))
 
     async def _write_file(self, args: dict[str, Any]) -> ToolOutcome:
         target = self._path(args.get("path"))
         content = _required_text(args, "content", allow_empty=True)
-        if target.real.is_dir():
-            raise ToolError(f"{target.display} is a folder.")
-        current, is_open = self._current(target)
+        data = _encoded(content, "content", target)
+        current, is_open = await self._current(target)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
         if current is None:
-            via = _write_disk(target.real, content)
+            await self.threads.run(disk.write_file, target.real, data)
+            via = "disk"
         else:
             via = await self._replace(target, current, is_open, 0, len(current), content)
         action = "Created" if current is None else "Wrote"
         return ToolOutcome(
-            f"{action} {target.display} ({len(content.encode('utf-8'))} bytes).",
+            f"{action} {target.display} ({len(data)} bytes).",
             modified=(target.display,),
             edit_via=via,
         )
@@ -248,7 +268,8 @@ class Toolbox:
         target = self._path(args.get("path"))
         old_text = _required_text(args, "old_text")
         new_text = _required_text(args, "new_text", allow_empty=True)
-        current, is_open = self._current(target)
+        _encoded(new_text, "new_text", target)
+        current, is_open = await self._current(target)
         if current is None:
             raise ToolError(f"{target.display} does not exist.")
         count = current.count(old_text)
@@ -273,48 +294,22 @@ class Toolbox:
 
     async def _list_dir(self, args: dict[str, Any]) -> ToolOutcome:
         target = self._path(args.get("path") or ".")
-        if not target.real.is_dir():
-            raise ToolError(f"{target.display} is not a folder.")
-        entries = []
-        for entry in sorted(os.scandir(target.real), key=lambda e: e.name):
-            entries.append(entry.name + ("/" if entry.is_dir() else ""))
-        shown = entries[:MAX_LIST_ENTRIES]
-        if len(entries) > len(shown):
-            shown.append(f"[{len(entries) - len(shown)} more entries not shown]")
-        return ToolOutcome("\n".join(shown) if shown else "(empty folder)")
+        return ToolOutcome(await self.threads.run(disk.list_folder, target.real, target.display))
 
     async def _grep(self, args: dict[str, Any]) -> ToolOutcome:
         pattern = _required_text(args, "pattern")
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(f"the pattern is not a valid regular expression: {exc}.") from exc
+        regex = search.compile_pattern(pattern)
         target = self._path(args.get("path") or ".")
-        open_docs = self.host.open_documents()
-        matches: list[str] = []
-        truncated = False
-        for path in _walk(target.real):
-            if not self.workspace.contains(path):
-                continue  # a symbolic link that leads out of the workspace
-            text = open_docs.get(path)
-            if text is None:
-                text = _read_text_file(path)
-            if text is None:
-                continue
-            display = self.workspace.relative(path)
-            for number, line in enumerate(text.splitlines(), start=1):
-                if regex.search(line):
-                    matches.append(f"{display}:{number}: {line[:300]}")
-                    if len(matches) >= MAX_GREP_MATCHES:
-                        truncated = True
-                        break
-            if truncated:
-                break
-        if not matches:
-            return ToolOutcome("No matches.")
-        if truncated:
-            matches.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the search]")
-        return ToolOutcome("\n".join(matches))
+        root = self.workspace.real_root_of(target.real)
+        scope = search.GrepScope(
+            target=target.real,
+            root=root if root is not None else target.real,
+            contains=self.workspace.contains,
+            relative=self.workspace.relative,
+            open_documents=self.host.open_documents(),
+        )
+        found = await self.threads.run(search.grep, regex, scope, budget=search.GREP_TIME_BUDGET)
+        return ToolOutcome(found)
 
     async def _task(self, args: dict[str, Any]) -> ToolOutcome:
         assert self._subagent_runner is not None
@@ -332,18 +327,12 @@ class Toolbox:
         except PathDenied as exc:
             raise Denied(str(exc), raw if isinstance(raw, str) else None) from exc
 
-    def _current(self, target: WorkspacePath) -> tuple[str | None, bool]:
+    async def _current(self, target: WorkspacePath) -> tuple[str | None, bool]:
         """The file's text (the editor's buffer if open), and whether it is open."""
         text = self.host.document_text(target.real)
         if text is not None:
             return text, True
-        if target.real.is_dir():
-            raise ToolError(f"{target.display} is a folder; use list_dir.")
-        if not target.real.exists():
-            return None, False
-        text = _read_text_file(target.real, limit=None)
-        if text is None:
-            raise ToolError(f"{target.display} is not a UTF-8 text file.")
+        text = await self.threads.run(disk.read_current, target.real, target.display)
         return text, False
 
     async def _allow_write(self, action: str, target: WorkspacePath) -> None:
@@ -362,6 +351,8 @@ class Toolbox:
         new_text: str,
     ) -> str:
         """Change an existing file: through the editor when it can, else on disk."""
+        changed = current[:start] + new_text + current[end:]
+        data = _encoded(changed, "the new text", target)
         if self.host.can_apply_edits:
             result = await self.host.apply_edit(target.real, current, start, end, new_text)
             if not result.applied:
@@ -372,9 +363,10 @@ class Toolbox:
                 return "editor"
             # The editor now holds the change in a buffer the user never opened; write the
             # file too, so the disk (and every other tool) sees the same text.
-            _write_disk(target.real, current[:start] + new_text + current[end:])
+            await self.threads.run(disk.write_file, target.real, data)
             return "editor+disk"
-        return _write_disk(target.real, current[:start] + new_text + current[end:])
+        await self.threads.run(disk.write_file, target.real, data)
+        return "disk"
 
 
 def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:
@@ -384,33 +376,32 @@ def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False
     return value
 
 
-def _write_disk(path: Path, content: str) -> str:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        handle.write(content)
-    return "disk"
+def _line_range(args: dict[str, Any]) -> LineRange | None:
+    """read_file's offset and limit (None when neither is given)."""
+    values = {}
+    for name in ("offset", "limit"):
+        value = args.get(name)
+        if value is None:
+            continue
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ToolError(f"the argument {name!r} must be a whole number of at least 1.")
+        values[name] = value
+    if not values:
+        return None
+    return LineRange(offset=values.get("offset", 1), limit=values.get("limit"))
 
 
-def _read_text_file(path: Path, limit: int | None = MAX_GREP_FILE_BYTES) -> str | None:
+def _encoded(text: str, name: str, target: WorkspacePath) -> bytes:
+    """`text` as UTF-8; ToolError (nothing written) if it holds what UTF-8 cannot carry."""
     try:
-        if limit is not None and path.stat().st_size > limit:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if b"\x00" in data[:8192]:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    if root.is_file():
-        yield root
-        return
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            yield Path(folder) / name
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end].encode("unicode_escape").decode("ascii")
+        what = f"the argument {name!r}" if not name.startswith("the ") else name
+        raise ToolError(
+            f"{what} cannot be written as UTF-8: it holds a lone surrogate ({bad}) at "
+            f"character {exc.start}, half of a character that needs two. {target.display} "
+            "was not changed; send the text again with whole characters."
+        ) from None

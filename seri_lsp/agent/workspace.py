@@ -75,6 +75,10 @@ class Workspace:
         """Whether `path`, with every symbolic link followed, lies inside the workspace."""
         return _containing(Path(os.path.realpath(path)), self._real_roots) is not None
 
+    def real_root_of(self, path: Path) -> Path | None:
+        """The workspace folder (its real path) that a real path lies in, if any."""
+        return _containing(path, self._real_roots)
+
     def relative(self, path: Path) -> str:
         """How a real path inside the workspace is shown (relative, with / separators)."""
         home = _containing(path, self._real_roots) or _containing(path, self.roots)

@@ -13,13 +13,21 @@ Where they come from:
   as a message the first time a tool touches a matching path;
 - memory: `<profile>/memory.md` (yours) and `<workspace>/.seri/memory.md` (the
   project's; approved `remember` lines are appended here).
+
+The project's files are confined to the workspace, as the tools' paths are: a
+symbolic link (the file itself, `.seri` or `.seri/rules`) that leads out of the workspace
+is not followed. The file is skipped and the skip is reported in `warnings`, so a
+cloned repository cannot send a file from elsewhere on the disk to the provider. Your
+own files in the profile are not confined.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +35,8 @@ from pathlib import Path
 BUILTIN = "<builtin>/system.md"
 PROJECT_DIR = ".seri"
 MEMORY_NAME = "memory.md"
+# A prompt file bigger than this is not read (it would crowd out the conversation).
+MAX_PROMPT_FILE_BYTES = 1024 * 1024
 
 
 def builtin_prompt(name: str) -> str:
@@ -70,6 +80,7 @@ class FrozenPrompt:
     files: tuple[PromptFile, ...]
     glob_rules: tuple[GlobRule, ...]
     memory_path: Path | None
+    warnings: tuple[str, ...] = ()
 
     @property
     def chars(self) -> int:
@@ -86,22 +97,34 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
     system_text = builtin_prompt(base)
     files = [PromptFile(f"<builtin>/{base}.md", _sha256(system_text))]
     sections = [system_text.strip()]
+    warnings: list[str] = []
+
+    def confined(path: Path) -> bool:
+        """Whether a project file may be read: it does not lead out of the workspace."""
+        if workspace_root is None or leads_outside(path, workspace_root) is None:
+            return True
+        warnings.append(outside_warning(path, workspace_root))
+        return False
 
     if workspace_root is not None:
         agents = workspace_root / "AGENTS.md"
-        text = _read(agents)
+        text = _read(agents, warnings) if confined(agents) else None
         if text is not None:
             files.append(PromptFile(str(agents), _sha256(text)))
             sections.append(f"# Project instructions (AGENTS.md)\n\n{text.strip()}")
 
-    rule_dirs = [profile_root / "rules"]
+    rule_dirs = [(profile_root / "rules", False)]
     if workspace_root is not None:
-        rule_dirs.append(workspace_root / PROJECT_DIR / "rules")
+        rule_dirs.append((workspace_root / PROJECT_DIR / "rules", True))
     always_on: list[str] = []
     glob_rules: list[GlobRule] = []
-    for folder in rule_dirs:
+    for folder, project in rule_dirs:
+        if project and folder.is_dir() and not confined(folder):
+            continue
         for rule_path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            text = _read(rule_path)
+            if project and not confined(rule_path):
+                continue
+            text = _read(rule_path, warnings)
             if text is None:
                 continue
             files.append(PromptFile(str(rule_path), _sha256(text)))
@@ -113,14 +136,16 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
     if always_on:
         sections.append("# Rules\n\n" + "\n\n".join(always_on))
 
-    memory_files = [profile_root / MEMORY_NAME]
+    memory_files = [(profile_root / MEMORY_NAME, False)]
     project_memory = None
     if workspace_root is not None:
         project_memory = workspace_root / PROJECT_DIR / MEMORY_NAME
-        memory_files.append(project_memory)
+        memory_files.append((project_memory, True))
     memories = []
-    for memory in memory_files:
-        text = _read(memory)
+    for memory, project in memory_files:
+        if project and os.path.lexists(memory) and not confined(memory):
+            continue
+        text = _read(memory, warnings)
         if text is not None and text.strip():
             files.append(PromptFile(str(memory), _sha256(text)))
             memories.append(f"## {memory}\n\n{text.strip()}")
@@ -132,6 +157,25 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
         files=tuple(files),
         glob_rules=tuple(glob_rules),
         memory_path=project_memory,
+        warnings=tuple(warnings),
+    )
+
+
+def leads_outside(path: Path, workspace_root: Path) -> Path | None:
+    """Where `path` really leads (links followed) if that is outside the workspace, else None."""
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(workspace_root))
+    if real == root or root in real.parents:
+        return None
+    return real
+
+
+def outside_warning(path: Path, workspace_root: Path) -> str:
+    """Why a project prompt file was skipped."""
+    real = leads_outside(path, workspace_root)
+    return (
+        f"Skipped {path}: it leads outside the workspace through a symbolic link (to "
+        f"{real}); prompt files are read only from inside the workspace."
     )
 
 
@@ -201,12 +245,32 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, warnings: list[str]) -> str | None:
+    """A prompt file's text; None if it is missing or cannot be used (then a warning).
+
+    Only regular files are opened (a FIFO named AGENTS.md would block the read forever),
+    and without blocking, in case one is swapped in between.
+    """
     try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            if not path.is_dir():
+                warnings.append(f"Skipped {path}: it is not a regular file.")
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                warnings.append(f"Skipped {path}: it is not a regular file.")
+                return None
+            data = handle.read(MAX_PROMPT_FILE_BYTES + 1)
+    except OSError:
         return None
-    except (OSError, UnicodeDecodeError):
+    if len(data) > MAX_PROMPT_FILE_BYTES:
+        warnings.append(f"Skipped {path}: it is bigger than {MAX_PROMPT_FILE_BYTES} bytes.")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        warnings.append(f"Skipped {path}: it is not UTF-8 text.")
         return None
 
 

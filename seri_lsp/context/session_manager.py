@@ -218,6 +218,7 @@ class SessionManager:
         except BaseException:
             self.locks.release(info.id)
             raise
+        self._warn_about(frozen.warnings)
         conversation = Conversation(
             info, messages, frozen, fired, store=self.store, io=self.io, emit=self.host.emit
         )
@@ -228,6 +229,20 @@ class SessionManager:
             "opened", {"reason": reason, "promptFiles": frozen.hashes()}
         )
         return self._announce(info, reason)
+
+    def _warn_about(self, warnings: tuple[str, ...]) -> None:
+        """Prompt files skipped at open (a link out of the workspace, a FIFO, ...): each in
+        the log, and once to the user."""
+        for warning in warnings:
+            self.host.log("warning", warning)
+        if len(warnings) == 1:
+            self.host.show("warning", f"seri: {warnings[0]}")
+        elif warnings:
+            self.host.show(
+                "warning",
+                f"seri skipped {len(warnings)} prompt files (AGENTS.md, rules, memory); "
+                "the log says which and why.",
+            )
 
     def _announce(self, info: SessionInfo, reason: str) -> dict[str, Any]:
         wire = self.wire(info)

@@ -1,0 +1,260 @@
+"""grep: searching the workspace within a time budget, as users expect grep to.
+
+The walk skips `.git/` (and the other usual tool folders), whatever `.gitignore` files
+ignore (nested ones too, each for its own folder, with negations, as git reads them;
+plus `.git/info/exclude`), files that are not regular (FIFOs, devices, sockets), binary
+files and files too big to be source. The pattern runs on the `regex` engine with a
+timeout on every line, so a catastrophic pattern such as `(a|aa)+$` cannot stall the
+search: the lines it chokes on are skipped and reported. The whole search stops at a
+time budget, saying it was cut short.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+import regex
+
+from seri_lsp.agent.disk import BINARY_SNIFF, Stop, size_text
+
+MAX_GREP_MATCHES = 200
+MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+MAX_LINE_SHOWN = 300
+# Seconds one grep call may take, and one line's match at most.
+GREP_TIME_BUDGET = 5.0
+GREP_LINE_TIMEOUT = 1.0
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+
+
+class PatternError(Exception):
+    """The pattern is not a valid regular expression."""
+
+
+def compile_pattern(pattern: str) -> regex.Pattern[str]:
+    """Compile a grep pattern (Python syntax); PatternError with the reason if invalid."""
+    try:
+        return regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError) as exc:
+        raise PatternError(f"the pattern is not a valid regular expression: {exc}.") from exc
+
+
+@dataclass
+class GrepScope:
+    """Where grep looks and how it shows paths."""
+
+    target: Path  # a real path: a file, or a folder to walk
+    root: Path  # the real workspace folder the target lies in
+    contains: Callable[[Path], bool]  # whether a path, links followed, is in the workspace
+    relative: Callable[[Path], str]  # how a real path is shown
+    open_documents: dict[Path, str] = field(default_factory=dict)  # the editor's buffers
+
+
+@dataclass
+class _Tally:
+    matches: list[str] = field(default_factory=list)
+    searched: int = 0
+    slow_lines: int = 0
+    not_regular: int = 0
+    too_big: int = 0
+    full: bool = False
+    out_of_time: bool = False
+
+
+def grep(pattern: regex.Pattern[str], scope: GrepScope, *, stop: Stop) -> str:
+    """Search the scope's files line by line; answers `path:line: text` lines and notes."""
+    tally = _Tally()
+    ignores = _Ignores(scope.root, stop)
+    for path in _walk(scope.target, ignores, stop):
+        if stop.expired():
+            tally.out_of_time = True
+            break
+        if not scope.contains(path):
+            continue  # a symbolic link that leads out of the workspace
+        text = scope.open_documents.get(path)
+        if text is None:
+            text = _read_text(path, tally)
+        if text is None:
+            continue
+        tally.searched += 1
+        _search_text(pattern, text, scope.relative(path), tally, stop)
+        if tally.full or tally.out_of_time:
+            break
+    return _report(tally)
+
+
+def _search_text(
+    pattern: regex.Pattern[str], text: str, display: str, tally: _Tally, stop: Stop
+) -> None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        stop.check()
+        remaining = stop.remaining()
+        if remaining is not None and remaining <= 0:
+            tally.out_of_time = True
+            return
+        timeout = GREP_LINE_TIMEOUT if remaining is None else min(GREP_LINE_TIMEOUT, remaining)
+        try:
+            found = pattern.search(line, timeout=timeout)
+        except TimeoutError:
+            tally.slow_lines += 1
+            continue
+        if found:
+            tally.matches.append(f"{display}:{number}: {line[:MAX_LINE_SHOWN]}")
+            if len(tally.matches) >= MAX_GREP_MATCHES:
+                tally.full = True
+                return
+
+
+def _report(tally: _Tally) -> str:
+    lines = list(tally.matches) or ["No matches."]
+    if tally.full:
+        lines.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the search]")
+    if tally.out_of_time:
+        lines.append(
+            f"[search cut short: the time budget of {GREP_TIME_BUDGET:g} seconds ran out after "
+            f"{tally.searched} files; the rest were not searched. Narrow the path or simplify "
+            "the pattern]"
+        )
+    if tally.slow_lines:
+        lines.append(
+            f"[the pattern took too long on {tally.slow_lines} line(s), which were skipped; "
+            "avoid nested repetition such as (a+)+ or (a|aa)+]"
+        )
+    skipped = []
+    if tally.too_big:
+        skipped.append(f"{tally.too_big} larger than {size_text(MAX_GREP_FILE_BYTES)}")
+    if tally.not_regular:
+        skipped.append(f"{tally.not_regular} not regular files (FIFOs, devices, sockets)")
+    if skipped:
+        lines.append(f"[skipped {', '.join(skipped)}]")
+    return "\n".join(lines)
+
+
+def _read_text(path: Path, tally: _Tally) -> str | None:
+    """A file's text, or None for what grep skips (not regular, too big, binary, not UTF-8)."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            tally.not_regular += 1
+            return None
+        if info.st_size > MAX_GREP_FILE_BYTES:
+            tally.too_big += 1
+            return None
+        data = _read_regular(path, MAX_GREP_FILE_BYTES)
+    except OSError:
+        return None
+    if data is None:
+        tally.not_regular += 1
+        return None
+    if b"\x00" in data[:BINARY_SNIFF]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """Read a regular file without blocking (None if something else was swapped in)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        parts = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, 1024 * 1024)
+            if not chunk:
+                break
+            parts.append(chunk)
+            total += len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+# --- which files: the walk and the ignore rules -------------------------------------------
+
+
+class _Ignores:
+    """The `.gitignore` rules in force for each folder, read once per folder."""
+
+    def __init__(self, root: Path, stop: Stop) -> None:
+        self.root = root
+        self.stop = stop
+        self._specs: dict[Path, list[tuple[Path, pathspec.PathSpec]]] = {}
+        base: list[tuple[Path, pathspec.PathSpec]] = []
+        exclude = _spec_from(root / ".git" / "info" / "exclude")
+        if exclude is not None:
+            base.append((root, exclude))
+        self._base = base
+
+    def rules_for(self, folder: Path) -> list[tuple[Path, pathspec.PathSpec]]:
+        """Every spec that applies inside `folder`: its ancestors' (to the root) and its own."""
+        cached = self._specs.get(folder)
+        if cached is not None:
+            return cached
+        if folder == self.root or self.root not in folder.parents:
+            inherited = list(self._base)
+        else:
+            inherited = list(self.rules_for(folder.parent))
+        own = _spec_from(folder / ".gitignore")
+        rules = [*inherited, (folder, own)] if own is not None else inherited
+        self._specs[folder] = rules
+        return rules
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        """Whether git would ignore `path` (the last rule that matches decides)."""
+        verdict = False
+        for base, spec in self.rules_for(path.parent):
+            try:
+                relative = path.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            result = spec.check_file(relative + "/" if is_dir else relative)
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+
+def _spec_from(path: Path) -> pathspec.PathSpec | None:
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_IGNORE_FILE_BYTES:
+            return None
+        data = _read_regular(path, MAX_IGNORE_FILE_BYTES)
+    except OSError:
+        return None
+    if not data:
+        return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, TypeError):
+        return None
+
+
+def _walk(target: Path, ignores: _Ignores, stop: Stop) -> Iterator[Path]:
+    """The files to search under `target`, in name order; a file given itself is searched."""
+    if not os.path.isdir(target):
+        yield target
+        return
+    for folder_name, dirs, files in os.walk(target):
+        stop.check()
+        folder = Path(folder_name)
+        kept = []
+        for name in sorted(dirs):
+            if name in SKIPPED_DIRS or ignores.ignored(folder / name, is_dir=True):
+                continue
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(files):
+            path = folder / name
+            if not ignores.ignored(path, is_dir=False):
+                yield path

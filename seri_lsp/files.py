@@ -1,0 +1,94 @@
+"""Writing files so that a crash never loses them.
+
+`atomic_write_bytes` writes the new content to a temporary file next to the target,
+flushes it to the disk, and renames it over the target: killed at any instant, the
+target holds its old content or its new content, never a mix and never nothing. The
+target's permission bits (and, where the process may, its owner) are kept; a new file
+gets the usual bits, after the umask. A target the process may not write is refused
+(PermissionError), as an in-place write would be. A symbolic link at the target is
+followed: the file it leads to is replaced, and the link stays a link. Callers that
+confine paths resolve them first.
+
+The temporary file is named `.<name>.<random>.seri-tmp`; it is removed when the write
+fails, and only a process killed mid-write can leave one behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from seri_lsp import faults
+
+TEMP_SUFFIX = ".seri-tmp"
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, mode: int | None = None
+) -> None:
+    """Replace the content of `path` with `data`, atomically and durably.
+
+    `mode` sets the permission bits; by default an existing target keeps its own and a
+    new file gets 0o666 less the umask. The folder must exist.
+    """
+    target = Path(os.path.realpath(path))
+    folder = target.parent
+    try:
+        current = os.stat(target)
+    except FileNotFoundError:
+        current = None
+    if current is not None and not os.access(target, os.W_OK):
+        # Renaming over a read-only file would succeed; honour its protection instead.
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
+    if mode is None and current is not None:
+        mode = stat.S_IMODE(current.st_mode)
+    temp = folder / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(temp, flags, 0o666)  # the kernel applies the umask
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            half = len(data) // 2
+            handle.write(data[:half])
+            handle.flush()
+            faults.crash_point("files.half_written")
+            handle.write(data[half:])
+            handle.flush()
+            if current is not None:  # keep the owner where we may (running as root)
+                with contextlib.suppress(OSError):
+                    os.fchown(handle.fileno(), current.st_uid, current.st_gid)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        faults.crash_point("files.before_rename")
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_folder(folder)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
+    """Write `text` as UTF-8, atomically; UnicodeEncodeError (file untouched) if it cannot be.
+
+    The whole text is encoded before anything touches the disk, so text that cannot be
+    encoded (a lone surrogate) changes nothing.
+    """
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (where the platform allows opening a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
