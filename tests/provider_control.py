@@ -7,7 +7,8 @@ through this small JSON API on 127.0.0.1:
 - `POST /script` with a list of replies (below), queued in order;
 - `GET /requests`: `{"requests": [...], "headers": [...]}`, every chat request so far;
 - `POST /release`: lets every stalled reply go on;
-- `POST /reset`: drops queued replies (releasing stalled ones) and the request log.
+- `POST /reset`: drops the replies still queued and releases stalled ones (the request
+  log stays, for pytest to read after the run).
 
 A reply is `{"text": "...", "chunkSize"?, "chunkDelay"?, "usage"?, "stallAfter"?}`,
 `{"calls": [[id, name, arguments], ...], "text"?, "usage"?}` or
@@ -76,8 +77,6 @@ class ProviderControl:
         self.release()
         with self.provider.received:
             self.provider.replies.clear()
-            self.provider.requests.clear()
-            self.provider.headers.clear()
 
     def script(self, replies: list[dict[str, Any]]) -> None:
         parsed = [reply_from_json(reply) for reply in replies]
