@@ -144,6 +144,7 @@ def vscode_run(
                 {"seri.provider.contextWindow": 4000, "seri.provider.keepTokens": 150},
             ),
             "resume": make_workspace(folders, "resume"),
+            "ask": make_workspace(folders, "ask", {"seri.permissions.write": "ask"}),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
         for index, topic in enumerate(["precedence", "errors", "recovery"]):
@@ -243,3 +244,9 @@ def test_compact_from_the_palette_shows_the_recap_and_lowers_the_percentage(
 
 def test_resume_from_the_quickpick_shows_the_other_session(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("Resume Session... from the QuickPick")
+
+
+def test_a_write_asks_for_permission_with_buttons(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a write permission request")
+    written = vscode_run.work / "workspaces" / "ask" / "notes.md"
+    assert written.read_text() == "# Notes\n\nWritten by seri.\n"

@@ -93,8 +93,10 @@ function provider(config) {
 
 async function storedSession({ page, config, shot }) {
   const seeded = config.ui.stored;
-  await openChat(page);
+  // Clicking the status bar item opens the chat.
+  await page.locator(STATUS_ITEM).filter({ hasText: /\d+%/ }).click({ timeout: 30_000 });
   const view = chat(page);
+  await view.locator('#prompt-input').waitFor({ timeout: 30_000 });
   await view.locator('#session-title', { hasText: seeded.title }).waitFor({ timeout: 20_000 });
   await view.locator('.row.user', { hasText: seeded.prompt }).waitFor();
   await view.locator('.row.assistant', { hasText: seeded.reply }).waitFor();
@@ -238,11 +240,38 @@ async function resumeFromQuickPick({ page, config, shot }) {
   await view.locator('#empty', { hasText: 'No messages yet' }).waitFor();
 }
 
+async function writePermission({ page, config, shot }) {
+  await provider(config).script(
+    { calls: [['call-write', 'write_file', { path: 'notes.md', content: '# Notes\n\nWritten by seri.\n' }]] },
+    { text: 'I wrote notes.md.' },
+  );
+  await openChat(page);
+  const view = chat(page);
+  await view.locator('#prompt-input').fill('Write notes.md');
+  await view.locator('#prompt-input').press('Enter');
+
+  // The server asks (window/showMessageRequest): a notification with buttons.
+  const toast = page.locator('.notification-toast', { hasText: 'notes.md' });
+  await toast.waitFor({ timeout: 20_000 });
+  for (const button of ['Allow', 'Allow for this session', 'Deny']) {
+    expect(await toast.getByRole('button', { name: button, exact: true }).count(), `the ${button} button`);
+  }
+  // While it waits, the turn's $/progress shows in the status bar.
+  await page.locator('.statusbar-item', { hasText: 'seri: working' }).waitFor({ timeout: 10_000 });
+  await shot('write-permission');
+  await toast.getByRole('button', { name: 'Allow', exact: true }).click();
+
+  await view.locator('details.tool.status-ok[data-tool="write_file"]').waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant', { hasText: 'I wrote notes.md.' }).waitFor({ timeout: 20_000 });
+  await shot('write-permission-done');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a prompt with a tool call streams its reply and shows the tool row', 'tools', promptWithTool],
   ['Compact Context... from the palette shows the recap card and lowers the status bar percentage', 'compact', compactFromPalette],
   ['Resume Session... from the QuickPick shows the other session', 'resume', resumeFromQuickPick],
+  ['a write permission request is a notification with buttons', 'ask', writePermission],
 ];
 
 export async function runScenarios({ browser, server, config, screenshots, say, closePage }) {
