@@ -43,6 +43,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
     restartOffers,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView),
     ...commands.register(),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      if (model.state === 'noFolder') {
+        void server?.start();
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!affectsServer(event) || !server || !(await server.differsFromRunning())) {
         return;

@@ -20,8 +20,8 @@ import { ExtensionSettings, InitializationOptions, projectFolder, readSettings }
 import { Notification } from './protocol';
 
 export const INSTALL_HINT =
-  'Install it with `pipx install seri-lsp` (or `pip install .` in a seri-lsp checkout), ' +
-  'or point the setting `seri.server.command` at it.';
+  'Install it from a seri-lsp checkout with `pipx install .` (or `pip install .`) so that ' +
+  '`seri-lsp` is on PATH, or point the setting `seri.server.command` at it.';
 
 /** How the server is started, or why it cannot be. */
 export type ServerCommandLine =
@@ -120,6 +120,12 @@ export class SeriServer implements ServerLink, vscode.Disposable {
 
   async start(): Promise<void> {
     if (this.client) {
+      return;
+    }
+    if (!projectFolder()) {
+      // Sessions belong to a project; the extension starts the server once a folder opens.
+      this.model.detach('noFolder');
+      this.stateEmitter.fire();
       return;
     }
     const settings = readSettings();

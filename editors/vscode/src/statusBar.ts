@@ -49,7 +49,11 @@ export class ContextStatusBar implements vscode.Disposable {
     const icon = model.running ? '$(loading~spin)' : '$(comment-discussion)';
     if (state !== 'running') {
       this.item.text = `${icon} Seri`;
-      this.item.tooltip = state === 'starting' ? 'Seri: starting the server…' : 'Seri: the server is stopped.';
+      this.item.tooltip = {
+        starting: 'Seri: starting the server…',
+        stopped: 'Seri: the server is stopped.',
+        noFolder: 'Seri: open a folder to chat with seri about it.',
+      }[state];
       return;
     }
     if (!usage || !session) {

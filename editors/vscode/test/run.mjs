@@ -156,7 +156,8 @@ function build(workDir) {
   const vsix = path.join(workDir, 'seri-vscode.vsix');
   say('packaging the extension (vsce package, which bundles it with esbuild)');
   run(bin('vsce'), ['package', '--out', vsix], { cwd: EXTENSION_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
-  say('compiling the test suites (tsc)');
+  say('type-checking the chat page and compiling the test suites (tsc)');
+  run(bin('tsc'), ['-p', 'src/webview', '--noEmit'], { cwd: EXTENSION_DIR });
   run(bin('tsc'), ['-p', 'tsconfig.test.json'], { cwd: EXTENSION_DIR });
   return vsix;
 }

@@ -22,8 +22,11 @@ export interface ServerLink {
   execute<T>(command: string, args?: object): Promise<T>;
 }
 
-/** `missing`: no server command could be found; `failed`: it did not start or it died. */
-export type ServerState = 'starting' | 'running' | 'stopped' | 'missing' | 'failed';
+/**
+ * `missing`: no server command could be found; `failed`: it did not start or it died;
+ * `noFolder`: the window has no folder, so there is no project to hold sessions.
+ */
+export type ServerState = 'starting' | 'running' | 'stopped' | 'missing' | 'failed' | 'noFolder';
 
 export interface ChatSnapshot {
   serverState: ServerState;
@@ -207,6 +210,7 @@ export class ChatModel {
   /** Send a prompt or a slash command; resolves when the task has ended. */
   async send(text: string): Promise<PromptResult> {
     const server = this.requireServer();
+    const generation = this.generation;
     this.promptsInFlight++;
     this.emit({ kind: 'state' });
     try {
@@ -214,7 +218,8 @@ export class ChatModel {
       this.noteOutcome(result);
       return result;
     } finally {
-      if (this.server === server) {
+      // After a restart the count started again from zero.
+      if (generation === this.generation) {
         this.promptsInFlight = Math.max(0, this.promptsInFlight - 1);
         if (!this.running) {
           this.streaming = '';
@@ -289,11 +294,13 @@ export class ChatModel {
     const sessionId = this.session.id;
     const before = this.messages[0].id;
     const older = (async () => {
-      const view = await server.execute<SessionView>(ServerCommand.sessionGet, {
-        sessionId,
-        limit: PAGE_SIZE,
-        before,
-      });
+      let view: SessionView;
+      try {
+        view = await server.execute<SessionView>(ServerCommand.sessionGet, { sessionId, limit: PAGE_SIZE, before });
+      } catch (error) {
+        this.addNotice('error', `Could not read earlier messages: ${describe(error)}`);
+        return;
+      }
       if (generation !== this.generation || this.session?.id !== sessionId) {
         return;
       }
@@ -394,7 +401,10 @@ export class ChatModel {
       return;
     }
     if (result.status === 'failed') {
-      this.addNotice('error', `The task failed: ${result.error ?? 'no reason given'}`);
+      const error = result.error ?? 'no reason given';
+      // A provider that refuses the key says 401; point at where the key is set.
+      const hint = /\b401\b|unauthori[sz]ed|api key/i.test(error) ? ' Set the key with “Seri: Set API Key”.' : '';
+      this.addNotice('error', `The task failed: ${error}${hint}`);
     } else if (result.status === 'max_turns') {
       this.addNotice('warning', result.error ?? 'The task used its whole turn budget.');
     } else if (result.status === 'cancelled') {

@@ -11,8 +11,7 @@ export type ToWebview =
   | { type: 'streaming'; text: string }
   | { type: 'notice'; notice: Notice }
   | { type: 'state'; snapshot: Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'> }
-  | { type: 'focusInput' }
-  | { type: 'restoreDraft'; text: string };
+  | { type: 'focusInput' };
 
 /** Header menu entries; each runs the palette command of the same name. */
 export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns';

@@ -118,9 +118,10 @@ function updateEmpty(): void {
   const messages: Record<string, string> = {
     starting: 'Starting seri-lsp…',
     missing:
-      'The seri-lsp server was not found. Install it (pipx install seri-lsp, or pip install . in a seri-lsp checkout), or set seri.server.command, then run “Seri: Restart Server”.',
+      'The seri-lsp server was not found. Install it from a seri-lsp checkout (pipx install .) so that seri-lsp is on PATH, or set seri.server.command; then run “Seri: Restart Server”.',
     failed: 'The seri server did not start. “Seri: Show Server Log” says why; “Seri: Restart Server” tries again.',
     stopped: 'The seri server is stopped. Run “Seri: Restart Server” to start it.',
+    noFolder: 'Open a folder to chat with seri about it: sessions belong to a project.',
   };
   let text = messages[serverState];
   if (serverState === 'running') {
