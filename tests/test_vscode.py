@@ -11,6 +11,7 @@ SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -182,7 +183,8 @@ def vscode_run(
         # The runner says what it installs and how each suite went: let that reach the
         # terminal as it happens rather than only when a test fails.
         capture = request.config.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled():
+        live = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        with live:
             suites = os.environ.get("SERI_VSCODE_SUITES", "unit,integration,ui")
             done = subprocess.run(
                 ["node", str(RUNNER), "--config", str(config_file), "--suites", suites],
