@@ -78,15 +78,15 @@ export class CommandHandlers {
 
   /** The QuickPick of this project's sessions: title, relative date, message count. */
   async pickSession(): Promise<Session | undefined> {
-    const listing = this.server.execute<{ sessions: Session[] }>(ServerCommand.sessionList, { limit: 100 });
+    const { sessions } = await this.server.execute<{ sessions: Session[] }>(ServerCommand.sessionList, { limit: 100 });
     const current = this.model.currentSession?.id;
-    const items = listing.then(({ sessions }) =>
-      sessions.map((session): SessionPickItem => ({
+    const items = sessions.map(
+      (session): SessionPickItem => ({
         label: session.title || 'New session',
         description: `${relativeTime(session.updatedAt)} · ${plural(session.messageCount, 'message')}`,
         detail: session.id === current ? `${session.id} (open now)` : session.id,
         session,
-      })),
+      }),
     );
     const picked = await vscode.window.showQuickPick(items, {
       title: 'Seri: Resume Session',

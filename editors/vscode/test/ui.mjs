@@ -130,7 +130,7 @@ async function promptWithTool({ page, config, shot }) {
   ].join('\n');
   await provider(config).script(
     { calls: [['call-read', 'read_file', { path: 'src/app.py' }]], usage: 200 },
-    { text: answer, chunkSize: 6, chunkDelay: 0.04, usage: 260 },
+    { text: answer, chunkSize: 6, chunkDelay: 0.06, usage: 260 },
   );
   await openChat(page);
   const view = chat(page);
