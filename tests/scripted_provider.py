@@ -28,6 +28,8 @@ class Text:
     usage: dict[str, int] | None = None
     thinking: str | None = None
     chunk_size: int = 8
+    # Seconds between content chunks, so that a client can watch the reply stream in.
+    chunk_delay: float = 0.0
     # Stall after this many content chunks until `release` is set (for cancel tests).
     stall_after: int | None = None
     release: threading.Event = field(default_factory=threading.Event)
@@ -285,6 +287,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                         for i in range(0, len(reply.text), reply.chunk_size)
                     ]
                     for index, piece in enumerate(pieces):
+                        if index and reply.chunk_delay:
+                            time.sleep(reply.chunk_delay)
                         self._event(_chunk(model, {"content": piece}))
                         if reply.stall_after is not None and index + 1 == reply.stall_after:
                             reply.release.wait()

@@ -1,0 +1,217 @@
+// The palette commands (category "Seri"); their ids are in ids.ts.
+
+import * as vscode from 'vscode';
+import { ResponseError } from 'vscode-languageclient/node';
+
+import { ApiKeyStore } from './apiKey';
+import { ChatModel } from './chat/model';
+import { plural, relativeTime } from './format';
+import { Commands, FOCUS_CHAT } from './ids';
+import { CompactResult, ServerCommand, Session } from './protocol';
+import { SeriServer, describe } from './server';
+
+export interface SessionPickItem extends vscode.QuickPickItem {
+  session: Session;
+}
+
+export class CommandHandlers {
+  constructor(
+    private readonly server: SeriServer,
+    private readonly model: ChatModel,
+    private readonly apiKeys: ApiKeyStore,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly focusInput: () => void,
+  ) {}
+
+  register(): vscode.Disposable[] {
+    const entries: [string, (...args: never[]) => unknown][] = [
+      [Commands.openChat, () => this.openChat()],
+      [Commands.newSession, () => this.newSession()],
+      [Commands.continueSession, () => this.continueSession()],
+      [Commands.resumeSession, (sessionId?: string) => this.resumeSession(sessionId)],
+      [Commands.compact, (focus?: string) => this.compact(focus)],
+      [Commands.clear, () => this.clear()],
+      [Commands.setMaxTurns, (n?: number) => this.setMaxTurns(n)],
+      [Commands.stop, () => this.stop()],
+      [Commands.setApiKey, (key?: string) => this.setApiKey(key)],
+      [Commands.restartServer, () => this.restartServer()],
+      [Commands.showLog, () => this.log.show()],
+    ];
+    return entries.map(([id, handler]) =>
+      vscode.commands.registerCommand(id, (...args: never[]) => this.guard(() => handler(...args))),
+    );
+  }
+
+  async openChat(): Promise<void> {
+    await vscode.commands.executeCommand(FOCUS_CHAT);
+    this.focusInput();
+  }
+
+  async newSession(): Promise<Session> {
+    const { session } = await this.server.execute<{ session: Session }>(ServerCommand.sessionNew);
+    await this.openChat();
+    return session;
+  }
+
+  async continueSession(): Promise<Session | null> {
+    const { session } = await this.server.execute<{ session: Session | null }>(ServerCommand.sessionContinue);
+    if (session === null) {
+      void vscode.window.showInformationMessage('Seri: this project has no earlier session.');
+    }
+    await this.openChat();
+    return session;
+  }
+
+  /** Resume `sessionId`, or the session picked from the project's sessions. */
+  async resumeSession(sessionId?: string): Promise<Session | undefined> {
+    let id = sessionId;
+    if (id === undefined) {
+      id = (await this.pickSession())?.id;
+      if (id === undefined) {
+        return undefined;
+      }
+    }
+    const { session } = await this.server.execute<{ session: Session }>(ServerCommand.sessionResume, { sessionId: id });
+    await this.openChat();
+    return session;
+  }
+
+  /** The QuickPick of this project's sessions: title, relative date, message count. */
+  async pickSession(): Promise<Session | undefined> {
+    const { sessions } = await this.server.execute<{ sessions: Session[] }>(ServerCommand.sessionList, { limit: 100 });
+    const current = this.model.currentSession?.id;
+    const items = sessions.map(
+      (session): SessionPickItem => ({
+        label: session.title || 'New session',
+        description: `${relativeTime(session.updatedAt)} · ${plural(session.messageCount, 'message')}`,
+        detail: session.id === current ? `${session.id} (open now)` : session.id,
+        session,
+      }),
+    );
+    const picked = await vscode.window.showQuickPick(items, {
+      title: 'Seri: Resume Session',
+      placeHolder: 'Pick a session of this project to continue',
+      matchOnDescription: true,
+      matchOnDetail: true,
+    });
+    return picked?.session;
+  }
+
+  /** Compact now; `focus` (else asked for) steers the recap. */
+  async compact(focus?: string): Promise<CompactResult | undefined> {
+    let words = focus;
+    if (words === undefined) {
+      words = await vscode.window.showInputBox({
+        title: 'Seri: Compact Context',
+        prompt: 'Focus words for the recap (optional): what must it keep?',
+        placeHolder: 'e.g. the parser decisions and the failing test',
+      });
+      if (words === undefined) {
+        return undefined;
+      }
+    }
+    const args = words.trim() ? { focus: words.trim() } : {};
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'Seri: compacting' },
+      () => this.server.execute<CompactResult>(ServerCommand.compact, args),
+    );
+    if (result.compacted) {
+      void vscode.window.showInformationMessage(
+        `Seri: compacted ${plural(result.evicted, 'message')} into a recap.`,
+      );
+    } else {
+      // The server shows the same words; an identical notification is shown once.
+      void vscode.window.showInformationMessage(result.message ?? 'Nothing was compacted.');
+    }
+    return result;
+  }
+
+  async clear(): Promise<Session> {
+    const { session } = await this.server.execute<{ session: Session }>(ServerCommand.clear);
+    await this.openChat();
+    return session;
+  }
+
+  async setMaxTurns(n?: number): Promise<number | undefined> {
+    let turns = n;
+    if (turns === undefined) {
+      const answer = await vscode.window.showInputBox({
+        title: 'Seri: Set Max Turns',
+        prompt: 'Model calls allowed per task in this session',
+        value: String(this.model.currentSession?.maxTurns ?? ''),
+        validateInput: (value) => (/^\s*[1-9]\d*\s*$/.test(value) ? undefined : 'A whole number of at least 1'),
+      });
+      if (answer === undefined) {
+        return undefined;
+      }
+      turns = Number(answer.trim());
+    }
+    const result = await this.server.execute<{ maxTurns: number; session?: Session }>(ServerCommand.maxTurns, { n: turns });
+    void this.model.refreshUsage();
+    void vscode.window.showInformationMessage(`Seri: at most ${result.maxTurns} turns per task in this session.`);
+    return result.maxTurns;
+  }
+
+  async stop(): Promise<boolean> {
+    const cancelled = await this.model.stop();
+    if (!cancelled) {
+      void vscode.window.showInformationMessage('Seri: no task is running.');
+    }
+    return cancelled;
+  }
+
+  /** Save (or, given an empty key, remove) the API key, then restart the server with it. */
+  async setApiKey(key?: string): Promise<boolean> {
+    let value = key;
+    if (value === undefined) {
+      const stored = await this.apiKeys.stored();
+      value = await vscode.window.showInputBox({
+        title: 'Seri: Set API Key',
+        prompt: stored
+          ? "The provider's API key, kept in VS Code's secret storage. Leave empty to remove the stored key."
+          : "The provider's API key, kept in VS Code's secret storage (never in settings).",
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (value === undefined) {
+        return false;
+      }
+    }
+    value = value.trim();
+    if (value) {
+      await this.apiKeys.store(value);
+    } else {
+      await this.apiKeys.remove();
+    }
+    const what = value ? 'API key saved' : 'Stored API key removed';
+    if (this.model.running) {
+      const choice = await vscode.window.showInformationMessage(
+        `Seri: ${what}. The server uses it once restarted, which stops the running task.`,
+        'Restart Now',
+      );
+      if (choice === 'Restart Now') {
+        await this.server.restart();
+      }
+      return true;
+    }
+    await this.server.restart();
+    void vscode.window.showInformationMessage(`Seri: ${what}; the server restarted with it.`);
+    return true;
+  }
+
+  async restartServer(): Promise<void> {
+    await this.server.restart();
+  }
+
+  /** Run a command, turning a refusal from the server into a notification. */
+  private async guard<T>(run: () => T | Promise<T>): Promise<T | undefined> {
+    try {
+      return await run();
+    } catch (error) {
+      const message = error instanceof ResponseError ? error.message : describe(error);
+      this.log.error(message);
+      void vscode.window.showErrorMessage(`Seri: ${message}`);
+      return undefined;
+    }
+  }
+}

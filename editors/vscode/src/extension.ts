@@ -1,0 +1,74 @@
+// Entry point: wires the server, the chat model, the chat view, the status bar and the
+// palette commands, and restarts the server (after asking) when its settings change.
+
+import * as vscode from 'vscode';
+
+import { ApiKeyStore } from './apiKey';
+import { ChatModel } from './chat/model';
+import { ChatViewProvider } from './chat/view';
+import { CommandHandlers } from './commands';
+import { CHAT_VIEW_ID, Commands } from './ids';
+import { SeriServer } from './server';
+import { affectsServer } from './settings';
+import { ContextStatusBar } from './statusBar';
+
+/** What `activate` returns: the parts, for the integration tests and other extensions. */
+export interface SeriExtensionApi {
+  model: ChatModel;
+  server: SeriServer;
+  chatView: ChatViewProvider;
+  statusBar: ContextStatusBar;
+  commands: CommandHandlers;
+  /** Fires with the offer's text whenever a settings change offers a restart. */
+  onDidOfferRestart: vscode.Event<string>;
+}
+
+let server: SeriServer | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<SeriExtensionApi> {
+  const log = vscode.window.createOutputChannel('Seri', { log: true });
+  const model = new ChatModel();
+  const apiKeys = new ApiKeyStore(context.secrets);
+  server = new SeriServer(model, apiKeys, log);
+  const chatView = new ChatViewProvider(context.extensionUri, model, log);
+  const statusBar = new ContextStatusBar(model);
+  const commands = new CommandHandlers(server, model, apiKeys, log, () => chatView.focusInput());
+  const restartOffers = new vscode.EventEmitter<string>();
+
+  context.subscriptions.push(
+    log,
+    server,
+    chatView,
+    statusBar,
+    restartOffers,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView),
+    ...commands.register(),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      if (model.state === 'noFolder') {
+        void server?.start();
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (!affectsServer(event) || !server || !(await server.differsFromRunning())) {
+        return;
+      }
+      const offer = 'Seri settings changed. Restart the server to use them?';
+      restartOffers.fire(offer);
+      const choice = await vscode.window.showInformationMessage(offer, 'Restart Server');
+      if (choice === 'Restart Server') {
+        await vscode.commands.executeCommand(Commands.restartServer);
+      }
+    }),
+  );
+
+  // Not awaited: activation must not wait for the server (a missing one only notifies).
+  void server.start();
+  return { model, server, chatView, statusBar, commands, onDidOfferRestart: restartOffers.event };
+}
+
+export async function deactivate(): Promise<void> {
+  // Stop the server before the extension host goes, so that its session lock is free for
+  // the next window (a reload resumes the same session).
+  await server?.stop();
+  server = undefined;
+}

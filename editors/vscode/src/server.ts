@@ -1,0 +1,275 @@
+// Finding, starting and restarting the seri-lsp server, and talking to it.
+
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  ErrorAction,
+  ExecuteCommandRequest,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+} from 'vscode-languageclient/node';
+
+import { ApiKeyStore } from './apiKey';
+import { ChatModel, ServerLink } from './chat/model';
+import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
+import { Notification } from './protocol';
+
+export const INSTALL_HINT =
+  'Install it from a seri-lsp checkout with `pipx install .` (or `pip install .`) so that ' +
+  '`seri-lsp` is on PATH, or point the setting `seri.server.command` at it.';
+
+/** How the server is started, or why it cannot be. */
+export type ServerCommandLine =
+  | { found: true; command: string; args: string[]; origin: 'setting' | 'path' | 'python' }
+  | { found: false; tried: string[] };
+
+/**
+ * The server's command line: `seri.server.command`, else `seri-lsp` on PATH, else
+ * `python3 -m seri_lsp` when that Python has the package.
+ */
+export function findServer(configured: string[], env: NodeJS.ProcessEnv = process.env): ServerCommandLine {
+  if (configured.length > 0) {
+    const [command, ...args] = configured;
+    if (findExecutable(command, env)) {
+      return { found: true, command, args, origin: 'setting' };
+    }
+    return { found: false, tried: [configured.join(' ')] };
+  }
+  const onPath = findExecutable('seri-lsp', env);
+  if (onPath) {
+    return { found: true, command: onPath, args: [], origin: 'path' };
+  }
+  const python = findExecutable('python3', env);
+  if (python) {
+    const probe = spawnSync(python, ['-c', 'import importlib.util, sys; sys.exit(importlib.util.find_spec("seri_lsp") is None)'], {
+      env,
+      timeout: 10_000,
+    });
+    if (probe.status === 0) {
+      return { found: true, command: python, args: ['-m', 'seri_lsp'], origin: 'python' };
+    }
+  }
+  return { found: false, tried: ['seri-lsp (on PATH)', 'python3 -m seri_lsp'] };
+}
+
+function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undefined {
+  const isFile = (candidate: string): boolean => {
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return fs.statSync(candidate).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/') || command.includes(path.sep)) {
+    return isFile(command) ? command : undefined;
+  }
+  const extensions = process.platform === 'win32' ? (env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
+  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
+    for (const extension of extensions) {
+      const candidate = path.join(dir, command + extension);
+      if (isFile(candidate)) {
+        return candidate;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The running server as the rest of the extension sees it. */
+export class SeriServer implements ServerLink, vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private started: { settings: ExtensionSettings; env: NodeJS.ProcessEnv } | undefined;
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly stateEmitter = new vscode.EventEmitter<void>();
+  /** Fires when the server starts, stops or fails. */
+  readonly onDidChangeState = this.stateEmitter.event;
+
+  constructor(
+    private readonly model: ChatModel,
+    private readonly apiKeys: ApiKeyStore,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  /** The initialization options the running server was started with. */
+  get initializationOptions(): InitializationOptions | undefined {
+    return this.started?.settings.initializationOptions;
+  }
+
+  get isRunning(): boolean {
+    return this.client?.state === State.Running;
+  }
+
+  /** True when the settings (or the key) now differ from those the server started with. */
+  async differsFromRunning(): Promise<boolean> {
+    if (!this.started) {
+      return true;
+    }
+    const settings = readSettings();
+    const env = await this.apiKeys.serverEnvironment();
+    return (
+      JSON.stringify(settings) !== JSON.stringify(this.started.settings) ||
+      env.SERI_API_KEY !== this.started.env.SERI_API_KEY
+    );
+  }
+
+  async start(): Promise<void> {
+    if (this.client) {
+      return;
+    }
+    if (!projectFolder()) {
+      // Sessions belong to a project; the extension starts the server once a folder opens.
+      this.model.detach('noFolder');
+      this.stateEmitter.fire();
+      return;
+    }
+    const settings = readSettings();
+    const env = await this.apiKeys.serverEnvironment();
+    const found = findServer(settings.serverCommand, env);
+    if (!found.found) {
+      this.log.error(`seri-lsp not found; tried: ${found.tried.join(', ')}`);
+      this.model.detach('missing');
+      this.stateEmitter.fire();
+      void vscode.window
+        .showErrorMessage(
+          `Seri: the seri-lsp server was not found (tried ${found.tried.join(' and ')}). ${INSTALL_HINT}`,
+          'Open Settings',
+          'Show Log',
+        )
+        .then((choice) => {
+          if (choice === 'Open Settings') {
+            void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.command');
+          } else if (choice === 'Show Log') {
+            this.log.show();
+          }
+        });
+      return;
+    }
+    this.log.info(`Starting ${[found.command, ...found.args].join(' ')} (${found.origin})`);
+    const serverOptions: ServerOptions = {
+      command: found.command,
+      args: found.args,
+      options: { env, cwd: projectFolder()?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      // Every file: the tools read unsaved buffers and edit open documents.
+      documentSelector: [{ scheme: 'file' }],
+      outputChannel: this.log,
+      initializationOptions: settings.initializationOptions,
+      initializationFailedHandler: (error: unknown) => {
+        this.log.error(`seri-lsp did not initialize: ${describe(error)}`);
+        return false;
+      },
+      errorHandler: new ServerErrorHandler(this.log),
+    };
+    const client = new LanguageClient('seri', 'Seri', serverOptions, clientOptions);
+    this.client = client;
+    this.started = { settings, env };
+    this.disposables.push(
+      client.onNotification(Notification.sessionChanged, (params) => this.model.sessionChanged(params)),
+      client.onNotification(Notification.message, (params) => this.model.message(params)),
+      client.onNotification(Notification.delta, (params) => this.model.delta(params)),
+      client.onNotification(Notification.compacted, (params) => this.model.compacted(params)),
+      client.onNotification(Notification.turnEnded, (params) => this.model.turnEnded(params)),
+      client.onDidChangeState((event) => {
+        if (this.client !== client) {
+          return;
+        }
+        if (event.newState === State.Running) {
+          void this.model.attach(this);
+        } else if (event.newState === State.Starting) {
+          this.model.detach('starting');
+        } else {
+          this.model.detach('stopped');
+        }
+        this.stateEmitter.fire();
+      }),
+    );
+    this.model.detach('starting');
+    try {
+      await client.start();
+    } catch (error) {
+      this.log.error(`seri-lsp did not start: ${describe(error)}`);
+      if (this.client === client) {
+        this.model.detach('failed');
+        this.stateEmitter.fire();
+        void vscode.window
+          .showErrorMessage(`Seri: the server did not start: ${describe(error)}`, 'Show Log')
+          .then((choice) => choice && this.log.show());
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.started = undefined;
+    this.disposables.splice(0).forEach((disposable) => disposable.dispose());
+    if (client) {
+      try {
+        if (client.state !== State.Stopped) {
+          await client.stop(5000);
+        }
+      } catch (error) {
+        this.log.warn(`Stopping seri-lsp: ${describe(error)}`);
+      }
+    }
+    this.model.detach('stopped');
+    this.stateEmitter.fire();
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Run a `seri.*` command with its one argument object. */
+  async execute<T>(command: string, args: object = {}): Promise<T> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) {
+      throw new Error('The seri server is not running. Run "Seri: Restart Server" or see "Seri: Show Server Log".');
+    }
+    return (await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: [args] })) as T;
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.stateEmitter.dispose();
+  }
+}
+
+/** Restart after a crash, three times in three minutes at most, then say so once. */
+class ServerErrorHandler {
+  private readonly crashes: number[] = [];
+
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+
+  error(_error: Error, _message: unknown, count: number | undefined) {
+    return { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown };
+  }
+
+  closed() {
+    const now = Date.now();
+    this.crashes.push(now);
+    while (this.crashes.length > 0 && now - this.crashes[0] > 3 * 60_000) {
+      this.crashes.shift();
+    }
+    if (this.crashes.length <= 3) {
+      this.log.warn('seri-lsp exited; restarting it.');
+      return { action: CloseAction.Restart, handled: true };
+    }
+    return {
+      action: CloseAction.DoNotRestart,
+      message: 'Seri: the server stopped 4 times in 3 minutes and is not restarted. See "Seri: Show Server Log", then run "Seri: Restart Server".',
+    };
+  }
+}
+
+export function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

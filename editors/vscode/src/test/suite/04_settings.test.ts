@@ -1,0 +1,72 @@
+import * as assert from 'assert';
+import * as vscode from 'vscode';
+
+import { Commands } from '../../ids';
+import type { Session } from '../../protocol';
+import { activated, restart, setSetting, waitFor } from './helpers';
+
+suite('Settings', () => {
+  suiteTeardown(async () => {
+    for (const key of ['provider.contextWindow', 'resumeOnOpen', 'server.command', 'maxTurns']) {
+      await setSetting(key, undefined);
+    }
+    const api = await activated();
+    await restart(api);
+  });
+
+  test('settings the user set are the initialization options; unset ones are left out', async () => {
+    const api = await activated();
+    const options = api.server.initializationOptions!;
+    assert.strictEqual(options.provider?.baseUrl, process.env.SERI_TEST_PROVIDER_URL);
+    assert.strictEqual(options.provider?.model, 'test/model');
+    // From the workspace's .vscode/settings.json.
+    assert.strictEqual(options.provider?.keepTokens, 40);
+    assert.deepStrictEqual(options.permissions, { write: 'allow' });
+    assert.strictEqual(options.profileRoot, process.env.SERI_TEST_PROFILE_ROOT);
+    assert.ok(!('maxTurns' in options), 'maxTurns is not set, so not sent');
+    assert.ok(!('resumeOnOpen' in options), 'resumeOnOpen is not set, so not sent');
+    assert.ok(!('contextWindow' in (options.provider ?? {})), 'contextWindow is not set, so not sent');
+  });
+
+  test('changing a setting offers a restart, and the restarted server uses it', async () => {
+    const api = await activated();
+    const offered = new Promise<string>((resolve) => {
+      const subscription = api.onDidOfferRestart((offer) => {
+        subscription.dispose();
+        resolve(offer);
+      });
+    });
+    await setSetting('provider.contextWindow', 6000);
+    await setSetting('maxTurns', 33);
+    assert.match(await offered, /Restart/);
+    await restart(api);
+    assert.strictEqual(api.server.initializationOptions?.provider?.contextWindow, 6000);
+    assert.strictEqual(api.server.initializationOptions?.maxTurns, 33);
+    await waitFor(() => api.model.currentUsage?.contextWindow === 6000, 'the server to use the new window');
+    const session = await api.server.execute<{ session: Session }>('seri.session.new', {});
+    assert.strictEqual(session.session.maxTurns, 33);
+  });
+
+  test('with resumeOnOpen off the server starts without a session, and Continue opens the latest', async () => {
+    const api = await activated();
+    const sessions = (await api.server.execute<{ sessions: Session[] }>('seri.session.list', {})).sessions;
+    await setSetting('resumeOnOpen', false);
+    await restart(api);
+    assert.strictEqual(api.server.initializationOptions?.resumeOnOpen, false);
+    assert.strictEqual(api.model.currentSession, null);
+    const session = await vscode.commands.executeCommand<Session>(Commands.continueSession);
+    assert.strictEqual(session?.id, sessions[0].id);
+    await waitFor(() => api.model.currentSession?.id === sessions[0].id, 'the model to show the latest session');
+  });
+
+  test('a missing server gives one clear notification and a warning in the status bar', async () => {
+    const api = await activated();
+    await setSetting('server.command', ['/nonexistent/bin/seri-lsp']);
+    await vscode.commands.executeCommand(Commands.restartServer);
+    await waitFor(() => api.model.state === 'missing', 'the extension to find no server');
+    assert.match(api.statusBar.text, /\$\(warning\)/);
+    await setSetting('server.command', undefined);
+    await restart(api);
+    assert.strictEqual(api.model.state, 'running');
+  });
+});

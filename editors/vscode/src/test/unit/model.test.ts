@@ -1,0 +1,166 @@
+// The chat model against a scripted ServerLink: what the chat shows for each sequence
+// of results and notifications, including the ones today's server does not send yet
+// (`seri/delta` with `reset`, paged `seri.session.get`).
+
+import * as assert from 'assert';
+
+import { ChatChange, ChatModel, ServerLink } from '../../chat/model';
+import type { Session, SessionView, WireMessage } from '../../protocol';
+
+function session(id: string, title = ''): Session {
+  return { id, project: '/p', title, createdAt: '2025-01-01T00:00:00Z', updatedAt: '2025-01-01T00:00:00Z', maxTurns: 500, messageCount: 0 };
+}
+
+function message(id: number, role: WireMessage['role'], content: string, extra: Partial<WireMessage> = {}): WireMessage {
+  return { id, createdAt: '2025-01-01T00:00:00Z', role, content, ...extra };
+}
+
+function view(open: Session | null, messages: WireMessage[], extra: Partial<SessionView> = {}): SessionView {
+  return { session: open, messages, usage: { estimateTokens: 100, contextWindow: 1000 }, paths: { read: [], modified: [] }, ...extra };
+}
+
+/** A server that answers `seri.session.get` from a function and records every call. */
+class FakeServer implements ServerLink {
+  calls: { command: string; args: object }[] = [];
+  constructor(private readonly answer: (command: string, args: Record<string, unknown>) => unknown) {}
+  async execute<T>(command: string, args: object = {}): Promise<T> {
+    this.calls.push({ command, args });
+    return this.answer(command, args as Record<string, unknown>) as T;
+  }
+}
+
+suite('ChatModel', () => {
+  const open = session('s1', 'Parser work');
+
+  test('loads the newest page of the open session when the server attaches', async () => {
+    const server = new FakeServer(() => view(open, [message(1, 'user', 'hi'), message(2, 'assistant', 'hello')]));
+    const model = new ChatModel();
+    await model.attach(server);
+    assert.deepStrictEqual(server.calls[0], { command: 'seri.session.get', args: { limit: 200 } });
+    const snapshot = model.snapshot();
+    assert.strictEqual(snapshot.session?.id, 's1');
+    assert.deepStrictEqual(snapshot.messages.map((m) => m.id), [1, 2]);
+    assert.strictEqual(snapshot.hasMore, false);
+    assert.strictEqual(snapshot.serverState, 'running');
+  });
+
+  test('shows only the open session’s messages', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    model.message({ sessionId: 'child', message: message(5, 'user', 'subagent prompt') });
+    model.message({ sessionId: 's1', message: message(6, 'user', 'mine') });
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.content), ['mine']);
+  });
+
+  test('streams deltas, drops them on reset, and clears them when the reply is stored', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    model.delta({ sessionId: 's1', text: 'Hel' });
+    model.delta({ sessionId: 's1', text: 'lo' });
+    assert.strictEqual(model.snapshot().streaming, 'Hello');
+    assert.strictEqual(model.running, true);
+    model.delta({ sessionId: 's1', text: 'Retry', reset: true });
+    assert.strictEqual(model.snapshot().streaming, 'Retry');
+    model.delta({ sessionId: 'other', text: 'ignored' });
+    assert.strictEqual(model.snapshot().streaming, 'Retry');
+    model.message({ sessionId: 's1', message: message(3, 'assistant', 'Retry done') });
+    assert.strictEqual(model.snapshot().streaming, '');
+    model.turnEnded({ sessionId: 's1', status: 'done', turns: 1 });
+    assert.strictEqual(model.running, false);
+  });
+
+  test('a session change clears the transcript and loads the new session', async () => {
+    let current: Session = open;
+    const model = new ChatModel();
+    const server = new FakeServer(() => view(current, current.id === 's1' ? [message(1, 'user', 'old')] : [message(9, 'user', 'new')]));
+    await model.attach(server);
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    current = session('s2', 'Other');
+    model.sessionChanged({ session: current, reason: 'resumed' });
+    assert.deepStrictEqual(model.snapshot().messages, []);
+    await model.load();
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.content), ['new']);
+    assert.ok(changes.some((c) => c.kind === 'reset'));
+  });
+
+  test('messages that arrive while a page loads are kept once, in order', async () => {
+    let release: (value: SessionView) => void = () => undefined;
+    const first = new Promise<SessionView>((resolve) => (release = resolve));
+    const stored = [message(1, 'user', 'first'), message(2, 'assistant', 'in both')];
+    const model = new ChatModel();
+    const server: FakeServer = new FakeServer((): unknown => (server.calls.length === 1 ? first : view(open, stored)));
+    const attached = model.attach(server);
+    model.sessionChanged({ session: open, reason: 'continued' });
+    model.message({ sessionId: 's1', message: message(2, 'assistant', 'in both') });
+    model.message({ sessionId: 's1', message: message(3, 'user', 'only arrived') });
+    release(view(open, stored));
+    await attached;
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [1, 2, 3]);
+  });
+
+  test('a recap (after a compaction) reloads the session', async () => {
+    let messages = [message(1, 'user', 'a'), message(2, 'assistant', 'b')];
+    const model = new ChatModel();
+    const server = new FakeServer(() => view(open, messages));
+    await model.attach(server);
+    messages = [message(7, 'user', 'recap', { kind: 'recap' }), message(2, 'assistant', 'b')];
+    model.message({ sessionId: 's1', message: messages[0] });
+    model.compacted({ sessionId: 's1', trigger: 'manual', evicted: 1 });
+    await model.load();
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [7, 2]);
+  });
+
+  test('pages back through history while the server says there is more', async () => {
+    const all = Array.from({ length: 450 }, (_, i) => message(i + 1, i % 2 ? 'assistant' : 'user', `m${i + 1}`));
+    const server = new FakeServer((_command, args) => {
+      const before = typeof args.before === 'number' ? args.before : Infinity;
+      const older = all.filter((m) => m.id < before);
+      const page = older.slice(-(args.limit as number));
+      return view(open, page, { hasMore: older.length > page.length });
+    });
+    const model = new ChatModel();
+    await model.attach(server);
+    assert.strictEqual(model.snapshot().messages.length, 200);
+    assert.strictEqual(model.snapshot().hasMore, true);
+    await model.loadOlder();
+    assert.deepStrictEqual(server.calls.at(-1)?.args, { sessionId: 's1', limit: 200, before: 251 });
+    assert.strictEqual(model.snapshot().messages[0].id, 51);
+    await model.loadOlder();
+    const snapshot = model.snapshot();
+    assert.deepStrictEqual(snapshot.messages.map((m) => m.id), all.map((m) => m.id));
+    assert.strictEqual(snapshot.hasMore, false);
+    await model.loadOlder();
+    assert.strictEqual(server.calls.length, 3, 'no request once everything is shown');
+  });
+
+  test('a server that ignores paging (no hasMore) is read whole, once', async () => {
+    const server = new FakeServer(() => view(open, [message(1, 'user', 'a')]));
+    const model = new ChatModel();
+    await model.attach(server);
+    await model.loadOlder();
+    assert.strictEqual(server.calls.length, 1);
+  });
+
+  test('how a task ended shows as a notice; slash commands add none', async () => {
+    const server = new FakeServer((command) =>
+      command === 'seri.prompt' ? { status: 'failed', error: 'provider down', turns: 0 } : view(open, []),
+    );
+    const model = new ChatModel();
+    await model.attach(server);
+    await model.send('hi');
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => [n.level, n.text]), [['error', 'The task failed: provider down']]);
+    assert.strictEqual(model.running, false);
+  });
+
+  test('results from a server that went away are ignored', async () => {
+    let release: (value: SessionView) => void = () => undefined;
+    const model = new ChatModel();
+    const attached = model.attach(new FakeServer(() => new Promise<SessionView>((resolve) => (release = resolve))));
+    model.detach('stopped');
+    release(view(open, [message(1, 'user', 'stale')]));
+    await attached;
+    assert.strictEqual(model.snapshot().messages.length, 0);
+    assert.strictEqual(model.state, 'stopped');
+  });
+});

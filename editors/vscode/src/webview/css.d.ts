@@ -1,0 +1,2 @@
+// esbuild bundles the imported stylesheet into main.css beside main.js.
+declare module '*.css';

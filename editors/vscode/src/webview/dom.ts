@@ -1,0 +1,54 @@
+// A tiny element builder: text goes in as text nodes, never as HTML.
+
+type Child = Node | string | null | undefined | false;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string | boolean | undefined> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === true) {
+      element.setAttribute(name, '');
+    } else if (typeof value === 'string') {
+      element.setAttribute(name, value);
+    }
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) {
+      continue;
+    }
+    element.append(typeof child === 'string' ? document.createTextNode(child) : child);
+  }
+  return element;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+
+/** A 16px icon from path data (drawn with currentColor). */
+export function icon(paths: string[], className = 'icon'): SVGSVGElement {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 16 16');
+  svg.setAttribute('width', '16');
+  svg.setAttribute('height', '16');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('class', className);
+  for (const d of paths) {
+    const path = document.createElementNS(SVG, 'path');
+    path.setAttribute('d', d);
+    svg.append(path);
+  }
+  return svg;
+}
+
+export const Icons = {
+  send: ['M1.7 14.3 15 8 1.7 1.7l1.6 5.1L10 8l-6.7 1.2z'],
+  stop: ['M4 4h8v8H4z'],
+  menu: ['M3 7h2v2H3zM7 7h2v2H7zM11 7h2v2h-2z'],
+  chevron: ['M6 4l4 4-4 4-.7-.7L8.6 8 5.3 4.7z'],
+  check: ['M6.3 11.3 2.6 7.6l.8-.8 2.9 2.9 6.3-6.3.8.8z'],
+  error: ['M8 1.5a6.5 6.5 0 1 0 0 13 6.5 6.5 0 0 0 0-13zm.7 9.8H7.3v-1.4h1.4zm0-2.8H7.3V4.7h1.4z'],
+  recap: ['M2 3h12v1.5H2zM2 6.5h12V8H2zM2 10h8v1.5H2zM12 10l2 1.6-2 1.6z'],
+  spark: ['M8 1l1.6 4.4L14 7l-4.4 1.6L8 13l-1.6-4.4L2 7l4.4-1.6z'],
+};

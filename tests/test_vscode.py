@@ -1,0 +1,254 @@
+"""The VS Code extension in the real workbench: code-server, Chromium, the real server.
+
+One run of `editors/vscode/test/run.mjs` (which installs code-server, Chromium and the
+node modules when missing, saying so) packages the extension, runs its unit suites, its
+integration suites inside code-server's extension host, and its UI scenarios through
+Playwright, against `python -m seri_lsp` and the scripted provider started here. The
+tests below read that run's results, and check on this side what the provider received.
+Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
+SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness import server_env
+from tests.provider_control import ProviderControl
+from tests.scripted_provider import ScriptedProvider, Text
+
+ROOT = Path(__file__).resolve().parent.parent
+EXTENSION = ROOT / "editors" / "vscode"
+RUNNER = EXTENSION / "test" / "run.mjs"
+
+# A cold run installs Chromium and code-server first; a warm one takes a few minutes.
+pytestmark = pytest.mark.timeout(1800)
+
+STORED = {
+    "title": "Explain the tokenizer",
+    "prompt": "Explain the tokenizer",
+    "reply": "The tokenizer splits the source into words and symbols.",
+}
+COMPACT = {
+    "reply": "Part one of the parser notes",
+    "focus": "keep the parser decisions",
+    "goal": "document the parser",
+    "summary": (
+        "Goal: document the parser\n"
+        "Progress: the parser notes cover precedence and errors\n"
+        "Blockers: none\n"
+        "Next steps: write the README section"
+    ),
+}
+RESUME = {
+    "otherTitle": "Tell me about the lexer",
+    "otherReply": "The lexer turns characters into tokens.",
+    "latestTitle": "Tell me about the parser",
+    "latestReply": "The parser turns tokens into a tree.",
+}
+
+
+@dataclass
+class VSCodeRun:
+    """What one run of the runner left: its exit code, results, and the provider's log."""
+
+    returncode: int
+    work: Path
+    provider: ScriptedProvider
+    suites: list[str]
+
+    def results(self, suite: str) -> list[dict[str, Any]]:
+        if suite not in self.suites:
+            pytest.skip(f"SERI_VSCODE_SUITES leaves out {suite}")
+        path = self.work / "results" / f"{suite}.json"
+        if not path.exists():
+            return []
+        return json.loads(path.read_text())["tests"]
+
+    def check_suite(self, suite: str, minimum: int) -> None:
+        tests = self.results(suite)
+        failed = [f"{t['title']}\n{t.get('error', '')}" for t in tests if t["state"] != "passed"]
+        assert not failed, f"{suite} failures:\n" + "\n\n".join(failed)
+        assert len(tests) >= minimum, (
+            f"only {len(tests)} {suite} tests ran (runner exit {self.returncode}); "
+            f"see the output above and {self.work}"
+        )
+
+    def check_scenario(self, title_start: str) -> None:
+        matching = [t for t in self.results("ui") if t["title"].startswith(title_start)]
+        assert matching, f"the UI scenario '{title_start}...' did not run (exit {self.returncode})"
+        scenario = matching[0]
+        assert scenario["state"] == "passed", scenario.get("error")
+
+
+def seed(
+    provider: ScriptedProvider,
+    profile: Path,
+    workspace: Path,
+    prompt: str,
+    reply: str,
+    *,
+    new: bool,
+) -> None:
+    """Store an exchange the way a user of the terminal face would: `seri-lsp run`."""
+    provider.script(Text(reply))
+    command = [sys.executable, "-m", "seri_lsp", "run", prompt, "--profile-root", str(profile)]
+    command += ["--workspace", str(workspace)] + ([] if new else ["--continue"])
+    env = server_env({"SERI_BASE_URL": provider.base_url, "SERI_MODEL": provider.model})
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def make_workspace(root: Path, name: str, settings: dict[str, Any] | None = None) -> Path:
+    folder = root / name
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "app.py").write_text('print("hello")\n')
+    if settings:
+        (folder / ".vscode").mkdir()
+        (folder / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2))
+    return Path(os.path.realpath(folder))
+
+
+@pytest.fixture(scope="module")
+def vscode_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VSCodeRun]:
+    if os.environ.get("SERI_SKIP_VSCODE_TESTS"):
+        pytest.skip("SERI_SKIP_VSCODE_TESTS is set")
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail("The VS Code tests need Node.js 20 and npm on PATH.")
+    work = Path(os.path.realpath(tmp_path_factory.mktemp("vscode")))
+    provider = ScriptedProvider().start()
+    control = ProviderControl(provider).start()
+    try:
+        profile = work / "profile"
+        folders = work / "workspaces"
+        workspaces = {
+            "integration": make_workspace(folders, "integration", {"seri.provider.keepTokens": 40}),
+            "stored": make_workspace(folders, "stored"),
+            "tools": make_workspace(folders, "tools"),
+            "compact": make_workspace(
+                folders,
+                "compact",
+                {"seri.provider.contextWindow": 4000, "seri.provider.keepTokens": 150},
+            ),
+            "resume": make_workspace(folders, "resume"),
+            "ask": make_workspace(folders, "ask", {"seri.permissions.write": "ask"}),
+        }
+        seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
+        for index, topic in enumerate(["precedence", "errors", "recovery"]):
+            reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
+            prompt = f"Write notes on {topic}"
+            seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
+        seed(
+            provider,
+            profile,
+            workspaces["resume"],
+            RESUME["otherTitle"],
+            RESUME["otherReply"],
+            new=True,
+        )
+        seed(
+            provider,
+            profile,
+            workspaces["resume"],
+            RESUME["latestTitle"],
+            RESUME["latestReply"],
+            new=True,
+        )
+
+        config = {
+            "serverCommand": [sys.executable, "-m", "seri_lsp"],
+            "providerUrl": provider.base_url,
+            "controlUrl": control.url,
+            "profileRoot": str(profile),
+            "workDir": str(work),
+            "workspaces": {name: str(path) for name, path in workspaces.items()},
+            "ui": {"stored": STORED, "compact": COMPACT, "resume": RESUME},
+        }
+        config_file = work / "config.json"
+        config_file.write_text(json.dumps(config, indent=2))
+        # The runner says what it installs and how each suite went: let that reach the
+        # terminal as it happens rather than only when a test fails.
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        live = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+        with live:
+            suites = os.environ.get("SERI_VSCODE_SUITES", "unit,integration,ui")
+            done = subprocess.run(
+                ["node", str(RUNNER), "--config", str(config_file), "--suites", suites],
+                cwd=EXTENSION,
+                timeout=1700,
+            )
+        yield VSCodeRun(done.returncode, work, provider, suites.split(","))
+    finally:
+        control.stop()
+        provider.stop()
+
+
+def test_the_extension_packages_as_a_vsix(vscode_run: VSCodeRun) -> None:
+    vsix = vscode_run.work / "seri-vscode.vsix"
+    assert vsix.exists(), f"vsce package made no .vsix (runner exit {vscode_run.returncode})"
+    names = set(zipfile.ZipFile(vsix).namelist())
+    for name in [
+        "extension/package.json",
+        "extension/dist/extension.js",
+        "extension/dist/webview/main.js",
+        "extension/dist/webview/main.css",
+        "extension/media/icon.png",
+        "extension/readme.md",
+    ]:
+        assert name in names
+    assert not any(name.startswith("extension/node_modules/") for name in names)
+
+
+def test_unit_suites_pass(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_suite("unit", minimum=10)
+
+
+def test_integration_suites_pass_inside_the_extension_host(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_suite("integration", minimum=20)
+
+
+def test_a_stored_session_is_shown_in_the_chat_on_open(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a stored session is shown in the chat")
+
+
+def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a prompt with a tool call")
+    prompts = [
+        message["content"]
+        for request in vscode_run.provider.requests
+        for message in request.get("messages", [])
+        if message["role"] == "user"
+    ]
+    assert "What does src/app.py do?\nBe brief." in prompts
+
+
+def test_compact_from_the_palette_shows_the_recap_and_lowers_the_percentage(
+    vscode_run: VSCodeRun,
+) -> None:
+    vscode_run.check_scenario("Compact Context... from the palette")
+    summaries = [r for r in vscode_run.provider.requests if not r.get("tools")]
+    assert any(COMPACT["focus"] in json.dumps(r["messages"]) for r in summaries)
+
+
+def test_resume_from_the_quickpick_shows_the_other_session(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Resume Session... from the QuickPick")
+
+
+def test_a_write_asks_for_permission_with_buttons(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a write permission request")
+    written = vscode_run.work / "workspaces" / "ask" / "notes.md"
+    assert written.read_text() == "# Notes\n\nWritten by seri.\n"
