@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from seri_lsp.limits import MAX_TURNS
 from seri_lsp.profile import CONFIG_NAME
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -163,7 +164,15 @@ def load_settings(
 
     values: dict[str, Any] = {}
     _take(merged, "resumeOnOpen", "resume_on_open", _boolean, "true or false", values, problems)
-    _take(merged, "maxTurns", "max_turns", _positive_int, "a positive integer", values, problems)
+    _take(
+        merged,
+        "maxTurns",
+        "max_turns",
+        lambda v: _positive_int(v) and v <= MAX_TURNS,
+        f"a whole number from 1 to {MAX_TURNS:,}",
+        values,
+        problems,
+    )
     permissions = merged.get("permissions", {})
     if isinstance(permissions, dict) and "write" in permissions:
         _take(

@@ -2,8 +2,10 @@
 
 `initialize` resolves the profile root and settings and opens the store; a store that
 cannot be used stops the server with a clear message (and the file untouched).
-`initialized` runs the legacy import and resumes the project's latest session.
-The commands live in `commands.py`.
+`initialized` runs the legacy import and opens what the command line asked for
+(`--continue`, `--resume ID`), else resumes the project's latest session when
+`resumeOnOpen` is on. The commands live in `commands.py`, the JSON-RPC guarantees in
+`protocol.py`, the transports and the clean stop in `transport.py`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from pygls.uris import to_fs_path
 
 from seri_lsp import __version__
 from seri_lsp.engine import Engine
-from seri_lsp.lsp import commands
+from seri_lsp.errors import SeriError
+from seri_lsp.limits import shorten
+from seri_lsp.lsp import commands, transport
 from seri_lsp.lsp.host import LspHost
+from seri_lsp.lsp.protocol import SeriProtocol
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import StoreError
@@ -40,17 +45,53 @@ class ServerOptions:
 
     profile_root: str | None = None
     max_turns: int | None = None
+    # What `initialized` opens: `--continue` (the latest session) or `--resume ID`; both
+    # win over the resumeOnOpen setting.
+    continue_latest: bool = False
+    resume: str | None = None
 
 
 class SeriServer(LanguageServer):
     """pygls server holding one engine; features register in `setup` functions."""
 
+    protocol: SeriProtocol
+
     def __init__(self, options: ServerOptions) -> None:
-        super().__init__("seri-lsp", __version__)
+        super().__init__("seri-lsp", __version__, protocol_cls=SeriProtocol)
         self.options = options
         self.engine: Engine | None = None
         self.startup_problems: list[str] = []
         self._ready: asyncio.Future[Engine] | None = None
+        self._closing: asyncio.Future[None] | None = None
+
+    def serve_stdio(self) -> int:
+        """Serve on stdin/stdout until exit, end of input, SIGINT or SIGTERM."""
+        return transport.serve_stdio(self.protocol, self.close_engine)
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serve one client on a TCP port until exit, disconnect, SIGINT or SIGTERM."""
+        return transport.serve_tcp(self.protocol, self.close_engine, host, port)
+
+    async def close_engine(self) -> None:
+        """Cancel the running task, let the requests in flight be answered, close the store.
+
+        Safe to call more than once (shutdown, then exit or a signal): later calls wait
+        for the first.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_engine())
+        await asyncio.shield(self._closing)
+
+    async def _close_engine(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        engine.cancel()
+        await self.protocol.wait_for_requests(transport.DRAIN_SECONDS)
+        try:
+            await engine.close()
+        except Exception:
+            logger.exception("Closing the store failed")
 
     async def ready(self) -> Engine:
         """The engine, once start-up (import, resume on open) has finished."""
@@ -80,12 +121,62 @@ def project_roots(params: types.InitializeParams) -> list[Path]:
     return roots
 
 
+def empty_tables_as_objects(options: object) -> object:
+    """Initialization options with Neovim's empty tables (`[]`) read as objects.
+
+    Neovim encodes an empty Lua table as `[]`; where the settings expect an object
+    (the options themselves, `provider`, `provider.provider`, `permissions`) it means `{}`.
+    """
+    if isinstance(options, list) and not options:
+        return {}
+    if not isinstance(options, dict):
+        return options
+    options = dict(options)
+    for key in ("provider", "permissions"):
+        if options.get(key) == []:
+            options[key] = {}
+    provider = options.get("provider")
+    if isinstance(provider, dict) and provider.get("provider") == []:
+        options["provider"] = {**provider, "provider": {}}
+    return options
+
+
+async def open_from_command_line(engine: Engine, options: ServerOptions) -> None:
+    """Open what `--resume ID` or `--continue` asked for (they win over resumeOnOpen).
+
+    A session that cannot be resumed (unknown id, held by another process) is shown as
+    an error and nothing is opened: the next prompt starts a new session. With nothing
+    to continue, the log says so and nothing is opened either.
+    """
+    if options.resume is not None:
+        try:
+            session = await engine.resume_session(options.resume)
+        except SeriError as exc:
+            engine.host.show(
+                "error",
+                f"--resume {shorten(options.resume)}: {exc} No session is open; the next prompt "
+                "starts a new one (seri.session.list lists the sessions).",
+            )
+            return
+        engine.host.log("info", f"Resumed session {session['id']} (--resume).")
+        return
+    session = await engine.continue_session()
+    if session is None:
+        engine.host.log(
+            "info",
+            f"--continue: no session to continue in {engine.project}; "
+            "the next prompt starts a new one.",
+        )
+    else:
+        engine.host.log("info", f"Continued session {session['id']} (--continue).")
+
+
 def setup_lifecycle(server: SeriServer) -> None:
     """Register initialize, initialized, shutdown and workspace-folder handling."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: SeriServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options
+        options = empty_tables_as_objects(params.initialization_options)
         problems = []
         if options is not None and not isinstance(options, dict):
             problems.append("initializationOptions must be a JSON object; ignoring them.")
@@ -124,7 +215,11 @@ def setup_lifecycle(server: SeriServer) -> None:
         for problem in ls.startup_problems:
             engine.host.show("warning", problem)
         try:
-            await engine.start()
+            if ls.options.resume is not None or ls.options.continue_latest:
+                await engine.import_legacy()
+                await open_from_command_line(engine, ls.options)
+            else:
+                await engine.start()
         except Exception as exc:
             logger.exception("Start-up failed")
             engine.host.show("error", f"seri-lsp start-up failed: {exc}")
@@ -132,8 +227,7 @@ def setup_lifecycle(server: SeriServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: SeriServer, params: None) -> None:
-        if ls.engine is not None:
-            await ls.engine.close()
+        await ls.close_engine()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: SeriServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
