@@ -8,6 +8,7 @@ through pytest-lsp with the bundled Neovim and VS Code client capabilities.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -56,6 +57,7 @@ class RawServer:
         self._stderr = bytearray()
         self._stdout_closed = False
         self._changed = threading.Condition()
+        self._sending = threading.Lock()
         self._next_id = 0
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -84,6 +86,16 @@ class RawServer:
             with self._changed:
                 self.received.append(message)
                 self._changed.notify_all()
+            if "method" in message and "id" in message:
+                self._answer(message)
+
+    def _answer(self, request: dict[str, Any]) -> None:
+        """Play a plain editor: accept progress tokens, dismiss dialogs, refuse edits."""
+        result: Any = None
+        if request["method"] == "workspace/applyEdit":
+            result = {"applied": False, "failureReason": "the test client edits nothing"}
+        with contextlib.suppress(OSError, ValueError):  # the server may be gone
+            self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
 
     def _read_stderr(self) -> None:
         stream = self.process.stderr
@@ -100,8 +112,9 @@ class RawServer:
 
     def send_raw(self, body: bytes) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
+        with self._sending:
+            self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.flush()
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_raw(json.dumps(message).encode())

@@ -11,6 +11,7 @@ cannot be used stops the server with a clear message (and the file untouched).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 # LSP's ServerNotInitialized code (RequestFailed lives with the commands).
 SERVER_NOT_INITIALIZED = -32002
+INVALID_REQUEST = -32600
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class SeriServer(LanguageServer):
         self.engine: Engine | None = None
         self.startup_problems: list[str] = []
         self._ready: asyncio.Future[Engine] | None = None
+        self._startup: asyncio.Future[None] | None = None
         self._closing: asyncio.Future[None] | None = None
 
     def serve_stdio(self) -> int:
@@ -86,6 +89,10 @@ class SeriServer(LanguageServer):
         engine = self.engine
         if engine is None:
             return
+        if self._startup is not None and not self._startup.done():
+            self._startup.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._startup
         engine.cancel()
         await self.protocol.wait_for_requests(transport.DRAIN_SECONDS)
         try:
@@ -100,7 +107,35 @@ class SeriServer(LanguageServer):
                 message="seri-lsp is not initialized (or its store could not be opened).",
                 code=SERVER_NOT_INITIALIZED,
             )
-        return await asyncio.shield(self._ready)
+        engine = await asyncio.shield(self._ready)
+        if self._closing is not None:
+            raise JsonRpcException(message="The server is shutting down.", code=INVALID_REQUEST)
+        return engine
+
+    async def start(self, engine: Engine) -> None:
+        """Start-up on `initialized`; a stop that comes first cancels it quietly."""
+        ready = self.mark_starting()
+        self._startup = asyncio.ensure_future(self._start(engine))
+        try:
+            await asyncio.shield(self._startup)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if not ready.done():
+                ready.set_result(engine)
+
+    async def _start(self, engine: Engine) -> None:
+        for problem in self.startup_problems:
+            engine.host.show("warning", problem)
+        try:
+            if self.options.resume is not None or self.options.continue_latest:
+                await engine.import_legacy()
+                await open_from_command_line(engine, self.options)
+            else:
+                await engine.start()
+        except Exception as exc:
+            logger.exception("Start-up failed")
+            engine.host.show("error", f"seri-lsp start-up failed: {exc}")
 
     def mark_starting(self) -> asyncio.Future[Engine]:
         self._ready = asyncio.get_running_loop().create_future()
@@ -208,22 +243,8 @@ def setup_lifecycle(server: SeriServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: SeriServer, params: types.InitializedParams) -> None:
-        if ls.engine is None:
-            return
-        ready = ls.mark_starting()
-        engine = ls.engine
-        for problem in ls.startup_problems:
-            engine.host.show("warning", problem)
-        try:
-            if ls.options.resume is not None or ls.options.continue_latest:
-                await engine.import_legacy()
-                await open_from_command_line(engine, ls.options)
-            else:
-                await engine.start()
-        except Exception as exc:
-            logger.exception("Start-up failed")
-            engine.host.show("error", f"seri-lsp start-up failed: {exc}")
-        ready.set_result(engine)
+        if ls.engine is not None:
+            await ls.start(ls.engine)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: SeriServer, params: None) -> None:

@@ -187,6 +187,8 @@ def serve_tcp(
             protocol.set_writer(writer)  # type: ignore[arg-type]
             try:
                 await read_messages(reader, protocol)
+            except asyncio.CancelledError:
+                pass  # the server is stopping (Python 3.11 logs a cancelled client task)
             finally:
                 stopper.stop("the client disconnected")
 
