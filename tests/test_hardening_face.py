@@ -23,7 +23,9 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import client_capabilities
 
+from tests.conftest import provider_options
 from tests.harness import CLIENTS, server_env
+from tests.scripted_provider import Hang, ScriptedProvider, Text
 
 INVALID_PARAMS = -32602
 INVALID_REQUEST = -32600
@@ -484,3 +486,25 @@ def test_a_real_internal_error_is_answered_and_logged_with_its_traceback(raw) ->
     assert "Traceback" in server.stderr
     # The server goes on answering.
     assert "result" in server.command("seri.session.new", [{}])
+
+
+def test_cancel_request_of_a_prompt_stops_the_task_and_answers_it(
+    raw, provider: ScriptedProvider
+) -> None:
+    hang = Hang()
+    provider.script(hang, Text("after"))
+    server = raw()
+    try:
+        server.initialize(init_options=provider_options(provider))
+        prompt_id = server.request(
+            "workspace/executeCommand", {"command": "seri.prompt", "arguments": [{"text": "hi"}]}
+        )
+        provider.wait_for_requests(1)
+        server.notify("$/cancelRequest", {"id": prompt_id})
+        # The task itself stopped and says so; it did not go on running unseen.
+        assert server.response(prompt_id)["result"]["status"] == "cancelled"
+        again = server.command("seri.prompt", [{"text": "again"}])
+        assert again["result"]["status"] == "done", again
+    finally:
+        hang.release.set()
+    assert_no_traceback(server)

@@ -175,6 +175,8 @@ class SeriProtocol(LanguageServerProtocol):
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)
         self.on_exit: Callable[[int], None] | None = None
+        # Stops the running task the way seri.cancel does (set by the server).
+        self.on_cancel_task: Callable[[], bool] | None = None
         self._labels: dict[Any, str] = {}
 
     # --- reading ------------------------------------------------------------------------
@@ -303,6 +305,20 @@ class SeriProtocol(LanguageServerProtocol):
             {"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}}
         )
 
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """`$/cancelRequest`: a task-running command is cancelled like `seri.cancel`.
+
+        Cancelling the request's future (what pygls does) would answer RequestCancelled
+        while the task went on running unseen; instead the task stops through its cancel
+        scope, stores how it ended, and the request answers `{status: "cancelled"}`.
+        """
+        label = self._labels.get(msg_id, "")
+        runs_a_task = label.endswith((" seri.prompt", " seri.compact"))
+        if runs_a_task and self.on_cancel_task is not None and self.on_cancel_task():
+            logger.info("Cancelling the task of request %s (%s)", msg_id, label)
+            return
+        super()._handle_cancel_notification(msg_id)
+
     def stopping(self) -> None:
         """The server is stopping: later requests are refused, notifications dropped."""
         self._shutdown = True
@@ -328,8 +344,12 @@ class SeriProtocol(LanguageServerProtocol):
     # --- built-in methods seri answers itself ------------------------------------------
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
-        """Run a `seri.*` command with its raw arguments (checked by the command)."""
+    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+        """Run a `seri.*` command with its raw arguments (checked by the command).
+
+        A coroutine rather than pygls' generator, so `$/cancelRequest` cancels the
+        command itself, not only the future its answer was waiting on.
+        """
         handler = self.fm.commands.get(params.command)
         if handler is None:
             known = ", ".join(sorted(self.fm.commands))
@@ -338,8 +358,7 @@ class SeriProtocol(LanguageServerProtocol):
                 code=INVALID_PARAMS,
                 data={"field": "command"},
             )
-        result = yield handler, tuple(params.arguments or ()), None
-        return result
+        return await handler(*(params.arguments or ()))
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args: Any) -> Any:

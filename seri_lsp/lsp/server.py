@@ -66,6 +66,10 @@ class SeriServer(LanguageServer):
         self._ready: asyncio.Future[Engine] | None = None
         self._startup: asyncio.Future[None] | None = None
         self._closing: asyncio.Future[None] | None = None
+        self.protocol.on_cancel_task = self._cancel_task
+
+    def _cancel_task(self) -> bool:
+        return self.engine is not None and self.engine.cancel()
 
     def serve_stdio(self) -> int:
         """Serve on stdin/stdout until exit, end of input, SIGINT or SIGTERM."""
