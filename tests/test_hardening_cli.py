@@ -455,3 +455,32 @@ def test_the_tcp_server_answers_and_stops_cleanly(profile_root: Path, workspace:
         taken = seri("--tcp", "--port", str(busy.getsockname()[1]), cwd=workspace)
     assert taken.returncode == 1
     assert taken.stderr.count("address already in use") == 1, taken.stderr
+
+
+def test_ctrl_c_during_run_cancels_the_task_and_stores_it(
+    provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    hang = Hang()
+    provider.script(hang)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "seri_lsp", "run", "hello"],
+        cwd=workspace,
+        env=server_env(provider_env(provider, profile_root)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        provider.wait_for_requests(1)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(15) == 1
+    finally:
+        hang.release.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert process.stderr is not None
+    stderr = process.stderr.read()
+    assert "[cancelled]" in stderr and "Traceback" not in stderr, stderr
+    assert_once(stderr, "Cancelled by the user.")
+    assert db_rows(profile_root, "SELECT role, content FROM messages") == [("user", "hello")]
