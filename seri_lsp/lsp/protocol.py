@@ -300,7 +300,12 @@ class SeriProtocol(LanguageServerProtocol):
             exc = JsonRpcInternalError(message=f"Internal error in {label}: {exc!r}")
         self._send_error(msg_id, INTERNAL_ERROR, exc.message)
 
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        self._labels.pop(msg_id, None)  # however it was answered, it is no longer in flight
+        super()._send_response(msg_id, result, error)
+
     def _send_error(self, msg_id: Any, code: int, message: str) -> None:
+        self._labels.pop(msg_id, None)
         self._send_data(
             {"jsonrpc": self.VERSION, "id": msg_id, "error": {"code": code, "message": message}}
         )
