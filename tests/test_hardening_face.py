@@ -8,6 +8,7 @@ through pytest-lsp with the bundled Neovim and VS Code client capabilities.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -508,3 +509,45 @@ def test_cancel_request_of_a_prompt_stops_the_task_and_answers_it(
     finally:
         hang.release.set()
     assert_no_traceback(server)
+
+
+async def test_handled_notifications_leave_no_futures_behind(
+    profile_root: Path, workspace: Path
+) -> None:
+    # In-process on purpose: the bookkeeping is not visible from outside the process,
+    # but a future kept per keystroke (pygls keeps one per didChange) grows without end.
+    from seri_lsp.lsp.server import ServerOptions, create_server
+
+    server = create_server(ServerOptions(profile_root=str(profile_root)))
+    sent: list[bytes] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            sent.append(data)
+
+        def close(self) -> None:
+            pass
+
+    protocol = server.protocol
+    protocol.set_writer(Writer())
+
+    def receive(message: dict[str, Any]) -> None:
+        protocol.receive(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+    uri = (workspace / "a.txt").as_uri()
+    root = workspace.as_uri()
+    receive({"id": 1, "method": "initialize", "params": {"capabilities": {}, "rootUri": root}})
+    text_document = {"uri": uri, "languageId": "text", "version": 1, "text": "a"}
+    receive({"method": "textDocument/didOpen", "params": {"textDocument": text_document}})
+    for version in range(2, 502):
+        change = {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": "b"}],
+        }
+        receive({"method": "textDocument/didChange", "params": change})
+    await asyncio.sleep(0.2)
+    try:
+        assert server.workspace.get_text_document(uri).version == 501
+        assert len(protocol._request_futures) == 0
+    finally:
+        await server.close_engine()

@@ -239,6 +239,27 @@ class SeriProtocol(LanguageServerProtocol):
             return
         self.handle_message(message)
 
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls' dispatch, without keeping a future for every notification forever.
+
+        pygls files the future of each notification handler and of each step of its
+        generator handlers under a random id that nothing removes: one per keystroke
+        (`didChange`). Client requests are removed when answered; these when done.
+        """
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if msg_id in self._labels:
+            return
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+
     def _check_envelope(self, data: dict[str, Any], msg_id: Any, method: Any) -> None:
         if data.get("jsonrpc") != self.VERSION:
             raise MessageError(INVALID_REQUEST, 'A message must carry "jsonrpc": "2.0".')
