@@ -114,9 +114,13 @@ class RawServer:
             return self._stderr.decode("utf-8", "replace")
 
     def send_raw(self, body: bytes) -> None:
+        self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def write(self, data: bytes) -> None:
+        """Bytes on the server's stdin, framing and all."""
         assert self.process.stdin is not None
         with self._sending:
-            self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.process.stdin.write(data)
             self.process.stdin.flush()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -362,6 +366,13 @@ def test_unreadable_messages_are_answered(raw) -> None:
     assert error_of(server.response(79))["code"] == INVALID_REQUEST
     server.send({"jsonrpc": "2.0", "id": 80, "method": 5})
     assert error_of(server.response(80))["code"] == INVALID_REQUEST
+    # A bad Content-Length header is ignored; the next frame is read as usual.
+    server.write(b"Content-Length: -5\r\n\r\n")
+    server.write(b"Content-Length: \xc2\xb2\r\n\r\n")
+    assert_still_answering(server)
+    # An empty body.
+    server.write(b"Content-Length: 0\r\n\r\n")
+    assert_still_answering(server)
     # An unknown method still answers MethodNotFound.
     assert error_of(server.call("seri/noSuchMethod", {}))["code"] == -32601
     assert_still_answering(server)

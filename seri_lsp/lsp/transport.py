@@ -50,10 +50,11 @@ async def read_messages(reader: asyncio.StreamReader, protocol: SeriProtocol) ->
         if line.strip():
             name, _, value = line.decode("ascii", "replace").partition(":")
             if name.strip().lower() == "content-length":
-                try:
-                    content_length = int(value.strip())
-                except ValueError:
-                    logger.warning("Ignoring a bad Content-Length header: %r", line)
+                digits = value.strip()
+                if digits.isascii() and digits.isdigit():
+                    content_length = int(digits)
+                else:
+                    logger.warning("Ignoring a bad Content-Length header: %r", line[:100])
             continue
         if content_length is None:
             continue  # a blank line outside a message
