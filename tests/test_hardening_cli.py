@@ -244,6 +244,35 @@ def test_resume_of_an_unknown_id_is_shown_and_nothing_is_opened(
     assert "Traceback" not in server.stderr
 
 
+def test_resume_or_continue_of_a_session_held_elsewhere(
+    profile_root: Path, workspace: Path
+) -> None:
+    first = RawServer(profile_root, workspace)
+    try:
+        first.initialize()
+        held = first.command("seri.session.new", [{}])["result"]["session"]["id"]
+        second = RawServer(profile_root, workspace, "--resume", held)
+        try:
+            second.initialize()
+            shown = second.wait_for(lambda m: m.get("method") == "window/showMessage")["params"]
+            assert shown["type"] == 1
+            assert held in shown["message"] and f"pid {first.process.pid}" in shown["message"]
+            assert second.command("seri.session.get", [{}])["result"]["session"] is None
+        finally:
+            second.close()
+        third = RawServer(profile_root, workspace, "--continue")
+        try:
+            third.initialize(init_options={"resumeOnOpen": False})
+            change = third.wait_for(lambda m: m.get("method") == "seri/sessionChanged")
+            assert change["params"]["reason"] == "new"
+            assert change["params"]["session"]["id"] != held
+        finally:
+            third.close()
+        assert "Traceback" not in second.stderr + third.stderr
+    finally:
+        first.close()
+
+
 def test_continue_with_nothing_to_continue_says_so_in_the_log(
     profile_root: Path, workspace: Path
 ) -> None:
@@ -252,10 +281,11 @@ def test_continue_with_nothing_to_continue_says_so_in_the_log(
         server.initialize()
         logged = server.wait_for(
             lambda m: (
-                m.get("method") == "window/logMessage" and "--continue" in m["params"]["message"]
+                m.get("method") == "window/logMessage"
+                and "No earlier session" in m["params"]["message"]
             )
         )
-        assert "no session to continue" in logged["params"]["message"]
+        assert "new one" in logged["params"]["message"]
         assert server.command("seri.session.get", [{}])["result"]["session"] is None
     finally:
         server.close()

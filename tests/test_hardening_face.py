@@ -62,8 +62,12 @@ class RawServer:
         self._changed = threading.Condition()
         self._sending = threading.Lock()
         self._next_id = 0
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     # --- the wire -----------------------------------------------------------------------
 
@@ -210,7 +214,11 @@ class RawServer:
         return answer
 
     def wait(self, timeout: float = 15.0) -> int:
-        return self.process.wait(timeout)
+        """The exit status, once the process has ended and all its output is read."""
+        code = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(10)
+        return code
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -220,7 +228,7 @@ class RawServer:
                 self.process.wait(10)
             except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
-                self.process.wait(10)
+        self.wait(10)
 
 
 @pytest.fixture
@@ -481,8 +489,10 @@ def test_refusals_are_logged_in_one_line_without_a_traceback(raw) -> None:
     server.send_raw(b'{"jsonrpc": "2.0", "id": 99, "method": "workspace/executeCommand", ')
     server.response(99)
     assert_still_answering(server)
+    # stderr and stdout are read apart: wait for the log lines themselves.
+    stderr = server.wait_stderr(lambda text: text.count("Refused") >= 5)
     assert_no_traceback(server)
-    refusals = [line for line in server.stderr.splitlines() if "Refused" in line]
+    refusals = [line for line in stderr.splitlines() if "Refused" in line]
     assert len(refusals) == 5, server.stderr
     assert any("seri.maxTurns" in line and "n must be" in line for line in refusals)
     assert any("no-such-session" in line for line in refusals)

@@ -183,31 +183,25 @@ def empty_tables_as_objects(options: object) -> object:
 async def open_from_command_line(engine: Engine, options: ServerOptions) -> None:
     """Open what `--resume ID` or `--continue` asked for (they win over resumeOnOpen).
 
-    A session that cannot be resumed (unknown id, held by another process) is shown as
-    an error and nothing is opened: the next prompt starts a new session. With nothing
-    to continue, the log says so and nothing is opened either.
+    `--resume` of a session that cannot be opened (an unknown id, one held by another
+    seri process) is shown as an error and nothing is opened: the next prompt starts a
+    new session. `--continue` behaves as resume on open does, also when `resumeOnOpen`
+    is false: the latest session no other process holds, else a new one when all are
+    held, else (none at all) nothing; the log says which.
     """
-    if options.resume is not None:
-        try:
-            session = await engine.resume_session(options.resume)
-        except SeriError as exc:
-            engine.host.show(
-                "error",
-                f"--resume {shorten(options.resume)}: {exc} No session is open; the next prompt "
-                "starts a new one (seri.session.list lists the sessions).",
-            )
-            return
-        engine.host.log("info", f"Resumed session {session['id']} (--resume).")
+    if options.resume is None:
+        await engine.continue_session(or_new=True)
         return
-    session = await engine.continue_session()
-    if session is None:
-        engine.host.log(
-            "info",
-            f"--continue: no session to continue in {engine.project}; "
-            "the next prompt starts a new one.",
+    try:
+        session = await engine.resume_session(options.resume)
+    except SeriError as exc:
+        engine.host.show(
+            "error",
+            f"--resume {shorten(options.resume)}: {exc} No session is open; the next prompt "
+            "starts a new one (seri.session.list lists the sessions).",
         )
-    else:
-        engine.host.log("info", f"Continued session {session['id']} (--continue).")
+        return
+    engine.host.log("info", f"Resumed session {session['id']} (--resume).")
 
 
 def setup_lifecycle(server: SeriServer) -> None:
