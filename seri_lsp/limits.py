@@ -8,6 +8,7 @@ commands, settings), so every way in refuses the same values with the same words
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from seri_lsp.errors import InvalidArgument
 
@@ -43,6 +44,27 @@ def check_text(field: str, value: str, max_chars: int) -> str:
             "send valid Unicode text",
         ) from None
     return value
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in a JSON value (keys included), escaped (`\\ud83d`), or None.
+
+    Such text decodes from JSON (`"\\ud83d"`) but cannot be stored or sent as UTF-8.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return item[exc.start].encode("ascii", "backslashreplace").decode("ascii")
+    return None
 
 
 def check_session_id(field: str, value: str) -> str:
