@@ -13,7 +13,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.provider import Provider
+from seri_lsp.agent.rewind import Rewinder, RewindRequest, parse_rewind
 from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import CompactionResult, Compactor
@@ -32,6 +34,7 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
+from seri_lsp.store.checkpoints import CheckpointStore
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
@@ -63,10 +66,15 @@ class Engine:
         self.workspace = Workspace(workspace_roots)
         self.provider = Provider(settings.provider)
         compactor = Compactor(settings.provider, host, self.workspace.normalize)
+        locks = SessionLocks(profile_root)
+        checkpoint_store = CheckpointStore(db)
+        self.checkpoints = CheckpointKeeper(
+            store=checkpoint_store, io=self.io, host=host, project=project, held_here=locks.held
+        )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
-            locks=SessionLocks(profile_root),
+            locks=locks,
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
@@ -74,6 +82,7 @@ class Engine:
             context_window=self.provider.context_window,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
+            on_open=self.checkpoints.retain,
         )
         self.tasks = Tasks(
             provider=self.provider,
@@ -84,6 +93,15 @@ class Engine:
             io=self.io,
             profile_root=profile_root,
             write_permission=settings.write_permission,
+            checkpoints=self.checkpoints,
+        )
+        self.rewinder = Rewinder(
+            store=checkpoint_store,
+            sessions=self.sessions,
+            tasks=self.tasks,
+            workspace=self.workspace,
+            host=host,
+            io=self.io,
         )
         self.last_import: ImportReport | None = None
 
@@ -240,6 +258,22 @@ class Engine:
         """Stop the running task (or manual compaction); False if nothing was running."""
         return self.tasks.cancel()
 
+    # --- checkpoints ------------------------------------------------------------------
+
+    async def rewind(
+        self, *, steps: int = 1, restore: str = "both", force: bool = False
+    ) -> dict[str, Any]:
+        """Go back `steps` prompts: the conversation, the files, or both (`agent/rewind.py`).
+
+        `restore` is "both", "conversation" or "files"; `force` overwrites files changed
+        since by something else.
+        """
+        return await self.rewinder.rewind(RewindRequest(steps, restore, force))
+
+    async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
+        """What can be rewound in a session (the open one by default), newest first."""
+        return await self.rewinder.list(session_id)
+
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
         if name == "compact":
@@ -254,6 +288,9 @@ class Engine:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
+        if name == "rewind":
+            result = await self.rewinder.rewind(parse_rewind(argument))
+            return {"status": "done", "command": name, **result}
         if name == "max-turns":
             turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
             result = await self.set_max_turns(turns)

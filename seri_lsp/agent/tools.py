@@ -169,6 +169,21 @@ class WriteGate:
         raise Denied("the user denied this write")
 
 
+class FileChanges:
+    """Told about each change the write tools make to a file (the task's checkpoint).
+
+    `before` comes once the write is allowed and just before it happens, with the text
+    the tool found (None: the file does not exist yet); `after` comes once the write
+    succeeded, with the file's whole new text. This one ignores both.
+    """
+
+    async def before(self, target: WorkspacePath, current: str | None) -> None:
+        """A write to `target` is about to happen."""
+
+    async def after(self, target: WorkspacePath, text: str) -> None:
+        """`target` now holds `text` (in the editor's buffer when open, else on disk)."""
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 
@@ -181,11 +196,13 @@ class Toolbox:
         *,
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
+        changes: FileChanges | None = None,
     ) -> None:
         self.workspace = workspace
         self.host = host
         self.gate = gate
         self.threads = threads
+        self.changes = changes if changes is not None else FileChanges()
         self._subagent_runner = subagent
         self._memory_proposer = remember
 
@@ -252,8 +269,10 @@ class Toolbox:
         current, is_open = await self._current(target)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
+        await self.changes.before(target, current)
         if current is None:
             await self.threads.run(disk.write_file, target.real, data)
+            await self.changes.after(target, content)
             via = "disk"
         else:
             via = await self._replace(target, current, is_open, 0, len(current), content)
@@ -284,6 +303,7 @@ class Toolbox:
                 "surrounding text so it matches exactly once."
             )
         await self._allow_write(f"edit {target.display}", target)
+        await self.changes.before(target, current)
         start = current.index(old_text)
         end = start + len(old_text)
         via = await self._replace(target, current, is_open, start, end, new_text)
@@ -360,12 +380,15 @@ class Toolbox:
                     f"the editor refused the change to {target.display}: {result.reason}"
                 )
             if was_open:
+                await self.changes.after(target, changed)
                 return "editor"
             # The editor now holds the change in a buffer the user never opened; write the
             # file too, so the disk (and every other tool) sees the same text.
             await self.threads.run(disk.write_file, target.real, data)
+            await self.changes.after(target, changed)
             return "editor+disk"
         await self.threads.run(disk.write_file, target.real, data)
+        await self.changes.after(target, changed)
         return "disk"
 
 

@@ -80,6 +80,19 @@ async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"session": await engine.clear()}
 
 
+async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.rewind(
+        steps=optional_int(args, "steps") or 1,
+        restore=optional_text(args, "restore") or "both",
+        force=bool(optional_bool(args, "force")),
+    )
+
+
+async def checkpoints(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId")
+    return await engine.checkpoints_of(session_id or None)
+
+
 async def max_turns(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.set_max_turns(required_int(args, "n", 1, MAX_TURNS))
 
@@ -102,6 +115,8 @@ COMMANDS: dict[str, Handler] = {
     "seri.prompt": prompt,
     "seri.compact": compact,
     "seri.clear": clear,
+    "seri.rewind": rewind,
+    "seri.checkpoints": checkpoints,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
     "seri.legacy.import": legacy_import,
