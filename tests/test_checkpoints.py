@@ -14,7 +14,7 @@ from pytest_lsp import LanguageClient
 
 from tests.agent_helpers import messages, prompt
 from tests.harness import command, open_document, stop_server, wait_until
-from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text
+from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
 
 REQUEST_FAILED = -32803
 
@@ -396,3 +396,39 @@ async def test_bad_rewind_arguments_answer_invalid_params_naming_the_field(agent
     with pytest.raises(JsonRpcInvalidParams) as caught:
         await command(client, "seri.checkpoints", {"sessionId": 5})
     assert caught.value.data == {"field": "sessionId"}
+
+
+async def test_the_billed_count_and_delivered_rules_go_back_with_the_conversation(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    rules = workspace / ".seri" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "python.md").write_text('---\nglobs: "*.py"\n---\nUse type hints.\n')
+    filler = "x" * 400
+    client = await agent(provider_extra={"contextWindow": 4000, "keepTokens": 150})
+    for index in range(3):
+        provider.script(Text(f"reply {index} {filler}", usage=usage(100)))
+        await run(client, f"prompt {index}")
+    # This prompt is billed past half the window and delivers the glob rule.
+    provider.script(
+        Calls([write("w", "a.py", "x: int = 1\n")], usage=usage(100)),
+        Text("wrote a.py", usage=usage(3000)),
+    )
+    await run(client, "write a.py")
+    assert any("Use type hints." in m["content"] for m in await messages(client))
+    view = await command(client, "seri.session.get", {})
+    assert view["usage"]["estimateTokens"] == 3000
+
+    await command(client, "seri.rewind", {})
+    view = await command(client, "seri.session.get", {})
+    assert view["usage"]["estimateTokens"] < 2000
+    # In the store as in memory: after a restart too, the next prompt does not compact,
+    # and the rule arrives again when a.py is touched once more.
+    await stop_server(client)
+    client = await agent(provider_extra={"contextWindow": 4000, "keepTokens": 150})
+    view = await command(client, "seri.session.get", {})
+    assert view["usage"]["estimateTokens"] < 2000
+    provider.script(Calls([write("w", "a.py", "y: int = 2\n")]), Text("again"))
+    await run(client, "write a.py again")
+    assert provider.chat_requests(with_tools=False) == []
+    assert sum("Use type hints." in m["content"] for m in await messages(client)) == 1
