@@ -380,6 +380,8 @@ async def test_bad_rewind_arguments_answer_invalid_params_naming_the_field(agent
         ({"steps": 0}, "steps"),
         ({"steps": "2"}, "steps"),
         ({"steps": 1.5}, "steps"),
+        ({"steps": 10_001}, "steps"),
+        ({"restore": "both" * 100}, "restore"),
         ({"restore": "everything"}, "restore"),
         ({"restore": 3}, "restore"),
         ({"force": "yes"}, "force"),
@@ -388,7 +390,15 @@ async def test_bad_rewind_arguments_answer_invalid_params_naming_the_field(agent
         with pytest.raises(JsonRpcInvalidParams) as caught:
             await command(client, "seri.rewind", args)
         assert caught.value.data == {"field": field}, args
-    for text in ("/rewind 0", "/rewind two", "/rewind 1 2", "/rewind files both", "/rewind -1"):
+    for text in (
+        "/rewind 0",
+        "/rewind two",
+        "/rewind 1 2",
+        "/rewind files both",
+        "/rewind -1",
+        "/rewind 99999999999999999999",
+        "/rewind ²",
+    ):
         with pytest.raises(JsonRpcInvalidParams) as caught:
             await prompt(client, text)
         assert caught.value.data == {"field": "text"}, text

@@ -43,6 +43,8 @@ from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host
+from seri_lsp.limits import MAX_REWIND_STEPS, shorten
+from seri_lsp.slash import COMMANDS
 from seri_lsp.store.checkpoints import (
     KEEP_SESSIONS,
     Checkpoint,
@@ -53,7 +55,7 @@ from seri_lsp.store.checkpoints import (
 from seri_lsp.store.worker import Worker
 
 RESTORE_MODES = ("both", "conversation", "files")
-USAGE = "/rewind [n] [both|conversation|files] [force]"
+USAGE = COMMANDS["rewind"]
 PROMPT_LENGTH = 80
 # A file that cannot be read (a folder now, not UTF-8, too big) matches no content.
 _UNREADABLE = "unreadable"
@@ -76,9 +78,14 @@ def parse_rewind(argument: str) -> RewindRequest:
     for word in argument.split():
         lowered = word.lower()
         if word.isascii() and word.isdigit():
-            if steps is not None or int(word) < 1:
-                raise _bad_slash(word, "give the number of prompts once, a whole number from 1")
-            steps = int(word)
+            number = int(word) if len(word) <= len(str(MAX_REWIND_STEPS)) else 0
+            if steps is not None or not 1 <= number <= MAX_REWIND_STEPS:
+                raise _bad_slash(
+                    word,
+                    f"give the number of prompts once, a whole number from 1 to "
+                    f"{MAX_REWIND_STEPS:,}",
+                )
+            steps = number
         elif lowered in RESTORE_MODES:
             if restore is not None:
                 raise _bad_slash(word, "give one of both, conversation or files")
@@ -91,7 +98,9 @@ def parse_rewind(argument: str) -> RewindRequest:
 
 
 def _bad_slash(word: str, why: str) -> InvalidArgument:
-    return InvalidArgument("text", f"/rewind does not understand {word!r}: {why}. Usage: {USAGE}")
+    return InvalidArgument(
+        "text", f"/rewind does not understand {shorten(word)!r}: {why}. Usage: {USAGE}"
+    )
 
 
 def plural(n: int) -> str:
@@ -251,10 +260,14 @@ class Rewinder:
         if request.restore not in RESTORE_MODES:
             raise InvalidArgument(
                 "restore",
-                f"restore must be one of both, conversation, files; got {request.restore!r}",
+                f"restore must be one of both, conversation, files; got "
+                f"{shorten(request.restore)!r}",
             )
-        if request.steps < 1:
-            raise InvalidArgument("steps", f"steps must be at least 1, got {request.steps}")
+        if not 1 <= request.steps <= MAX_REWIND_STEPS:
+            raise InvalidArgument(
+                "steps",
+                f"steps must be a whole number from 1 to {MAX_REWIND_STEPS:,}, got {request.steps}",
+            )
         with self.tasks.exclusive():
             conversation = await self._target(request.steps)
             data = await self.io(self.store.session, conversation.id)

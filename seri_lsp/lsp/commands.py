@@ -18,9 +18,11 @@ from seri_lsp import faults
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.limits import (
+    MAX_CHOICE_CHARS,
     MAX_FOCUS_CHARS,
     MAX_LIST_LIMIT,
     MAX_PROMPT_CHARS,
+    MAX_REWIND_STEPS,
     MAX_SESSION_ID_CHARS,
     MAX_TURNS,
 )
@@ -82,14 +84,14 @@ async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
 
 async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.rewind(
-        steps=optional_int(args, "steps") or 1,
-        restore=optional_text(args, "restore") or "both",
+        steps=optional_int(args, "steps", 1, MAX_REWIND_STEPS) or 1,
+        restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
         force=bool(optional_bool(args, "force")),
     )
 
 
 async def checkpoints(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    session_id = optional_text(args, "sessionId")
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.checkpoints_of(session_id or None)
 
 
