@@ -326,7 +326,7 @@ async def test_rewind_works_after_a_restart(
 
     restarted = await agent()  # resume on open continues the session
     listed = await command(restarted, "seri.checkpoints", {})
-    assert listed["sessionId"] == session_id
+    assert (await command(restarted, "seri.session.get", {}))["session"]["id"] == session_id
     assert [(c["steps"], c["prompt"]) for c in listed["checkpoints"]] == [
         (1, "second prompt"),
         (2, "first prompt"),

@@ -88,7 +88,7 @@ async def test_checkpoints_are_retired_beyond_the_20_most_recent_sessions(
     assert checkpoint_count(profile_root, first) == 0
     assert blobs(profile_root) == {}
     listed = await command(client, "seri.checkpoints", {"sessionId": first})
-    assert listed == {"sessionId": first, "checkpoints": [], "retired": True}
+    assert listed == {"checkpoints": [], "retired": True}
     # A new session is not retired.
     assert (await command(client, "seri.checkpoints", {}))["retired"] is False
     assert (await command(client, "seri.checkpoints", {"sessionId": newest}))["retired"] is False

@@ -126,12 +126,10 @@ def refusal(data: SessionCheckpoints, steps: int, session_id: str) -> str | None
         return None
     what = f"Cannot rewind {plural(steps)}"
     if can == len(data.prompts):  # the conversation holds no earlier prompt
+        if data.compacted and can:
+            return f"{what}: only {can} since the last compaction."
         if data.compacted:
-            return (
-                f"{what}: only {can} since the last compaction."
-                if can
-                else (f"{what}: none since the last compaction.")
-            )
+            return f"{what}: none since the last compaction."
         if can == 0:
             return f"{what}: session {session_id} has no prompt to rewind."
         return f"{what}: session {session_id} has only {can}."
@@ -223,13 +221,15 @@ class Rewinder:
             latest = await self.io(self.sessions.store.latest, self.sessions.project)
             target = latest.id if latest is not None else None
         if target is None:
-            return {"sessionId": None, "checkpoints": [], "retired": False}
+            return {"checkpoints": [], "retired": False}
         data = await self.io(self.store.session, target)
         checkpoints = reachable(data)
         plans = file_plans(checkpoints)
         current = {plan.path: await self._current(plan.path) for plan in plans}
         expected = {plan.path: plan.expected for plan in plans}
         entries = []
+        # What a rewind of `steps` puts each file back to: the before of the oldest of
+        # those checkpoints that changed it (so far, walking from the newest).
         targets: dict[str, str | None] = {}
         for steps, checkpoint in enumerate(checkpoints, start=1):
             for change in checkpoint.files:
@@ -237,8 +237,8 @@ class Rewinder:
             conflicts = sorted(
                 {
                     change.display
-                    for older in checkpoints[:steps]
-                    for change in older.files
+                    for rewound in checkpoints[:steps]
+                    for change in rewound.files
                     if current[change.path].sha not in (expected[change.path], targets[change.path])
                 }
             )
@@ -251,7 +251,7 @@ class Rewinder:
                     "conflicts": conflicts,
                 }
             )
-        return {"sessionId": target, "checkpoints": entries, "retired": data.retired is not None}
+        return {"checkpoints": entries, "retired": data.retired is not None}
 
     # --- rewinding ------------------------------------------------------------------
 
