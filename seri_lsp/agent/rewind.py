@@ -27,6 +27,7 @@ prompts was evicted by a compaction (it never steps across one).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from dataclasses import dataclass
@@ -256,7 +257,14 @@ class Rewinder:
     # --- rewinding ------------------------------------------------------------------
 
     async def rewind(self, request: RewindRequest) -> dict[str, Any]:
-        """Go back `request.steps` prompts (`seri.rewind`, `/rewind`)."""
+        """Go back `request.steps` prompts (`seri.rewind`, `/rewind`).
+
+        Once started, a rewind runs to its end even if the request is cancelled, so the
+        files and the store never disagree halfway.
+        """
+        return await asyncio.shield(self._rewind(request))
+
+    async def _rewind(self, request: RewindRequest) -> dict[str, Any]:
         if request.restore not in RESTORE_MODES:
             raise InvalidArgument(
                 "restore",
