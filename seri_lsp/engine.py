@@ -17,6 +17,7 @@ from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import CompactionResult, Compactor
+from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -27,6 +28,7 @@ from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.store.worker import Worker
 
 
@@ -54,15 +56,27 @@ class Engine:
         self.workspace = Workspace(workspace_roots)
         self.provider = Provider(settings.provider)
         compactor = Compactor(settings.provider, host, self.workspace.normalize)
+        locks = SessionLocks(profile_root)
+        self.recordings = Recordings(
+            store=TrajectoryStore(db),
+            sessions=self.store,
+            io=self.io,
+            host=host,
+            profile_root=profile_root,
+            settings=settings,
+            locks=locks,
+            known_context_window=self.provider.known_context_window,
+        )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
-            locks=SessionLocks(profile_root),
+            locks=locks,
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
             context_window=self.provider.context_window,
+            recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
         )
@@ -75,6 +89,9 @@ class Engine:
             io=self.io,
             profile_root=profile_root,
             write_permission=settings.write_permission,
+            recordings=self.recordings,
+            checks=settings.checks,
+            run_permission=settings.run_permission,
         )
         self.last_import: ImportReport | None = None
 
@@ -200,6 +217,37 @@ class Engine:
         """Change the turn budget for the rest of the open session (persisted with it)."""
         return await self.sessions.set_max_turns(n)
 
+    # --- recordings (trajectories) ---------------------------------------------------
+
+    async def trajectory(self, enabled: bool | None) -> dict[str, Any]:
+        """Whether runs are recorded and why; with `enabled`, store the toggle in the
+        profile's config.json and apply it to the open session at once."""
+        conversation = self.sessions.conversation
+        if enabled is None:
+            toggle = await self.recordings.toggle()
+        else:
+            budget = self.sessions.max_turns_for(conversation) if conversation else None
+            toggle = await self.recordings.set_enabled(enabled, conversation, budget)
+        message = toggle.describe()
+        if enabled is not None and conversation is not None:
+            recording = conversation.recorder is not None
+            message += (
+                " The open session is being recorded."
+                if recording
+                else " The open session is not being recorded."
+            )
+        return {**toggle.to_wire(), "message": message}
+
+    async def trajectory_get(
+        self, session_id: str | None, trajectory_id: str | None = None
+    ) -> dict[str, Any]:
+        """A recording (header and events): the open session's by default."""
+        return await self.recordings.get(
+            session_id=session_id,
+            trajectory_id=trajectory_id,
+            conversation=self.sessions.conversation,
+        )
+
     # --- prompts, compaction, cancel --------------------------------------------------
 
     async def prompt(self, text: str) -> dict[str, Any]:
@@ -246,6 +294,18 @@ class Engine:
                     "text", f"/max-turns needs a positive whole number, got {argument!r}"
                 )
             result = await self.set_max_turns(int(argument))
+            return {"status": "done", "command": name, **result}
+        if name == "trajectory":
+            words = {"": None, "on": True, "off": False}
+            if argument.lower() not in words:
+                raise InvalidArgument(
+                    "text", f"/trajectory takes on or off (or nothing), got {argument!r}"
+                )
+            result = await self.trajectory(words[argument.lower()])
+            # Typed in the chat, the answer is for the user to read.
+            self.host.show("info", f"seri: {result['message']}")
+            if result.get("warning"):
+                self.host.show("warning", f"seri: {result['warning']}")
             return {"status": "done", "command": name, **result}
         raise InvalidArgument(
             "text", f"Unknown command /{name}. Commands: {usage()}. Nothing was sent to the model."

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.faults",
         "seri_lsp.files",
         "seri_lsp.profile",
+        "seri_lsp.recording_settings",
         "seri_lsp.settings",
     ),
     ("seri_lsp.slash", "seri_lsp.store"),

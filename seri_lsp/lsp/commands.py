@@ -78,6 +78,16 @@ async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"cancelled": engine.cancel()}
 
 
+async def trajectory(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.trajectory(optional_bool(args, "enabled"))
+
+
+async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId")
+    trajectory_id = optional_text(args, "trajectoryId")
+    return await engine.trajectory_get(session_id or None, trajectory_id or None)
+
+
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     report = await engine.import_legacy()
     return report.to_wire()
@@ -94,6 +104,8 @@ COMMANDS: dict[str, Handler] = {
     "seri.clear": clear,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
+    "seri.trajectory": trajectory,
+    "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
 }
 
