@@ -9,8 +9,9 @@ check the same way. Every result is recorded.
 
 When a check fails, its output goes back to the model as a user message (`kind:
 "check"`) and the task goes on; the checks run again when the model finishes after
-changing files again. After `MAX_CHECK_ROUNDS` failing rounds the task ends (`failed`),
-naming the checks that still fail.
+changing files again. After `MAX_CHECK_ROUNDS` failing rounds, or when the model
+finishes without changing anything after a failure, the task ends (`failed`), naming the
+checks that still fail.
 
 Running commands follows `permissions.run`: `allow`, `deny`, or `ask` (the default),
 asked once per session through the editor ("Allow for this session" / "Deny").
@@ -34,8 +35,8 @@ from seri_lsp.settings import CheckSetting, Permission
 from seri_lsp.store.messages import Message
 
 MAX_CHECK_ROUNDS = 3
-OUTPUT_HEAD = 4096
-OUTPUT_TAIL = 4096
+OUTPUT_HEAD = 3072
+OUTPUT_TAIL = 3072
 # After SIGTERM, how long a check's process group has before SIGKILL.
 KILL_GRACE = 2.0
 # After the check's own process ended, how long to wait for the rest of its output
@@ -261,6 +262,7 @@ class TaskChecks:
         self.cwd = cwd
         self.rounds = 0
         self._modified = False
+        self._failing: list[CheckResult] = []  # of the last round
 
     def note_modified(self) -> None:
         """A tool (or a subagent) changed a file: the checks are due at the end."""
@@ -270,7 +272,11 @@ class TaskChecks:
         self, conversation: Conversation, progress: ProgressReporter
     ) -> Verdict:
         """Run the checks if the task changed files since they last ran."""
-        if not self.checks or not self._modified:
+        if not self.checks:
+            return Verdict()
+        if not self._modified:
+            if self._failing:  # the model stopped without touching what failed
+                return Verdict(error=self._still_failing("the model finished without changes"))
             return Verdict()
         self._modified = False
         if self.cwd is None:
@@ -293,6 +299,7 @@ class TaskChecks:
             self.host.log("info", f"Check {check.name} {result.describe()}.")
             if not result.passed:
                 failed.append(result)
+        self._failing = failed
         if not failed:
             return Verdict()
         last = self.rounds >= MAX_CHECK_ROUNDS
@@ -301,11 +308,11 @@ class TaskChecks:
         )
         if not last:
             return Verdict(again=True)
-        names = ", ".join(f"{r.name} ({r.describe()})" for r in failed)
-        return Verdict(
-            error=f"The checks still fail after {self.rounds} rounds: {names}. Their output "
-            "is in the conversation."
-        )
+        return Verdict(error=self._still_failing(f"after {self.rounds} rounds"))
+
+    def _still_failing(self, when: str) -> str:
+        names = ", ".join(f"{r.name} ({r.describe()})" for r in self._failing)
+        return f"The checks still fail {when}: {names}. Their output is in the conversation."
 
 
 def failure_message(failed: list[CheckResult], round_number: int, last: bool) -> str:
