@@ -4,6 +4,9 @@ seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
 seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
+seri-lsp trajectory list [--json] [--session ID] [--limit N]
+seri-lsp trajectory show ID [--json]
+seri-lsp trajectory diff A B [--json]
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seri_lsp import __version__
+from seri_lsp.context import trajectory_view
 from seri_lsp.engine import Engine
 from seri_lsp.errors import SeriError
 from seri_lsp.events import Delta, Event, MessageStored
@@ -28,6 +32,7 @@ from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.trajectories import TrajectoryStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -43,6 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "trajectory":
+            return _trajectory(args)
         return _serve(args)
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
@@ -97,6 +104,28 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--resume", metavar="ID", help="a given session")
     run.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns")
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: here)")
+
+    trajectory = commands.add_parser(
+        "trajectory", parents=[common], help="read the recordings of runs (list, show, diff)"
+    )
+    reading = trajectory.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = reading.add_parser("list", parents=[common], help="recordings, newest first")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--session", metavar="ID", help="only this session's recordings")
+    listing.add_argument("--limit", type=_positive, metavar="N", help="at most N recordings")
+    showing = reading.add_parser(
+        "show", parents=[common], help="a recording: its header, then its events"
+    )
+    showing.add_argument(
+        "recording", metavar="ID", help="recording id, or a session id (its latest recording)"
+    )
+    showing.add_argument("--json", action="store_true", help="JSON lines: header, then events")
+    diffing = reading.add_parser(
+        "diff", parents=[common], help="what differs between two runs, and their totals"
+    )
+    diffing.add_argument("a", metavar="A", help="recording (or session) id")
+    diffing.add_argument("b", metavar="B", help="recording (or session) id")
+    diffing.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -168,6 +197,46 @@ def _show(args: argparse.Namespace) -> int:
     print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
     for message in messages:
         print(format_message(message))
+    return 0
+
+
+def _trajectory(args: argparse.Namespace) -> int:
+    """`seri-lsp trajectory list|show|diff`: recordings, read only."""
+    store = _open_store(args)
+    recordings = TrajectoryStore(store.db)
+    if args.action == "list":
+        session = store.resolve(args.session).id if args.session else None
+        infos = recordings.list(session, args.limit)
+        if args.json:
+            print(json.dumps([info.to_wire() for info in infos], indent=2, ensure_ascii=False))
+        elif not infos:
+            print("No recordings.")
+        else:
+            print("\n".join(trajectory_view.list_lines(infos)))
+        return 0
+    if args.action == "show":
+        trajectory_id = recordings.resolve(args.recording)
+        info = recordings.info(trajectory_id)
+        assert info is not None
+        events = recordings.events(trajectory_id)
+        if args.json:
+            print(json.dumps(info.header, ensure_ascii=False))
+            for event in events:
+                print(json.dumps(event.to_wire(), ensure_ascii=False))
+        else:
+            print("\n".join(trajectory_view.show_lines(info, events)))
+        return 0
+    sides = []
+    for given in (args.a, args.b):
+        trajectory_id = recordings.resolve(given)
+        info = recordings.info(trajectory_id)
+        assert info is not None
+        sides.append((info, recordings.events(trajectory_id)))
+    report = trajectory_view.diff_report(*sides[0], *sides[1])
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(trajectory_view.diff_lines(report)))
     return 0
 
 

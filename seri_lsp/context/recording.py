@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,7 @@ def build_header(
     provider = settings.provider
     return {
         "format": HEADER_FORMAT,
+        "trajectoryId": str(uuid.uuid4()),
         "seriVersion": __version__,
         "sessionId": session_id,
         "parentSessionId": parent_id,

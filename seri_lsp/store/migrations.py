@@ -152,7 +152,12 @@ def m006_trajectories(conn: sqlite3.Connection) -> None:
         recordings[session_id][1].append((kind, data, created_at))
     for session_id, (trajectory_id, events) in recordings.items():
         started, newest = events[0][2], max(event[2] for event in events)
-        header = {"legacy": "session_events", "sessionId": session_id, "startedAt": started}
+        header = {
+            "legacy": "session_events",
+            "trajectoryId": trajectory_id,
+            "sessionId": session_id,
+            "startedAt": started,
+        }
         conn.execute(
             "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
             " VALUES (?, ?, ?, ?, ?)",

@@ -96,8 +96,9 @@ class TrajectoryStore:
     # --- writing ------------------------------------------------------------------
 
     def start(self, session_id: str, header: dict[str, Any]) -> str:
-        """Begin a recording of `session_id` with its header; returns the recording id."""
-        trajectory_id = str(uuid.uuid4())
+        """Begin a recording of `session_id` with its header; returns the recording id
+        (the header's `trajectoryId`, or a new one)."""
+        trajectory_id = header.get("trajectoryId") or str(uuid.uuid4())
         now = header.get("startedAt") or utc_now()
         with self.db.transaction() as tx:
             tx.execute(
