@@ -50,11 +50,20 @@ class TrajectoryToggle:
     stored: bool | None
     env: bool | None
     config_path: Path
-    warnings: tuple[str, ...] = ()
+    # A value that is ignored (a bad SERI_TRAJECTORY_ENABLED, a "trajectory" that is not
+    # true or false): told to the user when a session opens, once per process.
+    notices: tuple[str, ...] = ()
+    # config.json cannot be parsed (the settings already reported that at start).
+    config_problem: str | None = None
+    # The environment overrides a different stored value.
+    override: str | None = None
 
     @property
     def warning(self) -> str | None:
-        return " ".join(self.warnings) if self.warnings else None
+        """Everything the user should know, in one text (None: nothing)."""
+        parts = [*self.notices, self.config_problem, self.override]
+        text = " ".join(part for part in parts if part)
+        return text or None
 
     def describe(self) -> str:
         """One sentence: on or off, and why."""
@@ -84,16 +93,27 @@ class TrajectoryToggle:
 def read_toggle(profile_root: Path, env: Mapping[str, str] = os.environ) -> TrajectoryToggle:
     """The toggle as it stands now (the environment, then config.json, then on)."""
     path = profile_root / CONFIG_NAME
-    warnings: list[str] = []
-    env_value = _env_toggle(env, warnings)
-    stored = _stored_toggle(path, warnings)
+    notices: list[str] = []
+    env_value = _env_toggle(env, notices)
+    data, problem = read_config_file(path)
+    stored = _stored_toggle(path, data or {}, notices)
+    found = {
+        "stored": stored,
+        "env": env_value,
+        "config_path": path,
+        "notices": tuple(notices),
+        "config_problem": (
+            f"{path} {problem.what}; the stored toggle cannot be read." if problem else None
+        ),
+    }
     if env_value is not None:
+        override = None
         if stored is not None and stored != env_value:
-            warnings.append(_override_warning(env_value, stored))
-        return TrajectoryToggle(env_value, "env", stored, env_value, path, tuple(warnings))
+            override = _override_warning(env_value, stored)
+        return TrajectoryToggle(env_value, "env", override=override, **found)
     if stored is not None:
-        return TrajectoryToggle(stored, "profile", stored, None, path, tuple(warnings))
-    return TrajectoryToggle(True, "default", None, None, path, tuple(warnings))
+        return TrajectoryToggle(stored, "profile", **found)
+    return TrajectoryToggle(True, "default", **found)
 
 
 def store_toggle(
@@ -160,12 +180,8 @@ def _env_toggle(env: Mapping[str, str], warnings: list[str]) -> bool | None:
     return None
 
 
-def _stored_toggle(path: Path, warnings: list[str]) -> bool | None:
-    data, problem = read_config_file(path)
-    if problem is not None:
-        warnings.append(f"{path} {problem.what}; the stored toggle cannot be read.")
-        return None
-    value = (data or {}).get(CONFIG_KEY)
+def _stored_toggle(path: Path, data: dict[str, Any], warnings: list[str]) -> bool | None:
+    value = data.get(CONFIG_KEY)
     if value is None or isinstance(value, bool):
         return value
     warnings.append(f'"{CONFIG_KEY}" in {path} must be true or false, got {value!r}; ignored.')

@@ -11,6 +11,9 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+from pygls.exceptions import JsonRpcException
+
 import seri_lsp
 from tests.agent_helpers import messages, prompt, tool_results
 from tests.harness import command
@@ -295,3 +298,27 @@ async def test_each_session_opened_gets_its_own_recording_and_reopening_in_the_p
         rows(profile_root, "SELECT session_id, COUNT(*) FROM trajectories GROUP BY session_id")
     )
     assert by_session == {first["id"]: 2, second["id"]: 1}
+
+
+async def test_trajectory_get_by_session_or_recording_and_its_refusals(agent) -> None:
+    client = await agent()
+    assert await recording(client) == {
+        "id": None,
+        "sessionId": None,
+        "recording": False,
+        "header": None,
+        "events": [],
+        "recordings": [],
+    }  # no session is open yet
+    await command(client, "seri.session.new", {})
+    rec = await recording(client)
+    assert (await recording(client, trajectoryId=rec["id"][:8]))["id"] == rec["id"]
+    assert (await recording(client, sessionId=rec["sessionId"][:8]))["id"] == rec["id"]
+    for args, field in (
+        ({"sessionId": "nope"}, "sessionId"),
+        ({"trajectoryId": "nope"}, "trajectoryId"),
+        ({"sessionId": 5}, "sessionId"),
+    ):
+        with pytest.raises(JsonRpcException) as caught:
+            await recording(client, **args)
+        assert caught.value.code == -32602 and caught.value.data == {"field": field}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
+from seri_lsp.store.migrations import MIGRATIONS
 from tests.agent_helpers import prompt
 from tests.harness import command, stop_server
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
@@ -171,3 +173,63 @@ async def test_diff_compares_two_runs_with_different_knobs(
     assert "Totals:" in text.stdout and "Settings in force that differ:" in text.stdout
     [changed] = [line for line in lines if line.split()[:1] == ["AGENTS.md"]]
     assert changed.split()[1:] == [old_hash[:12], new_hash[:12]]
+
+
+def test_session_events_of_an_earlier_release_become_legacy_recordings(
+    profile_root: Path, workspace: Path
+) -> None:
+    # A seri.db as the release before recordings left it: migrations 1 to 4.
+    profile_root.mkdir()
+    conn = sqlite3.connect(profile_root / "seri.db")
+    conn.execute(
+        "CREATE TABLE schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for version, name, migration in MIGRATIONS:
+        if version <= 4:
+            migration(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01T00:00:00.000000Z')",
+                (version, name),
+            )
+    for session in ("s1", "s2"):
+        conn.execute(
+            "INSERT INTO sessions (id, project, title, created_at, updated_at)"
+            " VALUES (?, ?, 'old', '2025-01-01T00:00:00.000000Z', '2025-01-01T00:00:00.000000Z')",
+            (session, str(workspace)),
+        )
+    old_events = [
+        ("s1", "opened", {"reason": "new"}, "2025-01-01T00:00:01.000000Z"),
+        ("s2", "retry", {"attempt": 1, "status": 503}, "2025-01-02T00:00:00.000000Z"),
+        ("s1", "usage", {"purpose": "turn", "inputTokens": 9}, "2025-01-01T00:00:02.000000Z"),
+    ]
+    for session, kind, data, at in old_events:
+        conn.execute(
+            "INSERT INTO session_events (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)",
+            (session, kind, json.dumps(data), at),
+        )
+    conn.commit()
+    conn.close()
+
+    root = ["--profile-root", str(profile_root)]
+    listed = seri("trajectory", "list", "--json", *root, cwd=workspace)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted((e["sessionId"], e["events"]) for e in json.loads(listed.stdout)) == [
+        ("s1", 2),
+        ("s2", 1),
+    ]
+    shown = seri("trajectory", "show", "s1", "--json", *root, cwd=workspace)
+    header, *events = json_lines(shown.stdout)
+    assert header["legacy"] == "session_events" and header["sessionId"] == "s1"
+    assert header["startedAt"] == "2025-01-01T00:00:01.000000Z"
+    assert [(e["seq"], e["kind"], e["data"], e["createdAt"]) for e in events] == [
+        (1, "opened", {"reason": "new"}, "2025-01-01T00:00:01.000000Z"),
+        (2, "usage", {"purpose": "turn", "inputTokens": 9}, "2025-01-01T00:00:02.000000Z"),
+    ]
+    conn = sqlite3.connect(profile_root / "seri.db")
+    try:  # moved, not copied; the emptied table stays for a seri still running
+        assert conn.execute("SELECT COUNT(*) FROM session_events").fetchone() == (0,)
+        newest = conn.execute("SELECT updated_at FROM trajectories WHERE session_id = 's1'")
+        assert newest.fetchone() == ("2025-01-01T00:00:02.000000Z",)
+    finally:
+        conn.close()

@@ -175,3 +175,21 @@ async def test_zero_days_keeps_only_the_recordings_in_progress(
     assert "still recording" in [
         e["data"].get("prompt") for e in (await recording(first))["events"]
     ]
+
+
+async def test_a_recording_pruned_meanwhile_starts_again_under_its_id(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    provider.script(Text("one"), Text("two"))
+    client = await agent()
+    await prompt(client, "first")
+    before = await recording(client)
+    # Another process pruned it (a subagent's recording is not protected by a lock).
+    write(profile_root, "DELETE FROM trajectory_events WHERE trajectory_id = ?", (before["id"],))
+    write(profile_root, "DELETE FROM trajectories WHERE id = ?", (before["id"],))
+    assert (await prompt(client, "second"))["status"] == "done"
+    after = await recording(client)
+    assert after["id"] == before["id"] and after["header"] == before["header"]
+    assert [e["data"]["prompt"] for e in after["events"] if e["kind"] == "task_started"] == [
+        "second"
+    ]

@@ -270,7 +270,9 @@ class Recordings:
     ) -> None:
         """Begin the conversation's recording if recording is on (the toggle is read now)."""
         toggle = await self.toggle()
-        self._warn(toggle.warnings)
+        # A bad value is worth telling; the override is what the user asked for, and an
+        # unreadable config.json was reported with the settings.
+        self._warn(toggle.notices)
         if not toggle.enabled:
             conversation.recorder = None
             return

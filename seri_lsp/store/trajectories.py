@@ -33,7 +33,7 @@ class UnknownRecording(InvalidArgument):
     def __init__(self, given: str, detail: str = "") -> None:
         message = f"No recording matches {given!r}"
         message += f": {detail}" if detail else "; `seri-lsp trajectory list` lists them."
-        super().__init__("id", message)
+        super().__init__("trajectoryId", message)
 
 
 @dataclass(frozen=True)
