@@ -223,20 +223,8 @@ class Engine:
         """Whether runs are recorded and why; with `enabled`, store the toggle in the
         profile's config.json and apply it to the open session at once."""
         conversation = self.sessions.conversation
-        if enabled is None:
-            toggle = await self.recordings.toggle()
-        else:
-            budget = self.sessions.max_turns_for(conversation) if conversation else None
-            toggle = await self.recordings.set_enabled(enabled, conversation, budget)
-        message = toggle.describe()
-        if enabled is not None and conversation is not None:
-            recording = conversation.recorder is not None
-            message += (
-                " The open session is being recorded."
-                if recording
-                else " The open session is not being recorded."
-            )
-        return {**toggle.to_wire(), "message": message}
+        budget = self.sessions.max_turns_for(conversation) if conversation else None
+        return await self.recordings.answer(enabled, conversation, budget)
 
     async def trajectory_get(
         self, session_id: str | None, trajectory_id: str | None = None

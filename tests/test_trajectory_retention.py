@@ -193,3 +193,24 @@ async def test_a_recording_pruned_meanwhile_starts_again_under_its_id(
     assert [e["data"]["prompt"] for e in after["events"] if e["kind"] == "task_started"] == [
         "second"
     ]
+
+
+async def test_the_session_being_recorded_is_kept_however_old_its_records(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    provider.script(Text("one"))
+    client = await agent()
+    session = (await command(client, "seri.session.new", {}))["session"]["id"]
+    await prompt(client, "first")
+    other = (await command(client, "seri.clear", {}))["session"]["id"]
+    await command(client, "seri.session.resume", {"sessionId": session})
+    kept = recordings_of(profile_root, session)
+    assert len(kept) == 2
+    # Idle for longer than the window, then opened again (still open here): retention
+    # runs, and the session being recorded keeps every recording.
+    age_session(profile_root, session, 400)
+    age_session(profile_root, other, 400)
+    await command(client, "seri.session.continue", {})
+    assert recordings_of(profile_root, session) == kept
+    assert recordings_of(profile_root, other) == []
+    assert (await recording(client))["id"] == kept[-1]

@@ -244,6 +244,21 @@ class Recordings:
         """The toggle as it stands now (the environment is read again every time)."""
         return await self.io(read_toggle, self.profile_root, self.env)
 
+    async def answer(
+        self, enabled: bool | None, conversation: Any | None, max_turns: int | None
+    ) -> dict[str, Any]:
+        """`/trajectory [on|off]` and `seri.trajectory {enabled?}`: the toggle (stored and
+        applied first when `enabled` is given), with a sentence for the user."""
+        if enabled is None:
+            toggle = await self.toggle()
+        else:
+            toggle = await self.set_enabled(enabled, conversation, max_turns)
+        message = toggle.describe()
+        if enabled is not None and conversation is not None:
+            recording = conversation.recorder is not None
+            message += f" The open session is {'' if recording else 'not '}being recorded."
+        return {**toggle.to_wire(), "message": message}
+
     async def set_enabled(
         self, enabled: bool, conversation: Any | None, max_turns: int | None
     ) -> TrajectoryToggle:
