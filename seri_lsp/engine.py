@@ -21,6 +21,15 @@ from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
+from seri_lsp.limits import (
+    MAX_PROMPT_CHARS,
+    MAX_TURNS,
+    check_session_id,
+    check_text,
+    check_whole_number,
+    parse_whole_number,
+    shorten,
+)
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
@@ -202,6 +211,7 @@ class Engine:
 
         UnknownSession if none matches; SessionHeld if another seri process has it open.
         """
+        check_session_id("sessionId", session_id)
         self.tasks.ensure_idle()
         return await self.sessions.resume(session_id)
 
@@ -211,10 +221,13 @@ class Engine:
 
     async def session_view(self, session_id: str | None) -> dict[str, Any]:
         """A session with its messages, token usage and path lists (the open one by default)."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
         return await self.sessions.view(session_id)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
+        check_whole_number("n", n, 1, MAX_TURNS)
         return await self.sessions.set_max_turns(n)
 
     # --- recordings (trajectories) ---------------------------------------------------
@@ -230,6 +243,10 @@ class Engine:
         self, session_id: str | None, trajectory_id: str | None = None
     ) -> dict[str, Any]:
         """A recording (header and events): the open session's by default."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if trajectory_id is not None:
+            check_session_id("trajectoryId", trajectory_id)
         return await self.recordings.get(
             session_id=session_id,
             trajectory_id=trajectory_id,
@@ -240,6 +257,7 @@ class Engine:
 
     async def prompt(self, text: str) -> dict[str, Any]:
         """Run a user prompt as a task, or the slash command it holds."""
+        check_text("text", text, MAX_PROMPT_CHARS)
         command = parse_slash(text)
         if command is not None:
             return await self._slash(command)
@@ -277,17 +295,14 @@ class Engine:
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
         if name == "max-turns":
-            if not argument.isdigit() or int(argument) < 1:
-                raise InvalidArgument(
-                    "text", f"/max-turns needs a positive whole number, got {argument!r}"
-                )
-            result = await self.set_max_turns(int(argument))
+            turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
+            result = await self.set_max_turns(turns)
             return {"status": "done", "command": name, **result}
         if name == "trajectory":
             words = {"": None, "on": True, "off": False}
             if argument.lower() not in words:
                 raise InvalidArgument(
-                    "text", f"/trajectory takes on or off (or nothing), got {argument!r}"
+                    "text", f"/trajectory takes on or off (or nothing), got {shorten(argument)!r}"
                 )
             result = await self.trajectory(words[argument.lower()])
             # Typed in the chat, the answer is for the user to read.
@@ -296,5 +311,7 @@ class Engine:
                 self.host.show("warning", f"seri: {result['warning']}")
             return {"status": "done", "command": name, **result}
         raise InvalidArgument(
-            "text", f"Unknown command /{name}. Commands: {usage()}. Nothing was sent to the model."
+            "text",
+            f"Unknown command /{shorten(name)}. Commands: {usage()}. "
+            "Nothing was sent to the model.",
         )
