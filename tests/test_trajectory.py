@@ -328,3 +328,26 @@ async def test_trajectory_get_by_session_or_recording_and_its_refusals(agent) ->
         with pytest.raises(JsonRpcException) as caught:
             await recording(client, **args)
         assert caught.value.code == -32602 and caught.value.data == {"field": field}
+
+
+async def test_a_rewind_leaves_the_recording_whole(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    provider.script(
+        Calls([("e", "edit", {"path": "a.txt", "old_text": "alpha", "new_text": "beta"})]),
+        Text("edited"),
+    )
+    client = await agent()
+    await prompt(client, "change a.txt")
+    before = await recording(client)
+    result = await command(client, "seri.rewind", {})
+    assert result["rewound"] == 1 and (workspace / "a.txt").read_text() == "alpha\n"
+    after = await recording(client)
+    # The rewound prompt left the conversation, not the recording: its call, its result
+    # and its edit are still there, followed by the rewind itself.
+    assert after["events"][: len(before["events"])] == before["events"]
+    assert [c["id"] for c in of_kind(after, "tool_call")] == ["e"]
+    assert of_kind(after, "edit")[0]["path"] == "a.txt"
+    assert kinds(after)[-1] == "rewind"
+    assert await messages(client) == []
