@@ -4,6 +4,7 @@ seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
 seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
+seri-lsp acp [--profile-root DIR] [--max-turns N]
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "acp":
+            return _acp(args)
         return _serve(args)
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
@@ -97,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
     which.add_argument("--resume", metavar="ID", help="a given session")
     run.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns")
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: here)")
+
+    acp = commands.add_parser(
+        "acp",
+        parents=[common],
+        help="serve the Agent Client Protocol on stdin/stdout (Zed, CodeCompanion, avante)",
+    )
+    acp.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns per task")
     return parser
 
 
@@ -119,6 +129,26 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         server.start_io()
     return 0
+
+
+def _acp(args: argparse.Namespace) -> int:
+    from seri_lsp.acp.agent import AgentOptions
+    from seri_lsp.acp.server import serve
+
+    if sys.stdin.isatty():
+        print(
+            "seri-lsp acp: an ACP agent; it speaks JSON-RPC on stdin/stdout and is started by "
+            "an editor (Zed, CodeCompanion.nvim, avante.nvim). Press Ctrl-D to quit.",
+            file=sys.stderr,
+            flush=True,
+        )
+    code = serve(AgentOptions(profile_root=args.profile_root, max_turns=args.max_turns))
+    # Every session is closed. End now: a tool thread stuck in a system call (a FIFO
+    # being read) must not keep the agent alive after its client has gone.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _open_store(args: argparse.Namespace) -> SessionStore:
