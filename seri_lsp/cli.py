@@ -106,7 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="serve the Agent Client Protocol on stdin/stdout (Zed, CodeCompanion, avante)",
     )
-    acp.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns per task")
+    # SUPPRESS: not given here, the same flag before `acp` still counts.
+    acp.add_argument(
+        "--max-turns",
+        type=_positive,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help="cap model turns per task (default 500)",
+    )
     return parser
 
 

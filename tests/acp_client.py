@@ -79,7 +79,6 @@ class EditorClient:
     buffers: dict[str, str] = field(default_factory=dict)  # path -> the editor's text
     reads: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
-    asked: asyncio.Event = field(default_factory=asyncio.Event)
     wire: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # both ways, in order
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -89,7 +88,6 @@ class EditorClient:
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
     ) -> RequestPermissionResponse:
         self.questions.append(PermissionAsked(session_id, tool_call, options))
-        self.asked.set()
         answer = self.answers.popleft() if self.answers else "cancelled"
         if answer == HOLD:
             await asyncio.Event().wait()
@@ -179,7 +177,6 @@ class EditorClient:
         """Drop what was recorded so far."""
         self.updates.clear()
         self.questions.clear()
-        self.asked.clear()
 
 
 @dataclass

@@ -6,6 +6,7 @@ Each test drives the real agent process with the client side of agent-client-pro
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from acp.schema import (
 
 from seri_lsp import __version__
 from tests.acp_client import HOLD, provider_config, start_acp, until, write_config
-from tests.scripted_provider import Calls, Error, Raw, ScriptedProvider, Text
+from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
 COMMANDS = {"compact", "clear", "rewind", "max-turns", "trajectory"}
 
@@ -131,6 +132,23 @@ async def test_an_edit_goes_through_fs_write_text_file_with_its_diff(
     assert diff.type == "diff" and diff.path == str(path)
     assert (diff.old_text, diff.new_text) == ("x = 1  # unsaved\n", "x = 2  # unsaved\n")
     assert final.locations[0].path == str(path) and final.locations[0].line == 0
+
+
+async def test_a_new_file_is_created_through_the_editor(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("w1", "write_file", {"path": "pkg/new.py", "content": "y = 1\n"})]), Text("ok")
+    )
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "create it")
+        client = agent.client
+    target = workspace / "pkg" / "new.py"
+    assert client.writes == [(str(target), "y = 1\n")]
+    assert not target.exists() and target.parent.is_dir()  # the editor holds the new file
+    diff = client.tool_updates(session_id, "w1")[-1].content[0]
+    assert (diff.path, diff.old_text, diff.new_text) == (str(target), None, "y = 1\n")
 
 
 async def test_without_the_fs_capability_tools_use_the_disk(
@@ -270,10 +288,7 @@ async def test_cancel_mid_task_stops_it_and_every_tool_call_gets_its_result(
     async with start_acp(asking, workspace, fs=False) as agent:
         agent.client.answers.append(HOLD)
         session_id = await agent.new()
-        running = agent.prompt(session_id, "write then read")
-        import asyncio
-
-        task = asyncio.ensure_future(running)
+        task = asyncio.ensure_future(agent.prompt(session_id, "write then read"))
         await until(lambda: agent.client.questions)
         await agent.conn.cancel(session_id=session_id)
         response = await task
@@ -300,6 +315,17 @@ async def test_the_turn_budget_ends_with_max_turn_requests(
     assert response.stop_reason == "max_turn_requests"
     assert any("Turn budget: 1" in note for note in client.notes(session_id, "command"))
     assert any("turn budget" in note for note in client.notes(session_id, "warning"))
+    assert client.tool_updates(session_id, "l1")[-1].status == "completed"
+
+
+async def test_max_turns_on_the_command_line_caps_every_prompt(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Calls([("l1", "list_dir", {"path": "."})]))
+    async with start_acp(configured, workspace, args=("--max-turns", "1")) as agent:
+        session_id = await agent.new()
+        response = await agent.prompt(session_id, "list and go on")
+    assert response.stop_reason == "max_turn_requests"
 
 
 async def test_a_provider_failure_ends_with_refusal_and_says_why(
@@ -364,3 +390,46 @@ async def test_bad_requests_are_answered_with_acp_errors(
     assert missing.value.code == -32602 and "Unknown session id" in str(missing.value)
     assert command.value.code == -32602 and "/frobnicate" in str(command.value)
     assert response.stop_reason == "end_turn"
+
+
+# --- subagents and the end of the connection ---------------------------------------------------
+
+
+async def test_a_subagent_shows_as_a_think_call_with_its_answer(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("t1", "task", {"prompt": "Look around the project.\nReport back."})]),
+        Text("The subagent's own words."),
+        Text("Main answer."),
+    )
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "delegate")
+        client = agent.client
+    start, *_, final = client.tool_updates(session_id, "t1")
+    assert start.kind == "think" and start.title == "Subagent: Look around the project."
+    assert final.status == "completed"
+    assert "The subagent's own words." in final.content[-1].content.text
+    assert client.text(session_id) == "Main answer."  # the child's stream stays in its call
+
+
+async def test_when_the_editor_goes_mid_task_the_agent_ends_it_and_exits(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    stalled = Hang()
+    provider.script(stalled)
+    try:
+        async with start_acp(configured, workspace) as agent:
+            session_id = await agent.new()
+            running = asyncio.ensure_future(agent.prompt(session_id, "hang on"))
+            await until(lambda: provider.requests)
+        with pytest.raises((ConnectionError, RequestError)):
+            await running
+        assert agent.process.returncode == 0  # it left on its own, in time
+        async with start_acp(configured, workspace) as again:
+            await again.load(session_id)  # no longer held
+            users = [u.content.text for u in again.client.of(session_id, "user_message_chunk")]
+    finally:
+        stalled.release.set()
+    assert users == ["hang on"]

@@ -70,6 +70,19 @@ async def test_compact_with_focus_shows_the_recap_as_a_note(
     assert "Goal:\nrename foo to bar across the project" in note
 
 
+async def test_compact_without_enough_history_says_so_once(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await build_history(agent, session_id, provider, 1)
+        response = await agent.prompt(session_id, "/compact")
+        notes = agent.client.notes(session_id)
+    assert response.stop_reason == "end_turn"
+    assert [n for n in notes if "Not enough history to compact" in n] == notes[-1:]
+    assert len(notes) == 1
+
+
 async def test_load_replays_a_compacted_session_recap_first(
     configured: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:

@@ -315,6 +315,7 @@ class SeriAgent:
             if session.task is not None:
                 raise Busy("A prompt is running in this session; wait for it or cancel it.")
             session.cancelled = False
+            session.host.shown.clear()
             task = asyncio.ensure_future(session.engine.prompt(text))
             session.task = task
             try:
@@ -328,7 +329,7 @@ class SeriAgent:
                 session.task = None
         if "command" in result:
             note = command_note(result)
-            if note:
+            if note and note not in session.host.shown:  # not said twice
                 session.host.note(note, "command")
         stop = "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
         await session.host.flush()

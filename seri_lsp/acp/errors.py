@@ -40,8 +40,3 @@ def acp_errors() -> Iterator[None]:
     except (StoreError, OSError) as exc:
         message = f"seri cannot use its store: {exc}"
         raise RequestError(INTERNAL_ERROR, message, {"reason": "store"}) from exc
-
-
-def invalid(field: str, message: str) -> RequestError:
-    """An Invalid params error about one field."""
-    return RequestError(INVALID_PARAMS, message, {"field": field})

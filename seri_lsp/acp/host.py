@@ -77,6 +77,7 @@ class AcpHost(Host):
         self.transcript = Transcript()
         self._held: list[Update] | None = []
         self._questions = itertools.count(1)
+        self.shown: list[str] = []  # what `show` told the user (a face may reset it)
 
     # --- the session's updates ------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class AcpHost(Host):
 
     def show(self, level: Level, message: str) -> None:
         self.log(level, message)
+        self.shown.append(message)
         self.note(message, level)
 
     # --- questions --------------------------------------------------------------------
