@@ -433,3 +433,24 @@ async def test_when_the_editor_goes_mid_task_the_agent_ends_it_and_exits(
     finally:
         stalled.release.set()
     assert users == ["hang on"]
+
+
+async def test_a_rule_that_comes_into_force_shows_as_a_note(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    rules = workspace / ".seri" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "python.md").write_text('---\nglobs: "*.py"\n---\nUse type hints.\n')
+    (workspace / "app.py").write_text("x = 1\n")
+    provider.script(Calls([("r1", "read_file", {"path": "app.py"})]), Text("ok"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "read app.py")
+        live = agent.client.notes(session_id, "rule")
+        agent.client.forget()
+        await agent.load(session_id)
+        replayed = agent.client.notes(session_id, "rule")
+        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+    assert len(live) == 1 and "applies to app.py" in live[0]
+    assert replayed == live
+    assert users == ["read app.py"]  # the rule is seri's words, not the user's

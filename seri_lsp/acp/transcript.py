@@ -5,8 +5,9 @@ Live, a prompt's reply streams as `agent_message_chunk`s (its thinking as
 (pending), turns `in_progress` when it starts and ends with a `tool_call_update`
 (completed or failed) carrying its result, and a diff when it changed a file. The
 user's own prompt is not echoed (the client shows it). A compaction, a rule that came
-into force and what seri tells the user appear as notes: agent message chunks of their
-own (`messageId`), marked `_meta.seri.kind`.
+into force, any other message seri writes for the model, and what seri tells the user
+appear as notes: agent message chunks of their own (`messageId`), marked
+`_meta.seri.kind`.
 
 Replayed (`session/load`), the stored conversation comes back in order: the recap of a
 compacted session first (as a note), the user's messages, the model's thinking and
@@ -54,6 +55,10 @@ from seri_lsp.events import (
 from seri_lsp.store.messages import ToolCall
 
 Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+
+
+# A message seri wrote for the model is shown up to this many characters.
+NOTE_CHARS = 4000
 
 
 def _nowhere(path: str) -> str | None:
@@ -133,8 +138,8 @@ class Transcript:
         if message.get("kind") == "recap":
             self._recap = message  # shown with the compaction that made it
             return []
-        if message.get("kind") == "rule":
-            return self._rule(message)
+        if message.get("kind"):
+            return self._seri_message(message)
         return []  # the user's prompt: the client shows it already
 
     def _compacted(self, event: Compacted) -> list[Update]:
@@ -176,8 +181,8 @@ class Transcript:
                     "which the model reads instead.\n\n" + message["content"]
                 )
                 updates += self.note(text, "recap")
-            elif kind == "rule":
-                updates += self._rule(message)
+            elif kind:
+                updates += self._seri_message(message)
             elif role == "user":
                 updates.append(
                     UserMessageChunk(
@@ -267,9 +272,16 @@ class Transcript:
             )
         ]
 
-    def _rule(self, message: dict[str, Any]) -> list[Update]:
-        first = message["content"].split("\n", 1)[0].rstrip(":")
-        return self.note(f"{first}; the model now follows it.", "rule")
+    def _seri_message(self, message: dict[str, Any]) -> list[Update]:
+        """A user-role message seri wrote itself (a rule that came into force, ...)."""
+        kind = message["kind"]
+        if kind == "rule":
+            first = message["content"].split("\n", 1)[0].rstrip(":")
+            return self.note(f"{first}; the model now follows it.", kind)
+        text = message["content"]
+        if len(text) > NOTE_CHARS:
+            text = text[:NOTE_CHARS] + " …"
+        return self.note(text, kind)
 
     def _unique_id(self, call_id: str) -> str:
         # Models reuse ids such as call_0 across turns; ACP ids must stay unique.
