@@ -79,6 +79,7 @@ class EditorClient:
     buffers: dict[str, str] = field(default_factory=dict)  # path -> the editor's text
     reads: list[str] = field(default_factory=list)
     writes: list[tuple[str, str]] = field(default_factory=list)
+    refuse_writes: bool = False  # the editor answers fs/write_text_file with an error
     wire: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # both ways, in order
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -118,6 +119,8 @@ class EditorClient:
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> WriteTextFileResponse:
         self.writes.append((path, content))
+        if self.refuse_writes:
+            raise RequestError(-32603, "the buffer is read-only")
         self.buffers[path] = content
         return WriteTextFileResponse()
 

@@ -151,6 +151,25 @@ async def test_a_new_file_is_created_through_the_editor(
     assert (diff.path, diff.old_text, diff.new_text) == (str(target), None, "y = 1\n")
 
 
+async def test_an_editor_that_refuses_a_write_fails_the_tool_call(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    (workspace / "app.py").write_text("x = 1\n")
+    provider.script(
+        Calls([("e1", "edit", {"path": "app.py", "old_text": "x = 1", "new_text": "x = 2"})]),
+        Text("could not"),
+    )
+    async with start_acp(configured, workspace) as agent:
+        agent.client.refuse_writes = True
+        session_id = await agent.new()
+        await agent.prompt(session_id, "set x to 2")
+        final = agent.client.tool_updates(session_id, "e1")[-1]
+    assert final.status == "failed"
+    assert "the editor refused to write app.py" in final.content[-1].content.text
+    assert "read-only" in final.content[-1].content.text
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+
+
 async def test_without_the_fs_capability_tools_use_the_disk(
     configured: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:
@@ -454,3 +473,17 @@ async def test_a_rule_that_comes_into_force_shows_as_a_note(
     assert len(live) == 1 and "applies to app.py" in live[0]
     assert replayed == live
     assert users == ["read app.py"]  # the rule is seri's words, not the user's
+
+
+async def test_an_unusable_profile_is_answered_at_initialize(
+    tmp_path: Path, workspace: Path
+) -> None:
+    not_a_folder = tmp_path / "profile"
+    not_a_folder.write_text("a file where the profile folder should be")
+    async with start_acp(not_a_folder, workspace, initialize=False) as agent:
+        with pytest.raises(RequestError) as refused:
+            await agent.conn.initialize(protocol_version=1)
+    assert refused.value.code == -32603
+    assert "seri cannot use its store" in str(refused.value) and str(not_a_folder) in str(
+        refused.value
+    )
