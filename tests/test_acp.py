@@ -247,7 +247,11 @@ async def test_a_write_asks_permission_about_its_tool_call(
     assert response.stop_reason == "end_turn"
     [question] = client.questions
     assert question.tool_call.tool_call_id == "w1"
-    assert {o.kind for o in question.options} == {"allow_once", "allow_always", "reject_once"}
+    assert [(o.option_id, o.kind) for o in question.options] == [
+        ("allow", "allow_once"),
+        ("allow-for-this-session", "allow_always"),
+        ("deny", "reject_once"),
+    ]
     assert (workspace / "a.txt").exists() is written
     final = client.tool_updates(session_id, "w1")[-1]
     assert final.status == ("completed" if written else "failed")
@@ -272,7 +276,7 @@ async def test_allow_always_holds_for_the_rest_of_the_session(
     assert (workspace / "a.txt").read_text() == "A" and (workspace / "b.txt").read_text() == "B"
 
 
-async def test_a_question_without_a_running_write_gets_a_tool_call_of_its_own(
+async def test_a_memory_to_keep_is_asked_about_its_remember_call(
     configured: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:
     provider.script(Calls([("m1", "remember", {"text": "use tabs"})]), Text("ok"))
@@ -283,11 +287,34 @@ async def test_a_question_without_a_running_write_gets_a_tool_call_of_its_own(
         client = agent.client
     [question] = client.questions
     assert question.tool_call.tool_call_id == "m1"
-    assert {o.name: o.kind for o in question.options} == {
-        "Remember": "allow_once",
-        "Don't remember": "reject_once",
+    assert {(o.option_id, o.name, o.kind) for o in question.options} == {
+        ("remember", "Remember", "allow_once"),
+        ("dont-remember", "Don't remember", "reject_once"),
     }
     assert "use tabs" in (workspace / ".seri" / "memory.md").read_text()
+
+
+async def test_a_question_outside_a_running_call_gets_a_tool_call_of_its_own(
+    asking: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("t1", "task", {"prompt": "write a.txt"})]),
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "A"})]),  # the subagent's
+        Text("wrote it"),
+        Text("done"),
+    )
+    async with start_acp(asking, workspace, fs=False) as agent:
+        agent.client.answers.append("allow_once")
+        session_id = await agent.new()
+        await agent.prompt(session_id, "delegate the write")
+        client = agent.client
+    [question] = client.questions
+    call_id = question.tool_call.tool_call_id
+    assert call_id not in ("t1", "w1")  # the subagent's call is not in this transcript
+    start, final = client.tool_updates(session_id, call_id)
+    assert start.session_update == "tool_call" and start.title == "seri wants to create a.txt."
+    assert final.status == "completed" and final.content[0].content.text == "Answer: Allow"
+    assert (workspace / "a.txt").read_text() == "A"
 
 
 # --- cancel ---------------------------------------------------------------------------------

@@ -61,8 +61,10 @@ def option_kind(choice: str) -> PermissionOptionKind:
 
 
 def option_id(choice: str) -> str:
-    """A stable id for a choice: its words in lower case, joined by dashes."""
-    return "-".join(re.findall(r"[a-z0-9]+", choice.lower())) or "choice"
+    """A stable id for a choice: its words in lower case, joined by dashes
+    ("Allow for this session" -> "allow-for-this-session", "Don't remember" -> "dont-remember")."""
+    words = re.findall(r"[a-z0-9]+", choice.lower().replace("'", ""))
+    return "-".join(words) or "choice"
 
 
 class AcpHost(Host):
