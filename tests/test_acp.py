@@ -20,6 +20,7 @@ from acp.schema import (
 
 from seri_lsp import __version__
 from tests.acp_client import HOLD, provider_config, start_acp, until, write_config
+from tests.agent_helpers import events
 from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
 COMMANDS = {"compact", "clear", "rewind", "max-turns", "trajectory"}
@@ -479,6 +480,8 @@ async def test_when_the_editor_goes_mid_task_the_agent_ends_it_and_exits(
     finally:
         stalled.release.set()
     assert users == ["hang on"]
+    ended = events(configured, "task_ended", session_id)
+    assert [e["status"] for e in ended] == ["cancelled"]  # the task ended in order
 
 
 async def test_a_rule_that_comes_into_force_shows_as_a_note(
