@@ -1,28 +1,41 @@
 """The `seri-lsp` command: the language server (default) and terminal subcommands.
 
 seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
+         [--continue | --resume ID]
 seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
 seri-lsp acp [--profile-root DIR] [--max-turns N]
+
+Flags given before the subcommand count for it too (`seri-lsp --max-turns 5 run ...`).
+Every error is printed once, on stderr, as `seri-lsp: <message>`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from seri_lsp import __version__
 from seri_lsp.engine import Engine
-from seri_lsp.errors import SeriError
+from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.host import Host, Level
+from seri_lsp.limits import (
+    MAX_PROMPT_CHARS,
+    MAX_TURNS,
+    check_session_id,
+    check_text,
+    parse_whole_number,
+)
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import Database, StoreError
@@ -35,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.continue_ and args.resume is not None:
+        parser.error("--continue and --resume cannot be used together")
+    if args.command in ("sessions", "show", "acp") and (args.continue_ or args.resume is not None):
+        parser.error(
+            "--continue and --resume apply to the language server and to `run` "
+            "(an ACP editor opens sessions itself)"
+        )
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
@@ -50,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
         return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("seri-lsp: interrupted.", file=sys.stderr)
+        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,7 +103,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1", help="TCP host (with --tcp)")
     parser.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp)")
     parser.add_argument(
-        "--max-turns", type=_positive, metavar="N", help="cap model turns per task (default 500)"
+        "--max-turns",
+        type=_turns,
+        metavar="N",
+        help=f"cap model turns per task, 1 to {MAX_TURNS} (default 500)",
+    )
+    opening = parser.add_mutually_exclusive_group()
+    opening.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="open the project's latest session when the editor connects",
+    )
+    opening.add_argument(
+        "--resume", metavar="ID", help="open this session when the editor connects"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -95,10 +131,23 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", parents=[common], help="run one prompt without an editor")
     run.add_argument("prompt", metavar="PROMPT")
+    # SUPPRESS: not given here, the same flag before `run` still counts.
     which = run.add_mutually_exclusive_group()
-    which.add_argument("--continue", dest="continue_", action="store_true", help="latest session")
-    which.add_argument("--resume", metavar="ID", help="a given session")
-    run.add_argument("--max-turns", type=_positive, metavar="N", help="cap model turns")
+    which.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="latest session",
+    )
+    which.add_argument("--resume", metavar="ID", default=argparse.SUPPRESS, help="a given session")
+    run.add_argument(
+        "--max-turns",
+        type=_turns,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help=f"cap model turns, 1 to {MAX_TURNS}",
+    )
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: here)")
 
     acp = commands.add_parser(
@@ -109,33 +158,51 @@ def _parser() -> argparse.ArgumentParser:
     # SUPPRESS: not given here, the same flag before `acp` still counts.
     acp.add_argument(
         "--max-turns",
-        type=_positive,
+        type=_turns,
         metavar="N",
         default=argparse.SUPPRESS,
-        help="cap model turns per task (default 500)",
+        help=f"cap model turns per task, 1 to {MAX_TURNS} (default 500)",
     )
     return parser
 
 
-def _positive(text: str) -> int:
+def _turns(text: str) -> int:
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
-    return value
+        return parse_whole_number("--max-turns", text, 1, MAX_TURNS)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--max-turns ")) from None
+
+
+TERMINAL_NOTICE = (
+    "seri-lsp: this is a language server: it speaks LSP (JSON-RPC) on stdin/stdout and is "
+    "started by an editor (see editors/ in the seri-lsp repository); `seri-lsp run PROMPT` "
+    "works in a terminal. Press Ctrl-C to quit."
+)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from seri_lsp.lsp.server import ServerOptions, create_server
 
-    server = create_server(ServerOptions(profile_root=args.profile_root, max_turns=args.max_turns))
+    server = create_server(
+        ServerOptions(
+            profile_root=args.profile_root,
+            max_turns=args.max_turns,
+            continue_latest=args.continue_,
+            resume=args.resume,
+        )
+    )
     if args.tcp:
-        server.start_tcp(args.host, args.port)
+        code = server.serve_tcp(args.host, args.port)
     else:
-        server.start_io()
-    return 0
+        if sys.stdin.isatty():
+            print(TERMINAL_NOTICE, file=sys.stderr, flush=True)
+        code = server.serve_stdio()
+    # The store is closed. End now: a thread stuck in a system call (a FIFO being read,
+    # a slow name lookup) must not keep a stopped server alive.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _acp(args: argparse.Namespace) -> int:
@@ -192,6 +259,7 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    check_session_id("ID", args.session_id)
     store = _open_store(args)
     info = store.resolve(args.session_id)
     messages = store.messages(info.id)
@@ -233,6 +301,7 @@ class TerminalHost(Host):
     def __init__(self) -> None:
         self._streaming: str | None = None
         self.root_session: str | None = None
+        self.shown: set[str] = set()  # what was printed on stderr, so it is printed once
 
     def emit(self, event: Event) -> None:
         if isinstance(event, Delta):
@@ -262,10 +331,13 @@ class TerminalHost(Host):
 
     def log(self, level: Level, message: str) -> None:
         if level in ("error", "warning"):
-            print(f"seri-lsp: {message}", file=sys.stderr)
+            self.show(level, message)
 
     def show(self, level: Level, message: str) -> None:
-        print(f"seri-lsp: {message}", file=sys.stderr)
+        if message in self.shown:
+            return
+        self.shown.add(message)
+        print(f"seri-lsp: {message}", file=sys.stderr, flush=True)
 
     async def ask(self, message: str, choices: list[str]) -> str | None:
         if not sys.stdin.isatty():
@@ -278,7 +350,27 @@ class TerminalHost(Host):
             return None
 
 
+def _cancel_on_signals(engine: Engine) -> None:
+    """Ctrl-C (or SIGTERM) cancels the running task, which ends and is stored as cancelled;
+    before a task runs, it stops `run` at once."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+
+    def interrupt() -> None:
+        if not engine.cancel() and main is not None:
+            main.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, interrupt)
+
+
 async def _run(args: argparse.Namespace) -> int:
+    if not args.prompt.strip():
+        raise InvalidArgument("PROMPT", "The prompt is empty; say what to do.")
+    check_text("PROMPT", args.prompt, MAX_PROMPT_CHARS)
+    if args.resume is not None:
+        check_session_id("--resume", args.resume)
     workspace = Path(_here(args.workspace))
     root = resolve_profile_root(args.profile_root, None)
     settings, problems = load_settings(root)
@@ -293,19 +385,28 @@ async def _run(args: argparse.Namespace) -> int:
         host=host,
         max_turns_flag=args.max_turns,
     )
+    _cancel_on_signals(engine)
     try:
         await engine.import_legacy()
-        if args.resume:
+        if args.resume is not None:
             session = await engine.resume_session(args.resume)
         elif args.continue_:
-            session = await engine.continue_session(or_new=True) or await engine.new_session()
+            session = await engine.continue_session(or_new=True)
+            if session is None:
+                print(
+                    f"seri-lsp: nothing to continue in {workspace}; starting a new session.",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                session = await engine.new_session()
         else:
             session = await engine.new_session()
         host.root_session = session["id"]
         result = await engine.prompt(args.prompt)
     finally:
         await engine.close()
-    if result.get("error"):
-        print(f"seri-lsp: {result['error']}", file=sys.stderr)
+    error = result.get("error")
+    if error and error not in host.shown:
+        print(f"seri-lsp: {error}", file=sys.stderr)
     print(f"\n[{result.get('status', 'done')}] session {session['id']}", file=sys.stderr)
     return 0 if result.get("status", "done") == "done" else 1

@@ -13,16 +13,28 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.provider import Provider
+from seri_lsp.agent.rewind import Rewinder, RewindRequest, parse_rewind
 from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import CompactionResult, Compactor
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
+from seri_lsp.limits import (
+    MAX_PROMPT_CHARS,
+    MAX_TURNS,
+    check_session_id,
+    check_text,
+    check_whole_number,
+    parse_whole_number,
+    shorten,
+)
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
+from seri_lsp.store.checkpoints import CheckpointStore
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
@@ -54,10 +66,15 @@ class Engine:
         self.workspace = Workspace(workspace_roots)
         self.provider = Provider(settings.provider)
         compactor = Compactor(settings.provider, host, self.workspace.normalize)
+        locks = SessionLocks(profile_root)
+        checkpoint_store = CheckpointStore(db)
+        self.checkpoints = CheckpointKeeper(
+            store=checkpoint_store, io=self.io, host=host, project=project, held_here=locks.held
+        )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
-            locks=SessionLocks(profile_root),
+            locks=locks,
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
@@ -65,6 +82,7 @@ class Engine:
             context_window=self.provider.context_window,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
+            on_open=self.checkpoints.retain,
         )
         self.tasks = Tasks(
             provider=self.provider,
@@ -75,6 +93,15 @@ class Engine:
             io=self.io,
             profile_root=profile_root,
             write_permission=settings.write_permission,
+            checkpoints=self.checkpoints,
+        )
+        self.rewinder = Rewinder(
+            store=checkpoint_store,
+            sessions=self.sessions,
+            tasks=self.tasks,
+            workspace=self.workspace,
+            host=host,
+            io=self.io,
         )
         self.last_import: ImportReport | None = None
 
@@ -185,6 +212,7 @@ class Engine:
 
         UnknownSession if none matches; SessionHeld if another seri process has it open.
         """
+        check_session_id("sessionId", session_id)
         self.tasks.ensure_idle()
         return await self.sessions.resume(session_id)
 
@@ -194,16 +222,20 @@ class Engine:
 
     async def session_view(self, session_id: str | None) -> dict[str, Any]:
         """A session with its messages, token usage and path lists (the open one by default)."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
         return await self.sessions.view(session_id)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
+        check_whole_number("n", n, 1, MAX_TURNS)
         return await self.sessions.set_max_turns(n)
 
     # --- prompts, compaction, cancel --------------------------------------------------
 
     async def prompt(self, text: str) -> dict[str, Any]:
         """Run a user prompt as a task, or the slash command it holds."""
+        check_text("text", text, MAX_PROMPT_CHARS)
         command = parse_slash(text)
         if command is not None:
             return await self._slash(command)
@@ -226,6 +258,22 @@ class Engine:
         """Stop the running task (or manual compaction); False if nothing was running."""
         return self.tasks.cancel()
 
+    # --- checkpoints ------------------------------------------------------------------
+
+    async def rewind(
+        self, *, steps: int = 1, restore: str = "both", force: bool = False
+    ) -> dict[str, Any]:
+        """Go back `steps` prompts: the conversation, the files, or both (`agent/rewind.py`).
+
+        `restore` is "both", "conversation" or "files"; `force` overwrites files changed
+        since by something else.
+        """
+        return await self.rewinder.rewind(RewindRequest(steps, restore, force))
+
+    async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
+        """What can be rewound in a session (the open one by default), newest first."""
+        return await self.rewinder.list(session_id)
+
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
         if name == "compact":
@@ -240,13 +288,15 @@ class Engine:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
+        if name == "rewind":
+            result = await self.rewinder.rewind(parse_rewind(argument))
+            return {"status": "done", "command": name, **result}
         if name == "max-turns":
-            if not argument.isdigit() or int(argument) < 1:
-                raise InvalidArgument(
-                    "text", f"/max-turns needs a positive whole number, got {argument!r}"
-                )
-            result = await self.set_max_turns(int(argument))
+            turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
+            result = await self.set_max_turns(turns)
             return {"status": "done", "command": name, **result}
         raise InvalidArgument(
-            "text", f"Unknown command /{name}. Commands: {usage()}. Nothing was sent to the model."
+            "text",
+            f"Unknown command /{shorten(name)}. Commands: {usage()}. "
+            "Nothing was sent to the model.",
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from seri_lsp.limits import MAX_TURNS, lone_surrogate
 from seri_lsp.profile import CONFIG_NAME
 
 DEFAULT_BASE_URL = "https://openrouter.ai/api/v1"
@@ -163,7 +164,15 @@ def load_settings(
 
     values: dict[str, Any] = {}
     _take(merged, "resumeOnOpen", "resume_on_open", _boolean, "true or false", values, problems)
-    _take(merged, "maxTurns", "max_turns", _positive_int, "a positive integer", values, problems)
+    _take(
+        merged,
+        "maxTurns",
+        "max_turns",
+        lambda v: _positive_int(v) and v <= MAX_TURNS,
+        f"a whole number from 1 to {MAX_TURNS:,}",
+        values,
+        problems,
+    )
     permissions = merged.get("permissions", {})
     if isinstance(permissions, dict) and "write" in permissions:
         _take(
@@ -235,32 +244,14 @@ def _read_config(profile_root: Path, problems: list[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         problems.append(f"{path} must hold a JSON object; ignoring it.")
         return {}
-    bad = _lone_surrogate(data)
+    bad = lone_surrogate(data)
     if bad is not None:
         problems.append(
-            f"{path} holds text that is not valid Unicode (a lone surrogate escape in "
-            f'"{bad}"); ignoring it.'
+            f"{path} holds text that is not valid Unicode (a lone surrogate escape, {bad}); "
+            "ignoring it."
         )
         return {}
     return data
-
-
-def _lone_surrogate(value: Any) -> str | None:
-    """A string in `value` (a key or a value) that cannot be encoded as UTF-8, if any."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return item.encode("ascii", "backslashreplace").decode("ascii")[:60]
-    return None
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

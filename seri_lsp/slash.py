@@ -8,6 +8,7 @@ from dataclasses import dataclass
 COMMANDS = {
     "compact": "/compact [focus words]",
     "clear": "/clear",
+    "rewind": "/rewind [n] [both|conversation|files] [force]",
     "max-turns": "/max-turns N",
     "resume": "/resume ID",
     "continue": "/continue",

@@ -428,6 +428,8 @@ async def test_bad_requests_are_answered_with_acp_errors(
         with pytest.raises(RequestError) as command:
             session_id = await agent.new()
             await agent.prompt(session_id, "/frobnicate")
+        with pytest.raises(RequestError) as surrogate:
+            await agent.prompt(session_id, "half a character: \ud83d")
         provider.script(Text("still here"))
         response = await agent.prompt(session_id, "hello")
     assert unknown.value.code == -32602 and "no-such-session" in str(unknown.value)
@@ -436,6 +438,7 @@ async def test_bad_requests_are_answered_with_acp_errors(
     assert malformed.value.code == -32602
     assert missing.value.code == -32602 and "Unknown session id" in str(missing.value)
     assert command.value.code == -32602 and "/frobnicate" in str(command.value)
+    assert surrogate.value.code == -32602 and surrogate.value.data == {"field": "prompt"}
     assert response.stop_reason == "end_turn"
 
 

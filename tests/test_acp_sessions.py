@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from acp import RequestError
 
-from seri_lsp.slash import COMMANDS as SLASH_COMMANDS
 from tests.acp_client import provider_config, start_acp, until, write_config
 from tests.harness import command
 from tests.scripted_provider import Calls, ScriptedProvider, Text
@@ -24,8 +23,6 @@ SUMMARY = (
     "Next steps: update README.md"
 )
 FILLER = "x" * 400
-# /rewind is built on the `rewind` branch; this branch only passes it through.
-REWIND_MERGED = "rewind" in SLASH_COMMANDS
 
 
 @pytest.fixture
@@ -136,20 +133,11 @@ async def test_loading_an_open_session_again_replays_it_afresh(
 
 
 # --- /rewind -------------------------------------------------------------------------------
-#
-# FOR THE LEAD, after merging the `rewind` branch: `test_rewind_goes_back_one_prompt` below
-# is marked xfail(strict) while /rewind does not exist here (REWIND_MERGED is False). Once
-# `seri_lsp/slash.py` lists "rewind" the mark no longer applies and the test must pass;
-# then delete the mark and the `not REWIND_MERGED` branch of the test after it.
 
 
-@pytest.mark.xfail(
-    not REWIND_MERGED,
-    reason="/rewind is built on the rewind branch; this test checks it once merged",
-    strict=True,
-)
-async def test_rewind_goes_back_one_prompt(
-    configured: Path, workspace: Path, provider: ScriptedProvider
+@pytest.mark.parametrize("through_editor", [False, True], ids=["disk", "editor"])
+async def test_rewind_goes_back_one_prompt_with_its_files(
+    configured: Path, workspace: Path, provider: ScriptedProvider, through_editor: bool
 ) -> None:
     path = workspace / "a.txt"
     path.write_text("v1\n")
@@ -158,41 +146,31 @@ async def test_rewind_goes_back_one_prompt(
         Calls([("w1", "write_file", {"path": "a.txt", "content": "v2\n"})]),
         Text("changed"),
     )
-    async with start_acp(configured, workspace, fs=False) as agent:
+    async with start_acp(configured, workspace, fs=through_editor) as agent:
         session_id = await agent.new()
         await agent.prompt(session_id, "first")
         await agent.prompt(session_id, "change a")
-        assert path.read_text() == "v2\n"
         response = await agent.prompt(session_id, "/rewind")
         notes = agent.client.notes(session_id, "command")
+        text = agent.client.buffers.get(str(path)) if through_editor else path.read_text()
         agent.client.forget()
         await agent.load(session_id)
         users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
     assert response.stop_reason == "end_turn"
-    assert any("Rewound 1 prompt" in note and "change a" in note for note in notes)
-    assert path.read_text() == "v1\n"
+    [note] = notes
+    assert "Rewound 1 prompt." in note and "Files restored: a.txt." in note
+    assert "> change a" in note  # the prompt that was taken back, to send again
+    assert text == "v1\n"
+    assert path.read_text() == "v1\n"  # through the editor, the disk was never touched
     assert users == ["first"]
 
 
-async def test_rewind_is_offered_and_passed_to_the_engine(
-    configured: Path, workspace: Path, provider: ScriptedProvider
-) -> None:
-    provider.script(Text("one"))
+async def test_rewind_is_offered_with_its_arguments(configured: Path, workspace: Path) -> None:
     async with start_acp(configured, workspace) as agent:
         session_id = await agent.new()
         commands = await until(lambda: agent.client.of(session_id, "available_commands_update"))
-        await agent.prompt(session_id, "first")
-        if REWIND_MERGED:
-            response = await agent.prompt(session_id, "/rewind")
-            assert response.stop_reason == "end_turn"
-        else:
-            # Not merged yet: the engine (not the face) answers that it has no /rewind.
-            with pytest.raises(RequestError) as refused:
-                await agent.prompt(session_id, "/rewind")
-            assert refused.value.code == -32602
-            assert "Unknown command /rewind" in str(refused.value)
     advertised = {c.name: c for c in commands[0].available_commands}
-    assert advertised["rewind"].input.root.hint == "n (optional)"
+    assert advertised["rewind"].input.root.hint == "[n] [both|conversation|files] [force]"
     assert advertised["trajectory"].input.root.hint == "on | off (optional)"
 
 

@@ -58,6 +58,7 @@ from seri_lsp.acp.prompt import ContentBlock, prompt_text
 from seri_lsp.engine import Engine
 from seri_lsp.errors import Busy, InvalidArgument, SessionHeld
 from seri_lsp.host import Host, Level
+from seri_lsp.limits import MAX_PROMPT_CHARS, check_session_id, check_text
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import Settings, load_settings
 
@@ -73,6 +74,8 @@ STOP_REASONS = {
     "failed": "refusal",
 }
 SESSIONS_PAGE = 100
+# The longest cwd taken (PATH_MAX on Linux).
+MAX_CWD_CHARS = 4096
 # How long a task may take to wind down when the client goes away in the middle of it.
 CANCEL_GRACE = 10.0
 
@@ -115,6 +118,7 @@ def project_folder(cwd: object) -> Path:
     """A session's `cwd` as its project: canonical, absolute, an existing folder."""
     if not isinstance(cwd, str) or not cwd.strip():
         raise InvalidArgument("cwd", "cwd is required: the project folder, as an absolute path.")
+    check_text("cwd", cwd, MAX_CWD_CHARS)
     if not Path(cwd).is_absolute():
         raise InvalidArgument("cwd", f"cwd must be an absolute path, got {cwd!r}.")
     real = Path(os.path.realpath(cwd))
@@ -229,6 +233,7 @@ class SeriAgent:
         with acp_errors():
             session = self._sessions.get(session_id)
             if session is None:
+                check_session_id("sessionId", session_id)
                 project = project_folder(cwd)
                 self._refuse_if_open_here(session_id)
                 session = await self._open(
@@ -259,6 +264,7 @@ class SeriAgent:
     ) -> ResumeSessionResponse:
         with acp_errors():
             if session_id not in self._sessions:
+                check_session_id("sessionId", session_id)
                 project = project_folder(cwd)
                 self._refuse_if_open_here(session_id)
                 session = await self._open(
@@ -309,7 +315,7 @@ class SeriAgent:
     ) -> PromptResponse:
         with acp_errors():
             session = self._session(session_id)
-            text = prompt_text(prompt, session.project)
+            text = check_text("prompt", prompt_text(prompt, session.project), MAX_PROMPT_CHARS)
             if not text:
                 raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
             if session.task is not None:

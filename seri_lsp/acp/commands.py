@@ -22,7 +22,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     (
         "rewind",
         "Go back n prompts (default 1): the conversation and the files the tools changed",
-        "n (optional)",
+        "[n] [both|conversation|files] [force]",
     ),
     ("max-turns", "Set how many model calls one prompt may take in this session", "N"),
     ("trajectory", "Show trajectory recording, or turn it on or off", "on | off (optional)"),
@@ -84,8 +84,15 @@ def _rewind_note(result: dict[str, Any]) -> str:
     conflicts = result.get("conflicts") or []
     if conflicts:
         lines.append(
-            "Left alone (changed since by something else): "
-            + ", ".join(str(c.get("path", c)) if isinstance(c, dict) else str(c) for c in conflicts)
+            "Left alone, changed since by something else (`/rewind force` overwrites them): "
+            + ", ".join(map(str, conflicts))
+            + "."
+        )
+    failed = result.get("failed") or []
+    if failed:
+        lines.append(
+            "Could not restore: "
+            + "; ".join(f"{f.get('path')} ({f.get('reason')})" for f in failed)
             + "."
         )
     if rewound:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
+from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import AgentLoop, Notices, TaskOutcome, model_summariser
 from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.tools import Toolbox, ToolOutcome, WriteGate
+from seri_lsp.agent.tools import FileChanges, Toolbox, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, CompactionResult, Compactor
 from seri_lsp.context.conversation import Conversation
@@ -48,6 +50,7 @@ class Tasks:
         io: Worker,
         profile_root: Path,
         write_permission: WritePermission,
+        checkpoints: CheckpointKeeper | None = None,
     ) -> None:
         self.provider = provider
         self.compactor = compactor
@@ -57,6 +60,7 @@ class Tasks:
         self.io = io
         self.profile_root = profile_root
         self.write_permission = write_permission
+        self.checkpoints = checkpoints
         self._running: CancelScope | None = None
         # What the user was shown during the running task, its subagents included.
         self._notices = Notices()
@@ -80,6 +84,17 @@ class Tasks:
         self._running.cancel()
         return True
 
+    @contextmanager
+    def exclusive(self) -> Iterator[CancelScope]:
+        """Work that no task may run beside (a rewind): Busy if one runs, and while the
+        block runs, prompts and compactions are refused as if a task ran."""
+        self.ensure_idle()
+        scope = self._begin()
+        try:
+            yield scope
+        finally:
+            self._end(scope)
+
     async def run_prompt(
         self, conversation: Conversation, text: str, max_turns: Callable[[], int]
     ) -> TaskOutcome:
@@ -88,11 +103,21 @@ class Tasks:
         scope = self._begin()
         self._notices = Notices()
         try:
+            # Taken before the task starts; its tools, subagents' included, fill it in.
+            checkpoint = (
+                await self.checkpoints.take(conversation, text)
+                if self.checkpoints is not None
+                else None
+            )
             gate = self._gate(conversation)
             slots = asyncio.Semaphore(MAX_PARALLEL_SUBAGENTS)  # shared by the task's tree
-            toolbox = self._toolbox(conversation, gate, scope, slots)
+            toolbox = self._toolbox(conversation, gate, scope, slots, checkpoint)
             loop = self._loop(conversation, toolbox, scope)
-            return await loop.run(text, max_turns)
+            try:
+                return await loop.run(text, max_turns)
+            finally:
+                if checkpoint is not None:
+                    await checkpoint.finish(conversation)
         finally:
             self._end(scope)
 
@@ -163,6 +188,7 @@ class Tasks:
         gate: WriteGate,
         scope: CancelScope,
         slots: asyncio.Semaphore | None = None,
+        changes: FileChanges | None = None,
     ) -> Toolbox:
         async def run_subagent(prompt: str) -> ToolOutcome:
             assert slots is not None
@@ -174,7 +200,7 @@ class Tasks:
                     is_error=True,
                 )
             try:
-                return await self._run_subagent(conversation, gate, scope, prompt)
+                return await self._run_subagent(conversation, gate, scope, prompt, changes)
             finally:
                 slots.release()
 
@@ -188,10 +214,16 @@ class Tasks:
             self.threads,
             subagent=run_subagent if slots is not None else None,
             remember=propose_memory,
+            changes=changes,
         )
 
     async def _run_subagent(
-        self, parent: Conversation, gate: WriteGate, scope: CancelScope, prompt: str
+        self,
+        parent: Conversation,
+        gate: WriteGate,
+        scope: CancelScope,
+        prompt: str,
+        changes: FileChanges | None,
     ) -> ToolOutcome:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
         frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
@@ -199,8 +231,9 @@ class Tasks:
             info, [], frozen, set(), store=self.store, io=self.io, emit=self.host.emit
         )
         await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
-        # The child shares the parent's scope: one cancel stops the whole tree.
-        loop = self._loop(child, self._toolbox(child, gate, scope), scope)
+        # The child shares the parent's scope: one cancel stops the whole tree, and the
+        # parent task's checkpoint: a rewind of the prompt undoes the child's changes too.
+        loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
         outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
         read, modified = await child.paths()
         if outcome.status == "done":

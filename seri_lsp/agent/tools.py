@@ -173,6 +173,21 @@ class WriteGate:
         raise Denied("the user denied this write")
 
 
+class FileChanges:
+    """Told about each change the write tools make to a file (the task's checkpoint).
+
+    `before` comes once the write is allowed and just before it happens, with the text
+    the tool found (None: the file does not exist yet); `after` comes once the write
+    succeeded, with the file's whole new text. This one ignores both.
+    """
+
+    async def before(self, target: WorkspacePath, current: str | None) -> None:
+        """A write to `target` is about to happen."""
+
+    async def after(self, target: WorkspacePath, text: str) -> None:
+        """`target` now holds `text` (in the editor's buffer when open, else on disk)."""
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 
@@ -185,11 +200,13 @@ class Toolbox:
         *,
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
+        changes: FileChanges | None = None,
     ) -> None:
         self.workspace = workspace
         self.host = host
         self.gate = gate
         self.threads = threads
+        self.changes = changes if changes is not None else FileChanges()
         self._subagent_runner = subagent
         self._memory_proposer = remember
 
@@ -256,6 +273,7 @@ class Toolbox:
         current, is_open = await self._current(target)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
+        await self.changes.before(target, current)
         if current is None:
             via = await self._create(target, content, data)
         else:
@@ -288,6 +306,7 @@ class Toolbox:
                 "surrounding text so it matches exactly once."
             )
         await self._allow_write(f"edit {target.display}", target)
+        await self.changes.before(target, current)
         start = current.index(old_text)
         end = start + len(old_text)
         via = await self._replace(target, current, is_open, start, end, new_text)
@@ -363,6 +382,7 @@ class Toolbox:
         data = _encoded(changed, "the new text", target)
         if self.host.writes_files:
             await self._write_through_host(target, changed)
+            await self.changes.after(target, changed)
             return "editor"
         if self.host.can_apply_edits:
             result = await self.host.apply_edit(target.real, current, start, end, new_text)
@@ -371,12 +391,15 @@ class Toolbox:
                     f"the editor refused the change to {target.display}: {result.reason}"
                 )
             if was_open:
+                await self.changes.after(target, changed)
                 return "editor"
             # The editor now holds the change in a buffer the user never opened; write the
             # file too, so the disk (and every other tool) sees the same text.
             await self.threads.run(disk.write_file, target.real, data)
+            await self.changes.after(target, changed)
             return "editor+disk"
         await self.threads.run(disk.write_file, target.real, data)
+        await self.changes.after(target, changed)
         return "disk"
 
     async def _create(self, target: WorkspacePath, content: str, data: bytes) -> str:
@@ -385,9 +408,12 @@ class Toolbox:
             # The editor may not create folders; they are made here, inside the workspace.
             await self.threads.run(disk.make_parents, target.real)
             await self._write_through_host(target, content)
-            return "editor"
-        await self.threads.run(disk.write_file, target.real, data)
-        return "disk"
+            via = "editor"
+        else:
+            await self.threads.run(disk.write_file, target.real, data)
+            via = "disk"
+        await self.changes.after(target, content)
+        return via
 
     async def _write_through_host(self, target: WorkspacePath, text: str) -> None:
         result = await self.host.write_file(target.real, text)

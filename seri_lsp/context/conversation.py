@@ -83,6 +83,20 @@ class Conversation:
         self._emit(MessageStored(self.id, stored))
         return stored
 
+    def forget_from(self, seq: int, *, last_billed: int | None, fired_rules: set[str]) -> None:
+        """A rewind removed the messages from position `seq` on (already in the store).
+
+        The running totals follow: the character count, the billed count and the glob
+        rules delivered go back to what they were before the removed prompt.
+        """
+        kept = [m for m in self.messages if m.seq is None or m.seq < seq]
+        removed = len(self.messages) - len(kept)
+        self.messages = kept
+        self.chars = sum(message.chars for message in kept)
+        self.last_billed = last_billed
+        self.fired_rules = set(fired_rules)
+        self.appended_since_compaction = max(0, self.appended_since_compaction - removed)
+
     async def record_event(self, kind: str, data: dict[str, Any]) -> None:
         """Record a non-message happening (retry, denial, usage, ...) with the session."""
         await self._io(self._store.record_event, self.id, kind, data)

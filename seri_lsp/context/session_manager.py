@@ -47,6 +47,7 @@ class SessionManager:
         context_window: Callable[[], Awaitable[int]],
         default_max_turns: int,
         max_turns_flag: int | None = None,
+        on_open: Callable[[SessionInfo], Awaitable[None]] | None = None,
     ) -> None:
         self.project = project
         self.store = store
@@ -63,6 +64,8 @@ class SessionManager:
         self._default_max_turns = default_max_turns
         self._max_turns_flag = max_turns_flag
         self._budgets_set_here: set[str] = set()
+        # Told after every open (a touch of the session): checkpoint retention.
+        self._on_open = on_open
 
     # --- the turn budget ----------------------------------------------------------------
 
@@ -208,6 +211,7 @@ class SessionManager:
         if current is not None and current.id == info.id:
             # Still open in this process: its frozen prompt stays as it was.
             current.info = await self.io(self.store.touch, info.id)
+            await self._opened(current.info)
             return self._announce(current.info, reason)
         await self._acquire(info.id)
         try:
@@ -228,7 +232,12 @@ class SessionManager:
         await conversation.record_event(
             "opened", {"reason": reason, "promptFiles": frozen.hashes()}
         )
+        await self._opened(info)
         return self._announce(info, reason)
+
+    async def _opened(self, info: SessionInfo) -> None:
+        if self._on_open is not None:
+            await self._on_open(info)
 
     def _warn_about(self, warnings: tuple[str, ...]) -> None:
         """Prompt files skipped at open (a link out of the workspace, a FIFO, ...): each in

@@ -1,21 +1,31 @@
 """The `seri.*` commands of the LSP contract (SPEC section 7), as thin engine calls.
 
-Each command takes one JSON object (missing counts as `{}`) and returns one. Argument
-errors answer InvalidParams naming the field; other refusals answer RequestFailed with
-the reason. Nothing a client sends can take the server down.
+Each command takes one JSON object (missing, null, `[]` or `[[]]` count as `{}`) and
+returns one. Argument errors answer InvalidParams naming the field (`data.field`); other
+refusals answer RequestFailed with the reason; anything else is a bug and answers
+InternalError. Nothing a client sends can take the server down.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
+from seri_lsp import faults
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
+from seri_lsp.limits import (
+    MAX_CHOICE_CHARS,
+    MAX_FOCUS_CHARS,
+    MAX_LIST_LIMIT,
+    MAX_PROMPT_CHARS,
+    MAX_REWIND_STEPS,
+    MAX_SESSION_ID_CHARS,
+    MAX_TURNS,
+)
 from seri_lsp.lsp.arguments import (
     optional_bool,
     optional_int,
@@ -24,8 +34,6 @@ from seri_lsp.lsp.arguments import (
     required_text,
     single_object,
 )
-
-logger = logging.getLogger(__name__)
 
 # LSP's RequestFailed: the request was valid but could not be carried out.
 REQUEST_FAILED = -32803
@@ -42,26 +50,30 @@ async def session_continue(engine: Engine, args: dict[str, Any]) -> dict[str, An
 
 
 async def session_resume(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return {"session": await engine.resume_session(required_text(args, "sessionId"))}
+    return {
+        "session": await engine.resume_session(
+            required_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+        )
+    }
 
 
 async def session_list(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    limit = optional_int(args, "limit")
+    limit = optional_int(args, "limit", 1, MAX_LIST_LIMIT)
     all_projects = bool(optional_bool(args, "allProjects"))
     return {"sessions": await engine.list_sessions(limit, all_projects)}
 
 
 async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    session_id = optional_text(args, "sessionId")
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.session_view(session_id or None)
 
 
 async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.prompt(required_text(args, "text"))
+    return await engine.prompt(required_text(args, "text", MAX_PROMPT_CHARS))
 
 
 async def compact(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    focus = optional_text(args, "focus")
+    focus = optional_text(args, "focus", MAX_FOCUS_CHARS)
     result = await engine.compact(focus.strip() if focus and focus.strip() else None)
     return result.to_wire()
 
@@ -70,8 +82,21 @@ async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"session": await engine.clear()}
 
 
+async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.rewind(
+        steps=optional_int(args, "steps", 1, MAX_REWIND_STEPS) or 1,
+        restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
+        force=bool(optional_bool(args, "force")),
+    )
+
+
+async def checkpoints(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    return await engine.checkpoints_of(session_id or None)
+
+
 async def max_turns(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.set_max_turns(required_int(args, "n"))
+    return await engine.set_max_turns(required_int(args, "n", 1, MAX_TURNS))
 
 
 async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
@@ -92,6 +117,8 @@ COMMANDS: dict[str, Handler] = {
     "seri.prompt": prompt,
     "seri.compact": compact,
     "seri.clear": clear,
+    "seri.rewind": rewind,
+    "seri.checkpoints": checkpoints,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
     "seri.legacy.import": legacy_import,
@@ -109,6 +136,7 @@ def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str
     async def run(ls: Any, *arguments: Any) -> dict[str, Any]:
         engine = await ls.ready()  # the SeriServer's engine, once start-up has finished
         try:
+            faults.fail_point(f"command.{name}")
             return await handler(engine, single_object(name, arguments))
         except InvalidArgument as exc:
             raise JsonRpcInvalidParams(message=str(exc), data={"field": exc.field}) from exc
@@ -117,7 +145,7 @@ def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str
         except JsonRpcException:
             raise
         except Exception as exc:
-            logger.exception("Command %s failed", name)
+            # A bug: the protocol logs it with its traceback.
             raise JsonRpcInternalError(message=f"{name} failed: {exc}") from exc
 
     run.__name__ = name.replace(".", "_")

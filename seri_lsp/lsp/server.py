@@ -2,13 +2,16 @@
 
 `initialize` resolves the profile root and settings and opens the store; a store that
 cannot be used stops the server with a clear message (and the file untouched).
-`initialized` runs the legacy import and resumes the project's latest session.
-The commands live in `commands.py`.
+`initialized` runs the legacy import and opens what the command line asked for
+(`--continue`, `--resume ID`), else resumes the project's latest session when
+`resumeOnOpen` is on. The commands live in `commands.py`, the JSON-RPC guarantees in
+`protocol.py`, the transports and the clean stop in `transport.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -22,8 +25,11 @@ from pygls.uris import to_fs_path
 
 from seri_lsp import __version__
 from seri_lsp.engine import Engine
-from seri_lsp.lsp import commands
+from seri_lsp.errors import SeriError
+from seri_lsp.limits import shorten
+from seri_lsp.lsp import commands, transport
 from seri_lsp.lsp.host import LspHost
+from seri_lsp.lsp.protocol import SeriProtocol
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import StoreError
@@ -32,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 # LSP's ServerNotInitialized code (RequestFailed lives with the commands).
 SERVER_NOT_INITIALIZED = -32002
+INVALID_REQUEST = -32600
 
 
 @dataclass(frozen=True)
@@ -40,17 +47,62 @@ class ServerOptions:
 
     profile_root: str | None = None
     max_turns: int | None = None
+    # What `initialized` opens: `--continue` (the latest session) or `--resume ID`; both
+    # win over the resumeOnOpen setting.
+    continue_latest: bool = False
+    resume: str | None = None
 
 
 class SeriServer(LanguageServer):
     """pygls server holding one engine; features register in `setup` functions."""
 
+    protocol: SeriProtocol
+
     def __init__(self, options: ServerOptions) -> None:
-        super().__init__("seri-lsp", __version__)
+        super().__init__("seri-lsp", __version__, protocol_cls=SeriProtocol)
         self.options = options
         self.engine: Engine | None = None
         self.startup_problems: list[str] = []
         self._ready: asyncio.Future[Engine] | None = None
+        self._startup: asyncio.Future[None] | None = None
+        self._closing: asyncio.Future[None] | None = None
+        self.protocol.on_cancel_task = self._cancel_task
+
+    def _cancel_task(self) -> bool:
+        return self.engine is not None and self.engine.cancel()
+
+    def serve_stdio(self) -> int:
+        """Serve on stdin/stdout until exit, end of input, SIGINT or SIGTERM."""
+        return transport.serve_stdio(self.protocol, self.close_engine)
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serve one client on a TCP port until exit, disconnect, SIGINT or SIGTERM."""
+        return transport.serve_tcp(self.protocol, self.close_engine, host, port)
+
+    async def close_engine(self) -> None:
+        """Cancel the running task, let the requests in flight be answered, close the store.
+
+        Safe to call more than once (shutdown, then exit or a signal): later calls wait
+        for the first.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_engine())
+        await asyncio.shield(self._closing)
+
+    async def _close_engine(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        if self._startup is not None and not self._startup.done():
+            self._startup.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._startup
+        engine.cancel()
+        await self.protocol.wait_for_requests(transport.DRAIN_SECONDS)
+        try:
+            await engine.close()
+        except Exception:
+            logger.exception("Closing the store failed")
 
     async def ready(self) -> Engine:
         """The engine, once start-up (import, resume on open) has finished."""
@@ -59,7 +111,35 @@ class SeriServer(LanguageServer):
                 message="seri-lsp is not initialized (or its store could not be opened).",
                 code=SERVER_NOT_INITIALIZED,
             )
-        return await asyncio.shield(self._ready)
+        engine = await asyncio.shield(self._ready)
+        if self._closing is not None:
+            raise JsonRpcException(message="The server is shutting down.", code=INVALID_REQUEST)
+        return engine
+
+    async def start(self, engine: Engine) -> None:
+        """Start-up on `initialized`; a stop that comes first cancels it quietly."""
+        ready = self.mark_starting()
+        self._startup = asyncio.ensure_future(self._start(engine))
+        try:
+            await asyncio.shield(self._startup)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if not ready.done():
+                ready.set_result(engine)
+
+    async def _start(self, engine: Engine) -> None:
+        for problem in self.startup_problems:
+            engine.host.show("warning", problem)
+        try:
+            if self.options.resume is not None or self.options.continue_latest:
+                await engine.import_legacy()
+                await open_from_command_line(engine, self.options)
+            else:
+                await engine.start()
+        except Exception as exc:
+            logger.exception("Start-up failed")
+            engine.host.show("error", f"seri-lsp start-up failed: {exc}")
 
     def mark_starting(self) -> asyncio.Future[Engine]:
         self._ready = asyncio.get_running_loop().create_future()
@@ -80,12 +160,56 @@ def project_roots(params: types.InitializeParams) -> list[Path]:
     return roots
 
 
+def empty_tables_as_objects(options: object) -> object:
+    """Initialization options with Neovim's empty tables (`[]`) read as objects.
+
+    Neovim encodes an empty Lua table as `[]`; where the settings expect an object
+    (the options themselves, `provider`, `provider.provider`, `permissions`) it means `{}`.
+    """
+    if isinstance(options, list) and not options:
+        return {}
+    if not isinstance(options, dict):
+        return options
+    options = dict(options)
+    for key in ("provider", "permissions"):
+        if options.get(key) == []:
+            options[key] = {}
+    provider = options.get("provider")
+    if isinstance(provider, dict) and provider.get("provider") == []:
+        options["provider"] = {**provider, "provider": {}}
+    return options
+
+
+async def open_from_command_line(engine: Engine, options: ServerOptions) -> None:
+    """Open what `--resume ID` or `--continue` asked for (they win over resumeOnOpen).
+
+    `--resume` of a session that cannot be opened (an unknown id, one held by another
+    seri process) is shown as an error and nothing is opened: the next prompt starts a
+    new session. `--continue` behaves as resume on open does, also when `resumeOnOpen`
+    is false: the latest session no other process holds, else a new one when all are
+    held, else (none at all) nothing; the log says which.
+    """
+    if options.resume is None:
+        await engine.continue_session(or_new=True)
+        return
+    try:
+        session = await engine.resume_session(options.resume)
+    except SeriError as exc:
+        engine.host.show(
+            "error",
+            f"--resume {shorten(options.resume)}: {exc} No session is open; the next prompt "
+            "starts a new one (seri.session.list lists the sessions).",
+        )
+        return
+    engine.host.log("info", f"Resumed session {session['id']} (--resume).")
+
+
 def setup_lifecycle(server: SeriServer) -> None:
     """Register initialize, initialized, shutdown and workspace-folder handling."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: SeriServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options
+        options = empty_tables_as_objects(params.initialization_options)
         problems = []
         if options is not None and not isinstance(options, dict):
             problems.append("initializationOptions must be a JSON object; ignoring them.")
@@ -117,23 +241,12 @@ def setup_lifecycle(server: SeriServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: SeriServer, params: types.InitializedParams) -> None:
-        if ls.engine is None:
-            return
-        ready = ls.mark_starting()
-        engine = ls.engine
-        for problem in ls.startup_problems:
-            engine.host.show("warning", problem)
-        try:
-            await engine.start()
-        except Exception as exc:
-            logger.exception("Start-up failed")
-            engine.host.show("error", f"seri-lsp start-up failed: {exc}")
-        ready.set_result(engine)
+        if ls.engine is not None:
+            await ls.start(ls.engine)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: SeriServer, params: None) -> None:
-        if ls.engine is not None:
-            await ls.engine.close()
+        await ls.close_engine()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: SeriServer, params: types.DidChangeWorkspaceFoldersParams) -> None:

@@ -19,6 +19,7 @@ from stat import S_ISREG
 from typing import Any
 
 from seri_lsp.errors import StoreBusy
+from seri_lsp.limits import lone_surrogate
 from seri_lsp.store.database import format_time, utc_now
 from seri_lsp.store.messages import ROLES, Message, ToolCall
 from seri_lsp.store.sessions import SessionStore, insert_message, make_title
@@ -240,7 +241,11 @@ def _parse_file(
                 record = json.loads(raw)
                 if not isinstance(record, dict):
                     raise _BadLine("not a JSON object")
-                _check_unicode(record)
+                bad = lone_surrogate(record)
+                if bad is not None:
+                    raise _BadLine(
+                        f"text that is not valid Unicode (a lone surrogate escape, {bad})"
+                    )
                 kind = record.get("type")
                 if header is None:
                     if kind != "session":
@@ -262,26 +267,6 @@ def _parse_file(
             except _BadLine as exc:
                 skipped.append(SkippedLine(number, str(exc)))
     return header, messages, skipped, last_input_tokens
-
-
-def _check_unicode(record: dict[str, Any]) -> None:
-    """Refuse a line whose text cannot be stored: a lone surrogate escape ("\\ud83d")."""
-    stack: list[Any] = [record]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                escape = item[exc.start].encode("ascii", "backslashreplace").decode("ascii")
-                raise _BadLine(
-                    f"text that is not valid Unicode (a lone surrogate escape, {escape})"
-                ) from None
 
 
 def _parse_header(record: dict[str, Any]) -> dict[str, Any]:

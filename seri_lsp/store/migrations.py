@@ -108,9 +108,70 @@ def m004_session_paths_and_rules(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_checkpoints(conn: sqlite3.Connection) -> None:
+    # Undo for prompts (`/rewind`). File contents are stored once per distinct content
+    # (content-addressed by SHA-256) however many checkpoints refer to them, and removed
+    # in the transaction that drops the last reference.
+    conn.execute(
+        """
+        CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            content BLOB NOT NULL,
+            size INTEGER NOT NULL
+        )
+        """
+    )
+    # One per user prompt, taken before its task: `prompt_seq` is the `messages.seq` the
+    # prompt was stored at (rewinding removes every message from there on); `state` is a
+    # JSON snapshot of what else the conversation carried then (title, path lists, fired
+    # rules, last billed input tokens), restored with the conversation.
+    conn.execute(
+        """
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            prompt_seq INTEGER NOT NULL,
+            prompt TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (session_id, prompt_seq)
+        )
+        """
+    )
+    # Each file a checkpoint's task changed: its content before the task's first change
+    # (NULL: the file did not exist) and what seri last wrote to it (NULL: absent).
+    conn.execute(
+        """
+        CREATE TABLE checkpoint_files (
+            checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            display TEXT NOT NULL,
+            before_sha256 TEXT REFERENCES blobs(sha256),
+            after_sha256 TEXT REFERENCES blobs(sha256),
+            PRIMARY KEY (checkpoint_id, path)
+        )
+        """
+    )
+    conn.execute("CREATE INDEX checkpoint_files_by_before ON checkpoint_files (before_sha256)")
+    conn.execute("CREATE INDEX checkpoint_files_by_after ON checkpoint_files (after_sha256)")
+    # Sessions whose checkpoints were deleted by retention (kept for the 20 most recently
+    # touched sessions of a project): prompts up to `through_seq` can no longer be
+    # rewound; the conversation itself is untouched.
+    conn.execute(
+        """
+        CREATE TABLE checkpoints_retired (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+            through_seq INTEGER NOT NULL,
+            retired_at TEXT NOT NULL
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
     (3, "session_events", m003_session_events),
     (4, "session_paths_and_rules", m004_session_paths_and_rules),
+    (5, "checkpoints", m005_checkpoints),
 ]
