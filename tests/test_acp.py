@@ -7,6 +7,7 @@ Each test drives the real agent process with the client side of agent-client-pro
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from acp.schema import (
 )
 
 from seri_lsp import __version__
-from tests.acp_client import HOLD, provider_config, start_acp, until, write_config
+from tests.acp_client import HOLD, provider_config, start_acp, until, within, write_config
 from tests.agent_helpers import events
 from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
@@ -520,3 +521,23 @@ async def test_an_unusable_profile_is_answered_at_initialize(
     assert "seri cannot use its store" in str(refused.value) and str(not_a_folder) in str(
         refused.value
     )
+
+
+async def test_sigterm_stops_the_agent_cleanly_mid_task(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    stalled = Hang()
+    provider.script(stalled)
+    try:
+        async with start_acp(configured, workspace) as agent:
+            session_id = await agent.new()
+            running = asyncio.ensure_future(agent.prompt(session_id, "hang on"))
+            await until(lambda: provider.requests)
+            agent.process.send_signal(signal.SIGTERM)
+            assert await within(agent.process.wait()) == 0
+        with pytest.raises((ConnectionError, RequestError)):
+            await running
+    finally:
+        stalled.release.set()
+    ended = events(configured, "task_ended", session_id)
+    assert [e["status"] for e in ended] == ["cancelled"]

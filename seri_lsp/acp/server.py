@@ -1,8 +1,14 @@
-"""`seri-lsp acp`: the ACP agent on stdin/stdout, until the client hangs up."""
+"""`seri-lsp acp`: the ACP agent on stdin/stdout, until the client hangs up.
+
+The agent also stops cleanly on SIGINT and SIGTERM, as when the editor goes: running
+tasks are cancelled and stored as such, every session is let go, the store is closed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 
 from acp import run_agent
 
@@ -16,9 +22,15 @@ def serve(options: AgentOptions) -> int:
 
 async def _serve(options: AgentOptions) -> int:
     agent = SeriAgent(options)
+    # The unstable part of the protocol brings session/resume and session/close.
+    serving = asyncio.ensure_future(run_agent(agent, use_unstable_protocol=True))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, serving.cancel)
     try:
-        # The unstable part of the protocol brings session/resume and session/close.
-        await run_agent(agent, use_unstable_protocol=True)
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
     finally:
         await agent.close()
     return 0
