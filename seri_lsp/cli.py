@@ -8,6 +8,7 @@ seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
 seri-lsp trajectory list [--json] [--session ID] [--limit N]
 seri-lsp trajectory show ID [--json]
 seri-lsp trajectory diff A B [--json]
+seri-lsp acp [--profile-root DIR] [--max-turns N]
 
 Flags given before the subcommand count for it too (`seri-lsp --max-turns 5 run ...`).
 Every error is printed once, on stderr, as `seri-lsp: <message>`.
@@ -55,10 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.continue_ and args.resume is not None:
         parser.error("--continue and --resume cannot be used together")
-    if args.command in ("sessions", "show", "trajectory") and (
+    if args.command in ("sessions", "show", "trajectory", "acp") and (
         args.continue_ or args.resume is not None
     ):
-        parser.error("--continue and --resume apply to the server and to `run`")
+        parser.error(
+            "--continue and --resume apply to the language server and to `run` "
+            "(an ACP editor opens sessions itself)"
+        )
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
@@ -70,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_run(args))
         if args.command == "trajectory":
             return _trajectory(args)
+        if args.command == "acp":
+            return _acp(args)
         return _serve(args)
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
@@ -175,6 +181,20 @@ def _parser() -> argparse.ArgumentParser:
     diffing.add_argument("a", metavar="A", help="recording (or session) id")
     diffing.add_argument("b", metavar="B", help="recording (or session) id")
     diffing.add_argument("--json", action="store_true", help="print JSON")
+
+    acp = commands.add_parser(
+        "acp",
+        parents=[common],
+        help="serve the Agent Client Protocol on stdin/stdout (Zed, CodeCompanion, avante)",
+    )
+    # SUPPRESS: not given here, the same flag before `acp` still counts.
+    acp.add_argument(
+        "--max-turns",
+        type=_turns,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help=f"cap model turns per task, 1 to {MAX_TURNS} (default 500)",
+    )
     return parser
 
 
@@ -218,6 +238,26 @@ def _serve(args: argparse.Namespace) -> int:
         code = server.serve_stdio()
     # The store is closed. End now: a thread stuck in a system call (a FIFO being read,
     # a slow name lookup) must not keep a stopped server alive.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _acp(args: argparse.Namespace) -> int:
+    from seri_lsp.acp.agent import AgentOptions
+    from seri_lsp.acp.server import serve
+
+    if sys.stdin.isatty():
+        print(
+            "seri-lsp acp: an ACP agent; it speaks JSON-RPC on stdin/stdout and is started by "
+            "an editor (Zed, CodeCompanion.nvim, avante.nvim). Press Ctrl-D to quit.",
+            file=sys.stderr,
+            flush=True,
+        )
+    code = serve(AgentOptions(profile_root=args.profile_root, max_turns=args.max_turns))
+    # Every session is closed. End now: a tool thread stuck in a system call (a FIFO
+    # being read) must not keep the agent alive after its client has gone.
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -29,7 +29,7 @@ from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor,
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.pairing import repair_tool_pairs
 from seri_lsp.errors import StoreBusy
-from seri_lsp.events import Delta, TurnEnded
+from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
 from seri_lsp.host import Host
 from seri_lsp.store.messages import Message, ToolCall
 
@@ -238,6 +238,9 @@ class AgentLoop:
             self._streamed = True
             self.host.emit(Delta(conversation.id, text))
 
+        def on_thinking(text: str) -> None:
+            self.host.emit(ThinkingDelta(conversation.id, text))
+
         async def on_retry(notice: RetryNotice) -> None:
             self._drop_streamed()
             await record_retry(notice)
@@ -249,6 +252,7 @@ class AgentLoop:
                 reply=self._reply,
                 on_delta=on_delta,
                 on_retry=on_retry,
+                on_thinking=on_thinking,
             )
         )
 
@@ -372,12 +376,14 @@ class AgentLoop:
                     end += 1
                 batch = calls[index:end]
                 for call in batch:
+                    self.host.emit(ToolStarted(conversation.id, call))
                     await record_call(conversation, call)
                 outcomes = await asyncio.gather(*(self.toolbox.run(call) for call in batch))
                 for call, outcome in zip(batch, outcomes, strict=True):
                     rules += await self._store_result(call, outcome)
                 index = end
             else:
+                self.host.emit(ToolStarted(conversation.id, calls[index]))
                 await record_call(conversation, calls[index])
                 outcome = await self.scope.run(self.toolbox.run(calls[index]))
                 rules += await self._store_result(calls[index], outcome)
@@ -388,6 +394,8 @@ class AgentLoop:
 
     async def _store_result(self, call: ToolCall, outcome: ToolOutcome) -> list[Message]:
         conversation = self.conversation
+        if outcome.change is not None:
+            self.host.emit(FileChanged(conversation.id, call.id, outcome.change))
         await conversation.append(
             Message(
                 role="tool",

@@ -240,12 +240,15 @@ class Provider:
         reply: Reply | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: RetryCallback | None = None,
+        on_thinking: DeltaCallback | None = None,
     ) -> Reply:
         """Send one chat completion and return the model's reply.
 
         `reply` (if given) is filled as the stream arrives, so a caller that cancels
-        this coroutine still has the text received so far. `on_retry` is awaited before
-        a failed attempt is retried, so the caller can drop what that attempt streamed.
+        this coroutine still has the text received so far. `on_delta` and `on_thinking`
+        receive the reply's text and its thinking as they stream. `on_retry` is awaited
+        before a failed attempt is retried, so the caller can drop what that attempt
+        streamed.
         """
         if self.missing_key is not None:
             # A provider on the internet refuses a call without a key anyway; saying so
@@ -257,7 +260,7 @@ class Provider:
             target = reply if reply is not None else Reply()
             target.reset()
             try:
-                return await self._attempt(body, target, on_delta)
+                return await self._attempt(body, target, on_delta, on_thinking)
             except ProviderHTTPError as exc:
                 if exc.status not in RETRY_STATUSES or attempt >= self.settings.max_retries:
                     raise
@@ -276,7 +279,11 @@ class Provider:
         return random.uniform(capped / 2, capped)
 
     async def _attempt(
-        self, body: dict[str, Any], reply: Reply, on_delta: DeltaCallback | None
+        self,
+        body: dict[str, Any],
+        reply: Reply,
+        on_delta: DeltaCallback | None,
+        on_thinking: DeltaCallback | None = None,
     ) -> Reply:
         url = self.settings.base_url
         answered = False
@@ -290,7 +297,7 @@ class Provider:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise self._http_error(response, text)
                 if body.get("stream"):
-                    await _read_stream(response, reply, on_delta)
+                    await _read_stream(response, reply, on_delta, on_thinking)
                 else:
                     _read_whole(await response.aread(), reply)
         except TimeoutError as exc:
@@ -543,7 +550,10 @@ class _Pieces:
 
 
 async def _read_stream(
-    response: httpx.Response, reply: Reply, on_delta: DeltaCallback | None
+    response: httpx.Response,
+    reply: Reply,
+    on_delta: DeltaCallback | None,
+    on_thinking: DeltaCallback | None = None,
 ) -> None:
     calls: dict[int, dict[str, str]] = {}
     content, thinking = _Pieces(), _Pieces()
@@ -554,6 +564,12 @@ async def _read_stream(
             reply.content += text
             if on_delta is not None:
                 on_delta(text)
+
+    def add_thinking(text: str) -> None:
+        if text:
+            reply.thinking += text
+            if on_thinking is not None:
+                on_thinking(text)
 
     async for line in response.aiter_lines():
         if not line.startswith("data:"):
@@ -582,7 +598,7 @@ async def _read_stream(
             add_content(content.feed(_string(delta.get("content"), f"{where}.delta.content")))
             for name in ("reasoning", "reasoning_content"):
                 piece = _string(delta.get(name), f"{where}.delta.{name}")
-                reply.thinking += thinking.feed(piece)
+                add_thinking(thinking.feed(piece))
             for position, call in enumerate(
                 _array(delta.get("tool_calls"), f"{where}.delta.tool_calls")
             ):
@@ -597,7 +613,7 @@ async def _read_stream(
             "reply was complete (no finish_reason, no [DONE])."
         )
     add_content(content.flush())
-    reply.thinking += thinking.flush()
+    add_thinking(thinking.flush())
     reply.tool_calls = [
         ToolCall(
             id=clean_text(slot["id"]) or f"call_{index}",

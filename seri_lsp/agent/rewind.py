@@ -9,9 +9,10 @@ the n most recent prompts of the open session:
   prompt's text comes back as `prompt`, for the editor's input.
 - files: every file those tasks changed goes back to its content before them (the
   "before" of the oldest of the n checkpoints that changed it; a file they created is
-  deleted): through `workspace/applyEdit` when the editor has it open, so its buffer
-  and undo stay right, else atomically on disk. A file whose current content (the
-  editor's buffer when open, else the disk) is not what seri last wrote was changed
+  deleted): through the editor when it writes files for the agent (ACP
+  `fs/write_text_file`) or has the file open (`workspace/applyEdit`), so its buffer and
+  undo stay right, else atomically on disk. A file whose current content (the editor's
+  text when it serves the file, else the disk) is not what seri last wrote was changed
   since by something else: it is a conflict, left alone and listed, unless `force`.
 
 What remains afterwards: rewinding the conversation deletes the checkpoints of the
@@ -392,6 +393,10 @@ class Rewinder:
         try:
             if content is None:
                 await self.tasks.threads.run(_remove, path)
+            elif self.host.writes_files:
+                edit = await self.host.write_file(path, decode(content))
+                if not edit.applied:
+                    return f"the editor refused the change: {edit.reason}"
             elif current.text is not None and self.host.can_apply_edits:
                 text = decode(content)
                 edit = await self.host.apply_edit(path, current.text, 0, len(current.text), text)
@@ -404,7 +409,7 @@ class Rewinder:
         return None
 
     async def _current(self, path: str) -> Current:
-        text = self.host.document_text(Path(path))
+        text = await self.host.read_file(Path(path))
         if text is not None:
             return Current(sha256_of(encode(text)), text)
         try:
