@@ -8,10 +8,12 @@ import {
   MessageParams,
   PAGE_SIZE,
   PromptResult,
+  RewindResult,
   ServerCommand,
   Session,
   SessionChangedParams,
   SessionView,
+  TrajectoryState,
   TurnEndedParams,
   Usage,
   WireMessage,
@@ -53,7 +55,8 @@ export type ChatChange =
   | { kind: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { kind: 'streaming'; text: string }
   | { kind: 'notice'; notice: Notice }
-  | { kind: 'state' };
+  | { kind: 'state' }
+  | { kind: 'input'; text: string };
 
 type Listener = (change: ChatChange) => void;
 
@@ -71,6 +74,8 @@ export class ChatModel {
   private streamingTask = false;
   private usage: Usage | null = null;
   private notices: Notice[] = [];
+  // What the chat input holds: typed in the webview, or put there by the extension.
+  private inputText = '';
   private loading: Promise<void> | undefined;
   private reloadRequested = false;
   private arrivedWhileLoading: MessageParams[] = [];
@@ -111,6 +116,22 @@ export class ChatModel {
 
   get state(): ServerState {
     return this.serverState;
+  }
+
+  /** The chat input's text (the unsent draft). */
+  get input(): string {
+    return this.inputText;
+  }
+
+  /** The webview says what its input holds now (as the user types). */
+  noteDraft(text: string): void {
+    this.inputText = text;
+  }
+
+  /** Put `text` into the chat input, replacing the draft (a rewound prompt comes back). */
+  setInput(text: string): void {
+    this.inputText = text;
+    this.emit({ kind: 'input', text });
   }
 
   // --- the server's life ---------------------------------------------------------------
@@ -397,6 +418,20 @@ export class ChatModel {
   }
 
   private noteOutcome(result: PromptResult): void {
+    if (result.command === 'rewind') {
+      this.noteRewind(result as PromptResult & Partial<RewindResult>);
+      return;
+    }
+    if (result.command === 'trajectory') {
+      const state = result as PromptResult & Partial<TrajectoryState>;
+      if (typeof state.enabled === 'boolean') {
+        this.addNotice('info', `Trajectory recording ${describeTrajectory(state as TrajectoryState)}`);
+      }
+      if (state.warning) {
+        this.addNotice('warning', state.warning);
+      }
+      return;
+    }
     if (result.command !== undefined) {
       return;
     }
@@ -412,6 +447,17 @@ export class ChatModel {
     }
   }
 
+  /** `/rewind` typed in the chat: the prompt back in the input, what was left alone noted. */
+  private noteRewind(result: Partial<RewindResult>): void {
+    if (typeof result.prompt === 'string') {
+      this.setInput(result.prompt);
+    }
+    const problems = rewindProblems(result);
+    if (problems) {
+      this.addNotice('warning', problems);
+    }
+  }
+
   private requireServer(): ServerLink {
     if (!this.server) {
       throw new Error('The seri server is not running.');
@@ -424,6 +470,31 @@ export class ChatModel {
       listener(change);
     }
   }
+}
+
+/** Where the trajectory toggle comes from, in words. */
+export const TRAJECTORY_SOURCES: Record<TrajectoryState['source'], string> = {
+  env: "set by SERI_TRAJECTORY_ENABLED in the server's environment",
+  profile: "stored in the profile's config.json",
+  default: 'the default',
+};
+
+/** "is on (the default)." with `verb` "is": the toggle and where it comes from. */
+export function describeTrajectory(state: TrajectoryState, verb = 'is'): string {
+  const source = TRAJECTORY_SOURCES[state.source] ?? state.source;
+  return `${verb ? `${verb} ` : ''}${state.enabled ? 'on' : 'off'} (${source}).`;
+}
+
+/** The files a rewind left alone or could not restore, in one sentence each; '' if none. */
+export function rewindProblems(result: Partial<RewindResult>): string {
+  const parts: string[] = [];
+  if (result.conflicts && result.conflicts.length > 0) {
+    parts.push(`Left alone, changed since seri wrote them: ${result.conflicts.join(', ')}.`);
+  }
+  for (const failure of result.failed ?? []) {
+    parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
+  }
+  return parts.join(' ');
 }
 
 function describe(error: unknown): string {
