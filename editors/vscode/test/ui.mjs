@@ -301,7 +301,7 @@ async function writePermission({ page, config, shot }) {
   await toast.getByRole('button', { name: 'Allow', exact: true }).click();
 
   await view.locator('details.tool.status-ok[data-tool="write_file"]').waitFor({ timeout: 20_000 });
-  await view.locator('.row.assistant', { hasText: 'I wrote notes.md.' }).waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'I wrote notes.md.' }).waitFor({ timeout: 20_000 });
   await shot('write-permission-done');
 }
 
