@@ -19,6 +19,7 @@ from seri_lsp.agent.rewind import Rewinder, RewindRequest, parse_rewind
 from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import CompactionResult, Compactor
+from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -39,6 +40,7 @@ from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.store.worker import Worker
 
 
@@ -71,6 +73,16 @@ class Engine:
         self.checkpoints = CheckpointKeeper(
             store=checkpoint_store, io=self.io, host=host, project=project, held_here=locks.held
         )
+        self.recordings = Recordings(
+            store=TrajectoryStore(db),
+            sessions=self.store,
+            io=self.io,
+            host=host,
+            profile_root=profile_root,
+            settings=settings,
+            locks=locks,
+            known_context_window=self.provider.known_context_window,
+        )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
@@ -80,6 +92,7 @@ class Engine:
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
             context_window=self.provider.context_window,
+            recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
             on_open=self.checkpoints.retain,
@@ -94,6 +107,9 @@ class Engine:
             profile_root=profile_root,
             write_permission=settings.write_permission,
             checkpoints=self.checkpoints,
+            recordings=self.recordings,
+            checks=settings.checks,
+            run_permission=settings.run_permission,
         )
         self.rewinder = Rewinder(
             store=checkpoint_store,
@@ -231,6 +247,29 @@ class Engine:
         check_whole_number("n", n, 1, MAX_TURNS)
         return await self.sessions.set_max_turns(n)
 
+    # --- recordings (trajectories) ---------------------------------------------------
+
+    async def trajectory(self, enabled: bool | None) -> dict[str, Any]:
+        """Whether runs are recorded and why; with `enabled`, store the toggle in the
+        profile's config.json and apply it to the open session at once."""
+        conversation = self.sessions.conversation
+        budget = self.sessions.max_turns_for(conversation) if conversation else None
+        return await self.recordings.answer(enabled, conversation, budget)
+
+    async def trajectory_get(
+        self, session_id: str | None, trajectory_id: str | None = None
+    ) -> dict[str, Any]:
+        """A recording (header and events): the open session's by default."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if trajectory_id is not None:
+            check_session_id("trajectoryId", trajectory_id)
+        return await self.recordings.get(
+            session_id=session_id,
+            trajectory_id=trajectory_id,
+            conversation=self.sessions.conversation,
+        )
+
     # --- prompts, compaction, cancel --------------------------------------------------
 
     async def prompt(self, text: str) -> dict[str, Any]:
@@ -294,6 +333,18 @@ class Engine:
         if name == "max-turns":
             turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
             result = await self.set_max_turns(turns)
+            return {"status": "done", "command": name, **result}
+        if name == "trajectory":
+            words = {"": None, "on": True, "off": False}
+            if argument.lower() not in words:
+                raise InvalidArgument(
+                    "text", f"/trajectory takes on or off (or nothing), got {shorten(argument)!r}"
+                )
+            result = await self.trajectory(words[argument.lower()])
+            # Typed in the chat, the answer is for the user to read.
+            self.host.show("info", f"seri: {result['message']}")
+            if result.get("warning"):
+                self.host.show("warning", f"seri: {result['warning']}")
             return {"status": "done", "command": name, **result}
         raise InvalidArgument(
             "text",

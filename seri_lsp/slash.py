@@ -12,6 +12,7 @@ COMMANDS = {
     "max-turns": "/max-turns N",
     "resume": "/resume ID",
     "continue": "/continue",
+    "trajectory": "/trajectory [on|off]",
 }
 
 # A slash command is "/" and a word, alone or followed by a space; "/src/app.py is

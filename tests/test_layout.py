@@ -1,11 +1,11 @@
 """The package's shape: dependencies point downwards, the engine is plain Python.
 
 Layers, lowest first: the shared top-level modules (errors, faults, files, limits,
-profile, settings, slash), `store/`, what the engine tells its faces (`events`, `host`),
-`context/`, `agent/`, the `engine` facade, and the faces (`lsp/`, `cli`). A module
-imports only from its own layer or below (type-checking imports included); only the
-faces import the engine; only `lsp/` imports pygls or lsprotocol; and no two modules
-import each other, directly or around a loop.
+profile, recording_settings, settings, slash), `store/`, what the engine tells its
+faces (`events`, `host`), `context/`, `agent/`, the `engine` facade, and the faces
+(`lsp/`, `cli`). A module imports only from its own layer or below (type-checking
+imports included); only the faces import the engine; only `lsp/` imports pygls or
+lsprotocol; and no two modules import each other, directly or around a loop.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.files",
         "seri_lsp.limits",
         "seri_lsp.profile",
+        "seri_lsp.recording_settings",
         "seri_lsp.settings",
     ),
     ("seri_lsp.slash", "seri_lsp.store"),

@@ -343,6 +343,10 @@ class Provider:
             error = ProviderHTTPError(f"{error} {advice}", response.status_code, text)
         return error
 
+    def known_context_window(self) -> int | None:
+        """The window if it is known without asking the provider (None: not yet)."""
+        return self._context_window
+
     async def context_window(self) -> int:
         """contextWindow from settings, else the provider's model list, else 128000."""
         if self._context_window is not None:

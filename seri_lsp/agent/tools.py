@@ -35,6 +35,7 @@ class ToolOutcome:
     modified: tuple[str, ...] = ()
     denial: str | None = None
     edit_via: str | None = None
+    created: bool = False  # a write that made a new file
 
 
 class ToolError(Exception):
@@ -281,6 +282,7 @@ class Toolbox:
             f"{action} {target.display} ({len(data)} bytes).",
             modified=(target.display,),
             edit_via=via,
+            created=current is None,
         )
 
     async def _edit(self, args: dict[str, Any]) -> ToolOutcome:

@@ -103,6 +103,16 @@ async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"cancelled": engine.cancel()}
 
 
+async def trajectory(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.trajectory(optional_bool(args, "enabled"))
+
+
+async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    trajectory_id = optional_text(args, "trajectoryId", MAX_SESSION_ID_CHARS)
+    return await engine.trajectory_get(session_id or None, trajectory_id or None)
+
+
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     report = await engine.import_legacy()
     return report.to_wire()
@@ -121,6 +131,8 @@ COMMANDS: dict[str, Handler] = {
     "seri.checkpoints": checkpoints,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
+    "seri.trajectory": trajectory,
+    "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
 }
 
