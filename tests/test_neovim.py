@@ -241,6 +241,21 @@ def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
     assert not (workspace / "notes.txt").exists()
 
 
+def test_trajectory_toggle_with_and_without_the_environment_variable(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    run_scenario(
+        nvim,
+        "trajectory.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    # Stored in the profile's config.json even while the variable overrides it.
+    assert json.loads((profile_root / "config.json").read_text())["trajectory"] is False
+
+
 @pytest.mark.parametrize("server", ["working", "missing"])
 def test_checkhealth(
     nvim: str,

@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
-import { ChatModel, describeTrajectory, rewindProblems } from './chat/model';
+import { ChatModel, rewindProblems } from './chat/model';
 import { plural, relativeTime } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
 import {
@@ -43,6 +43,17 @@ const RESTORED: Record<RestoreMode, string> = {
   conversation: 'the conversation',
   files: 'files',
 };
+
+/** Where the trajectory toggle comes from, in words. */
+const TRAJECTORY_SOURCES: Record<TrajectoryState['source'], string> = {
+  env: "set by SERI_TRAJECTORY_ENABLED in the server's environment",
+  profile: "stored in the profile's config.json",
+  default: 'the default',
+};
+
+function onOff(state: TrajectoryState): string {
+  return `${state.enabled ? 'on' : 'off'} (${TRAJECTORY_SOURCES[state.source] ?? state.source})`;
+}
 
 export const OVERWRITE = 'Overwrite';
 export const LEAVE_ALONE = 'Leave Them Alone';
@@ -289,15 +300,18 @@ export class CommandHandlers {
    */
   async toggleTrajectory(enabled?: boolean): Promise<TrajectoryState> {
     let target = enabled;
-    let before = '';
+    let current: TrajectoryState | undefined;
     if (target === undefined) {
-      const current = await this.server.execute<TrajectoryState>(ServerCommand.trajectory);
+      current = await this.server.execute<TrajectoryState>(ServerCommand.trajectory);
       target = !current.enabled;
-      before = ` It was ${describeTrajectory(current, '')}`;
     }
     const result = await this.server.execute<TrajectoryState>(ServerCommand.trajectory, { enabled: target });
-    const now = describeTrajectory(result, result.enabled === target ? 'is now' : 'stays');
-    void vscode.window.showInformationMessage(`Seri: trajectory recording ${now}${before}`);
+    // The server's sentence says what is in force and why (the variable, config.json).
+    let message = `Seri: ${result.message ?? `Trajectory recording is ${onOff(result)}.`}`;
+    if (current && current.enabled !== result.enabled) {
+      message += ` It was ${onOff(current)}.`;
+    }
+    void vscode.window.showInformationMessage(message);
     if (result.warning) {
       void vscode.window.showWarningMessage(`Seri: ${result.warning}`);
     }

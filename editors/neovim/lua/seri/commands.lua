@@ -111,7 +111,7 @@ M.list = {
       complete = function(lead)
         return vim.tbl_filter(function(item)
           return vim.startswith(item, lead)
-        end, { "on", "off" })
+        end, { "off", "on" })
       end,
     },
   },

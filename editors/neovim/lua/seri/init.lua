@@ -354,10 +354,12 @@ function M.trajectory(value)
     if report(err, "trajectory recording") or type(result) ~= "table" then
       return
     end
-    local state = result.enabled and "on" or "off"
-    local source = TRAJECTORY_SOURCES[result.source] or tostring(result.source)
-    local verb = enabled == nil and "is" or "is now"
-    vim.notify(("seri: trajectory recording %s %s (%s)"):format(verb, state, source))
+    local message = result.message
+    if type(message) ~= "string" or message == "" then
+      local source = TRAJECTORY_SOURCES[result.source] or tostring(result.source)
+      message = ("Trajectory recording is %s (%s)."):format(result.enabled and "on" or "off", source)
+    end
+    vim.notify("seri: " .. message)
     if type(result.warning) == "string" and result.warning ~= "" then
       vim.notify("seri: " .. result.warning, vim.log.levels.WARN)
     end

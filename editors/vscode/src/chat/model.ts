@@ -13,7 +13,6 @@ import {
   Session,
   SessionChangedParams,
   SessionView,
-  TrajectoryState,
   TurnEndedParams,
   Usage,
   WireMessage,
@@ -422,16 +421,7 @@ export class ChatModel {
       this.noteRewind(result as PromptResult & Partial<RewindResult>);
       return;
     }
-    if (result.command === 'trajectory') {
-      const state = result as PromptResult & Partial<TrajectoryState>;
-      if (typeof state.enabled === 'boolean') {
-        this.addNotice('info', `Trajectory recording ${describeTrajectory(state as TrajectoryState)}`);
-      }
-      if (state.warning) {
-        this.addNotice('warning', state.warning);
-      }
-      return;
-    }
+    // `/trajectory` and the other commands: the server says what it did (showMessage).
     if (result.command !== undefined) {
       return;
     }
@@ -470,19 +460,6 @@ export class ChatModel {
       listener(change);
     }
   }
-}
-
-/** Where the trajectory toggle comes from, in words. */
-export const TRAJECTORY_SOURCES: Record<TrajectoryState['source'], string> = {
-  env: "set by SERI_TRAJECTORY_ENABLED in the server's environment",
-  profile: "stored in the profile's config.json",
-  default: 'the default',
-};
-
-/** "is on (the default)." with `verb` "is": the toggle and where it comes from. */
-export function describeTrajectory(state: TrajectoryState, verb = 'is'): string {
-  const source = TRAJECTORY_SOURCES[state.source] ?? state.source;
-  return `${verb ? `${verb} ` : ''}${state.enabled ? 'on' : 'off'} (${source}).`;
 }
 
 /** The files a rewind left alone or could not restore, in one sentence each; '' if none. */

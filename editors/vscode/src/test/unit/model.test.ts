@@ -178,17 +178,6 @@ suite('ChatModel', () => {
     ]);
   });
 
-  test('/trajectory typed in the chat says whether runs are recorded, and the override warning', async () => {
-    const answer = { status: 'done', command: 'trajectory', enabled: true, source: 'env', warning: 'SERI_TRAJECTORY_ENABLED overrides it.' };
-    const model = new ChatModel();
-    await model.attach(new FakeServer((command) => (command === 'seri.prompt' ? answer : view(open, []))));
-    await model.send('/trajectory off');
-    assert.deepStrictEqual(model.snapshot().notices.map((n) => [n.level, n.text]), [
-      ['info', "Trajectory recording is on (set by SERI_TRAJECTORY_ENABLED in the server's environment)."],
-      ['warning', 'SERI_TRAJECTORY_ENABLED overrides it.'],
-    ]);
-  });
-
   test('results from a server that went away are ignored', async () => {
     let release: (value: SessionView) => void = () => undefined;
     const model = new ChatModel();
