@@ -279,6 +279,27 @@ async def test_a_config_json_that_is_not_utf8_is_warned_about_and_ignored(
     assert snapshot(config) == before
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b'{"maxTurns": ' + b"9" * 5000 + b"}", b"[" * 100_000, b'{"maxTurns": 7,'],
+    ids=["number too long", "nested too deeply", "cut short"],
+)
+async def test_a_config_json_that_cannot_be_read_is_warned_about_and_ignored(
+    lsp, profile_root: Path, content: bytes
+) -> None:
+    profile_root.mkdir()
+    config = profile_root / "config.json"
+    config.write_bytes(content)
+    before = snapshot(config)
+    client = await lsp()
+    warning = await wait_until(
+        lambda: [m for m in shown(client, types.MessageType.Warning) if "config.json" in m]
+    )
+    assert "ignoring it" in warning[0]
+    assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
+    assert snapshot(config) == before
+
+
 def test_the_command_line_warns_about_a_config_json_that_is_not_utf8(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
