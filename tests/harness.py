@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 import time
 from collections import defaultdict, deque
@@ -111,6 +112,37 @@ def _offset(text: str, position: types.Position) -> int:
     """UTF-16 position to string offset (the tests use ASCII and BMP text)."""
     lines = text.split("\n")
     return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+
+def seri(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The `seri-lsp` command line, as a user runs it (the environment as `server_env`)."""
+    return subprocess.run(
+        [sys.executable, "-m", "seri_lsp", *args],
+        cwd=cwd,
+        env=server_env(env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def seri_async(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`seri` off the event loop, for tests that talk to a server meanwhile."""
+    return await asyncio.to_thread(seri, *args, cwd=cwd, env=env)
+
+
+def cli_env(provider: Any, profile_root: Path) -> dict[str, str]:
+    """The environment that points the command line at the scripted provider and a profile."""
+    return {
+        "SERI_BASE_URL": provider.base_url,
+        "SERI_MODEL": provider.model,
+        "SERI_API_KEY": "k",
+        "SERI_PROFILE_ROOT": str(profile_root),
+    }
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:

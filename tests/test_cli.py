@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.harness import command, server_env
+from tests.harness import command, seri
 from tests.test_legacy import good_session, write_legacy
-
-
-def seri(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "seri_lsp", *args],
-        cwd=cwd,
-        env=server_env(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 async def test_sessions_lists_what_the_server_created(

@@ -18,30 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import provider_options
-from tests.harness import server_env
+from tests.harness import cli_env, seri, server_env
 from tests.scripted_provider import Error, Hang, ScriptedProvider, Text
 from tests.test_hardening_face import INVALID_REQUEST, RawServer, error_of
 from tests.test_turn_budget import looping
-
-
-def seri(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "seri_lsp", *args],
-        cwd=cwd,
-        env=server_env(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def provider_env(provider: ScriptedProvider, profile_root: Path) -> dict[str, str]:
-    return {
-        "SERI_BASE_URL": provider.base_url,
-        "SERI_MODEL": provider.model,
-        "SERI_API_KEY": "k",
-        "SERI_PROFILE_ROOT": str(profile_root),
-    }
 
 
 def db_rows(profile_root: Path, sql: str) -> list[tuple]:
@@ -298,7 +278,7 @@ def test_max_turns_before_the_subcommand_is_honoured(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
     provider.script(*looping(5))
-    env = provider_env(provider, profile_root)
+    env = cli_env(provider, profile_root)
     result = seri("--max-turns", "2", "run", "loop", cwd=workspace, env=env)
     assert result.returncode == 1, result.stderr
     assert "[max_turns]" in result.stderr
@@ -314,7 +294,7 @@ def test_continue_before_the_subcommand_is_honoured(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
     provider.script(Text("one"), Text("two"))
-    env = provider_env(provider, profile_root)
+    env = cli_env(provider, profile_root)
     assert seri("run", "first", cwd=workspace, env=env).returncode == 0
     assert seri("--continue", "run", "second", cwd=workspace, env=env).returncode == 0
     sent = provider.requests[1]["messages"]
@@ -326,7 +306,11 @@ def test_run_continue_with_nothing_to_continue_says_so_first(
 ) -> None:
     provider.script(Text("hello"))
     result = seri(
-        "run", "hi", "--continue", cwd=workspace, env=provider_env(provider, profile_root)
+        "run",
+        "hi",
+        "--continue",
+        cwd=workspace,
+        env=cli_env(provider, profile_root),
     )
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
@@ -345,7 +329,7 @@ def assert_once(stderr: str, text: str) -> None:
 def test_each_error_is_printed_once(
     provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    env = provider_env(provider, profile_root)
+    env = cli_env(provider, profile_root)
     unknown = "Unknown session id 'nope'"
     for args in (
         ("run", "x", "--resume", "nope"),
@@ -495,7 +479,7 @@ def test_ctrl_c_during_run_cancels_the_task_and_stores_it(
     process = subprocess.Popen(
         [sys.executable, "-m", "seri_lsp", "run", "hello"],
         cwd=workspace,
-        env=server_env(provider_env(provider, profile_root)),
+        env=server_env(cli_env(provider, profile_root)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -26,10 +26,11 @@ from pytest_lsp import LanguageClient
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.locks import SessionLocks
 from tests.agent_helpers import prompt
-from tests.conftest import provider_options
 from tests.harness import (
+    cli_env,
     command,
     initialize_client,
+    seri_async,
     server_env,
     start_server,
     stop_server,
@@ -67,31 +68,6 @@ def snapshot(path: Path) -> tuple[str, int]:
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-async def seri_cli(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """The `seri-lsp` command, run off the event loop (a server may be talking to us)."""
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "seri_lsp", *args],
-        cwd=cwd,
-        env=server_env(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def cli_env(provider: ScriptedProvider, profile_root: Path) -> dict[str, str]:
-    settings = provider_options(provider)["provider"]
-    return {
-        "SERI_BASE_URL": settings["baseUrl"],
-        "SERI_MODEL": settings["model"],
-        "SERI_API_KEY": "k",
-        "SERI_PROFILE_ROOT": str(profile_root),
-    }
 
 
 # --- one session, one window ----------------------------------------------------------
@@ -200,7 +176,7 @@ async def test_the_command_line_respects_a_session_held_by_an_editor(
     held = (await command(editor, "seri.session.new", {}))["session"]["id"]
     env = cli_env(provider, profile_root)
 
-    resumed = await seri_cli("run", "--resume", held, "hello", cwd=workspace, env=env)
+    resumed = await seri_async("run", "--resume", held, "hello", cwd=workspace, env=env)
     assert resumed.returncode == 1
     assert f"Session {held} is open in another seri process (pid {pid_of(editor)})" in (
         resumed.stderr
@@ -212,7 +188,7 @@ async def test_the_command_line_respects_a_session_held_by_an_editor(
     # run --continue behaves as resume on open: the held session is left alone and the
     # prompt runs in a new session, which the command line says.
     provider.script(Text("Hi from a new session."))
-    continued = await seri_cli("run", "--continue", "hello", cwd=workspace, env=env)
+    continued = await seri_async("run", "--continue", "hello", cwd=workspace, env=env)
     assert continued.returncode == 0, continued.stderr
     assert "Started a new session" in continued.stderr and held in continued.stderr
     assert "Hi from a new session." in continued.stdout
@@ -271,7 +247,7 @@ async def test_a_config_json_that_is_not_utf8_is_warned_about_and_ignored(
     assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
     assert snapshot(config) == before
 
-    listed = await seri_cli(
+    listed = await seri_async(
         "sessions", "--json", "--profile-root", str(profile_root), cwd=workspace
     )
     assert listed.returncode == 0 and "Traceback" not in listed.stderr
@@ -404,7 +380,7 @@ async def test_a_sqlite_file_that_is_not_seris_is_refused_byte_for_byte(
     assert snapshot(db) == before
     assert sorted(p.name for p in profile_root.iterdir()) == ["seri.db"]
 
-    listed = await seri_cli("sessions", "--profile-root", str(profile_root), cwd=workspace)
+    listed = await seri_async("sessions", "--profile-root", str(profile_root), cwd=workspace)
     assert listed.returncode == 1
     assert "seri did not create" in listed.stderr and "Traceback" not in listed.stderr
     assert snapshot(db) == before
@@ -425,7 +401,7 @@ async def test_a_seri_db_with_a_table_of_another_shape_is_refused_untouched(
         ],
     )
     before = snapshot(db)
-    result = await seri_cli("sessions", "--profile-root", str(profile_root), cwd=workspace)
+    result = await seri_async("sessions", "--profile-root", str(profile_root), cwd=workspace)
     assert result.returncode == 1
     assert "sessions table has the columns id, owner" in result.stderr
     assert snapshot(db) == before
@@ -467,7 +443,7 @@ async def test_loose_permissions_are_tightened_before_use(
     # The command line tightens them too.
     db.chmod(0o644)
     profile_root.chmod(0o755)
-    result = await seri_cli("sessions", "--profile-root", str(profile_root), cwd=workspace)
+    result = await seri_async("sessions", "--profile-root", str(profile_root), cwd=workspace)
     assert result.returncode == 0, result.stderr
     assert mode(db) == 0o600 and mode(profile_root) == 0o700
 
@@ -477,7 +453,7 @@ async def test_run_continue_then_prompt_in_the_editor(
 ) -> None:
     """A session the command line left is the editor's to continue (and to write to)."""
     provider.script(Text("from the terminal"), Text("from the editor"))
-    result = await seri_cli("run", "hi", cwd=workspace, env=cli_env(provider, profile_root))
+    result = await seri_async("run", "hi", cwd=workspace, env=cli_env(provider, profile_root))
     assert result.returncode == 0, result.stderr
     client = await agent()
     change = await wait_until(lambda: client.seri["seri/sessionChanged"])

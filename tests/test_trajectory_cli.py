@@ -8,9 +8,9 @@ from pathlib import Path
 
 from seri_lsp.store.migrations import MIGRATIONS
 from tests.agent_helpers import prompt
-from tests.harness import command, stop_server
+from tests.harness import command, seri, stop_server
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
-from tests.trajectory_helpers import SUMMARY, json_lines, recording, seri
+from tests.trajectory_helpers import SUMMARY, json_lines, recording
 
 
 async def test_list_and_show_read_the_recordings(

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.conftest import provider_options
-from tests.harness import command, server_env, stop_server, wait_until
+from tests.harness import cli_env, command, seri, stop_server, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 
@@ -111,21 +109,8 @@ async def test_a_subagent_answer_is_the_tool_result(
 def run_cli(
     provider: ScriptedProvider, profile_root: Path, workspace: Path, *args: str
 ) -> subprocess.CompletedProcess:
-    settings = provider_options(provider)["provider"]
-    env = {
-        "SERI_BASE_URL": settings["baseUrl"],
-        "SERI_MODEL": settings["model"],
-        "SERI_API_KEY": "k",
-        "SERI_PROFILE_ROOT": str(profile_root),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "seri_lsp", "run", *args],
-        cwd=workspace,
-        env=server_env(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = cli_env(provider, profile_root)
+    return seri("run", *args, cwd=workspace, env=env)
 
 
 def test_run_exits_0_when_the_task_is_done(

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pytest_lsp import LanguageClient
 
-from tests.harness import command, server_env
+from tests.harness import command
 
 SUMMARY = "Goal: g\nProgress: p\nBlockers: none\nNext steps: n"
 
@@ -78,20 +76,6 @@ def age_session(profile_root: Path, session_id: str, days: float) -> None:
         profile_root,
         "UPDATE trajectories SET started_at = ?, updated_at = ? WHERE session_id = ?",
         (when, when, session_id),
-    )
-
-
-def seri(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """The `seri-lsp` command line, as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "seri_lsp", *args],
-        cwd=cwd,
-        env=server_env(env),
-        capture_output=True,
-        text=True,
-        timeout=60,
     )
 
 
