@@ -201,7 +201,7 @@ def read_whole(path: Path, display: str, *, stop: Stop) -> str:
     try:
         if info.st_size > MAX_READ_BYTES:
             raise too_big(display, size_text(info.st_size), line_count(fd, info.st_size, stop))
-        data = _read_all(fd, MAX_READ_BYTES + 1)
+        data = read_upto(fd, MAX_READ_BYTES + 1)
     finally:
         os.close(fd)
     return _decode(data, display)
@@ -218,7 +218,7 @@ def read_current(path: Path, display: str, *, stop: Stop) -> str | None:
                 f"{display} is too big to change with these tools ({size_text(info.st_size)}; "
                 f"the limit is {size_text(MAX_EDIT_BYTES)})."
             )
-        data = _read_all(fd, MAX_EDIT_BYTES + 1)
+        data = read_upto(fd, MAX_EDIT_BYTES + 1)
     finally:
         os.close(fd)
     return _decode(data, display)
@@ -328,10 +328,13 @@ def _text_lines(text: str) -> Iterator[tuple[int, Callable[[], str]]]:
         start = end
 
 
-def _read_all(fd: int, limit: int) -> bytes:
+def read_upto(fd: int, limit: int, stop: Stop | None = None) -> bytes:
+    """At most `limit` bytes from an open file, checking `stop` between chunks."""
     parts = []
     total = 0
     while total < limit:
+        if stop is not None:
+            stop.check()
         chunk = os.read(fd, min(_CHUNK, limit - total))
         if not chunk:
             break

@@ -441,15 +441,7 @@ def _read(path: Path, *, stop: Stop) -> bytes | None:
     try:
         if info.st_size > disk.MAX_EDIT_BYTES:
             raise DiskError(f"{path} is too big")
-        parts, total = [], 0
-        while total <= disk.MAX_EDIT_BYTES:
-            stop.check()
-            chunk = os.read(fd, 1024 * 1024)
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-        return b"".join(parts)
+        return disk.read_upto(fd, disk.MAX_EDIT_BYTES + 1, stop)
     finally:
         os.close(fd)
 

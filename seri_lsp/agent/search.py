@@ -20,7 +20,7 @@ from pathlib import Path
 import pathspec
 import regex
 
-from seri_lsp.agent.disk import BINARY_SNIFF, Stop, size_text
+from seri_lsp.agent.disk import BINARY_SNIFF, Stop, read_upto, size_text
 
 MAX_GREP_MATCHES = 200
 MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
@@ -166,15 +166,7 @@ def _read_regular(path: Path, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        parts = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, 1024 * 1024)
-            if not chunk:
-                break
-            parts.append(chunk)
-            total += len(chunk)
-        return b"".join(parts)
+        return read_upto(fd, limit + 1)
     finally:
         os.close(fd)
 
