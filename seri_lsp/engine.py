@@ -5,18 +5,19 @@ It wires the parts together and delegates: which session is open to the
 the durable record to the store (`store/`). Faces receive its events through their
 `Host`. The engine knows nothing of LSP. Database work runs on one worker thread, so the
 event loop that serves the editor never waits on the disk.
+
+The agent (tools, compaction, the provider and its HTTP client) is imported and built at
+the first task, not when the engine opens: a server that is started, lists sessions or
+shows one and is closed again never loads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
-from seri_lsp.context.compaction import CompactionResult, Compactor
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -37,6 +38,11 @@ from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
+
+if TYPE_CHECKING:
+    from seri_lsp.agent.provider import Provider
+    from seri_lsp.agent.tasks import Tasks
+    from seri_lsp.context.compaction import CompactionResult
 
 
 class Engine:
@@ -61,8 +67,8 @@ class Engine:
         self.io = Worker()
         self.store = SessionStore(db)
         self.workspace = Workspace(workspace_roots)
-        self.provider = Provider(settings.provider)
-        compactor = Compactor(settings.provider, host, self.workspace.normalize)
+        self._provider: Provider | None = None
+        self._tasks: Tasks | None = None
         self.sessions = SessionManager(
             project=project,
             store=self.store,
@@ -71,21 +77,51 @@ class Engine:
             host=host,
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
-            context_window=self.provider.context_window,
+            context_window=self._context_window,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
         )
-        self.tasks = Tasks(
-            provider=self.provider,
-            compactor=compactor,
-            host=host,
-            workspace=self.workspace,
-            store=self.store,
-            io=self.io,
-            profile_root=profile_root,
-            write_permission=settings.write_permission,
-        )
         self.last_import: ImportReport | None = None
+
+    @property
+    def provider(self) -> Provider:
+        """The model provider, made at its first use (no HTTP client until a call)."""
+        if self._provider is None:
+            from seri_lsp.agent.provider import Provider
+
+            self._provider = Provider(self.settings.provider)
+        return self._provider
+
+    @property
+    def tasks(self) -> Tasks:
+        """What runs prompts and compactions, made (and imported) at the first one."""
+        if self._tasks is None:
+            from seri_lsp.agent.tasks import Tasks
+            from seri_lsp.context.compaction import Compactor
+
+            compactor = Compactor(self.settings.provider, self.host, self.workspace.normalize)
+            self._tasks = Tasks(
+                provider=self.provider,
+                compactor=compactor,
+                host=self.host,
+                workspace=self.workspace,
+                store=self.store,
+                io=self.io,
+                profile_root=self.profile_root,
+                write_permission=self.settings.write_permission,
+            )
+        return self._tasks
+
+    async def _context_window(self) -> int:
+        """The model's context window: a setting, else the provider's model list."""
+        if self.settings.provider.context_window is not None:
+            return self.settings.provider.context_window
+        return await self.provider.context_window()
+
+    def _ensure_idle(self) -> None:
+        """Raise Busy if a task is running (none can before the first)."""
+        if self._tasks is not None:
+            self._tasks.ensure_idle()
 
     @classmethod
     def open(
@@ -124,8 +160,10 @@ class Engine:
 
     async def close(self) -> None:
         """Stop any task; release the provider connection, the database and the sessions."""
-        await self.tasks.close()
-        await self.provider.aclose()
+        if self._tasks is not None:
+            await self._tasks.close()
+        if self._provider is not None:
+            await self._provider.aclose()
         self.io.shutdown()
         self.db.close()
         # Only now, with every write done, may another process open our sessions.
@@ -172,12 +210,12 @@ class Engine:
 
     async def new_session(self) -> dict[str, Any]:
         """Start a new, empty session in this project and open it."""
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.new()
 
     async def clear(self) -> dict[str, Any]:
         """`/clear`: a new session; the old one stays in the store, untouched."""
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.new("cleared")
 
     async def continue_session(self, *, or_new: bool = False) -> dict[str, Any] | None:
@@ -186,7 +224,7 @@ class Engine:
         None when the project has none; when all are held elsewhere, a new session with
         `or_new`, else SessionHeld naming the holder.
         """
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.continue_latest(or_new=or_new)
 
     async def resume_session(self, session_id: str) -> dict[str, Any]:
@@ -195,7 +233,7 @@ class Engine:
         UnknownSession if none matches; SessionHeld if another seri process has it open.
         """
         check_session_id("sessionId", session_id)
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.resume(session_id)
 
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
@@ -238,7 +276,7 @@ class Engine:
 
     def cancel(self) -> bool:
         """Stop the running task (or manual compaction); False if nothing was running."""
-        return self.tasks.cancel()
+        return self._tasks is not None and self._tasks.cancel()
 
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
