@@ -22,6 +22,8 @@ from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.limits import (
+    MAX_MESSAGE_ID,
+    MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
     MAX_TURNS,
     check_session_id,
@@ -240,11 +242,21 @@ class Engine:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.list(limit, all_projects)
 
-    async def session_view(self, session_id: str | None) -> dict[str, Any]:
-        """A session with its messages, token usage and path lists (the open one by default)."""
+    async def session_view(
+        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+    ) -> dict[str, Any]:
+        """A session with its messages, token usage and path lists (the open one by default).
+
+        With `limit`, only the newest `limit` messages (before message `before` when
+        given); `hasMore` says whether older ones exist.
+        """
         if session_id is not None:
             check_session_id("sessionId", session_id)
-        return await self.sessions.view(session_id)
+        if limit is not None:
+            check_whole_number("limit", limit, 1, MAX_PAGE_LIMIT)
+        if before is not None:
+            check_whole_number("before", before, 1, MAX_MESSAGE_ID)
+        return await self.sessions.view(session_id, limit=limit, before=before)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""

@@ -194,6 +194,31 @@ class SessionStore:
         )
         return [message_from_row(row) for row in rows]
 
+    def messages_page(
+        self, session_id: str, limit: int | None, before_seq: int | None = None
+    ) -> tuple[list[Message], bool]:
+        """The newest `limit` messages (all without a limit) before sequence number
+        `before_seq` (when given), in conversation order, and whether older ones exist."""
+        where, params = "session_id = ?", [session_id]
+        if before_seq is not None:
+            where += " AND seq < ?"
+            params.append(before_seq)
+        if limit is None:
+            rows = self.db.query(f"SELECT * FROM messages WHERE {where} ORDER BY seq", params)
+            return [message_from_row(row) for row in rows], False
+        rows = self.db.query(
+            f"SELECT * FROM messages WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, limit + 1]
+        )
+        has_more = len(rows) > limit
+        return [message_from_row(row) for row in reversed(rows[:limit])], has_more
+
+    def message_seq(self, session_id: str, message_id: int) -> int | None:
+        """The sequence number of a message of this session; None if it has no such message."""
+        row = self.db.query_one(
+            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+        )
+        return row[0] if row else None
+
     def totals(self, session_id: str) -> tuple[int, int]:
         """(message count, total chars) of a session, for the running estimate."""
         row = self.db.query_one(
