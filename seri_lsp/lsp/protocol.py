@@ -323,6 +323,12 @@ class SeriProtocol(LanguageServerProtocol):
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         self._labels.pop(msg_id, None)  # however it was answered, it is no longer in flight
+        if error is None and type(result) is dict:
+            # A command's answer is JSON already. pygls would wrap it in a typed response
+            # and have cattrs copy it, value by value, before encoding it: most of the
+            # time of a large seri.session.get. It is encoded as it is instead.
+            self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "result": result})
+            return
         super()._send_response(msg_id, result, error)
 
     def _send_error(self, msg_id: Any, code: int, message: str) -> None:
