@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from seri_lsp.errors import StoreBusy
 from seri_lsp.limits import lone_surrogate
 from seri_lsp.store.database import format_time, utc_now
 from seri_lsp.store.messages import ROLES, Message, ToolCall
-from seri_lsp.store.sessions import SessionStore, insert_message, make_title
+from seri_lsp.store.sessions import SessionStore, insert_new_messages, make_title
 
 LEGACY_DIR = "sessions"
 
@@ -30,6 +31,9 @@ ProgressCallback = Callable[[int, int, str], None]
 
 _IMPORTED_SQL = "SELECT 1 FROM legacy_imports WHERE path = ? AND size = ? AND mtime_ns = ?"
 _MAX_TOKENS = 2**63 - 1
+# The file is read as UTF-8 (bad bytes replaced), so a lone surrogate can only come from a
+# `\\uD800`-`\\uDFFF` escape: a line without one needs no look at each of its strings.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -187,8 +191,8 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
                 updated_at=updated,
                 conn=tx,
             )
-            for message in messages:
-                insert_message(tx, header["id"], message)
+            # One timestamp for the file's messages (the legacy lines carry none).
+            insert_new_messages(tx, header["id"], messages, utc_now())
             tx.execute(
                 "UPDATE sessions SET last_input_tokens = ? WHERE id = ?",
                 (last_input_tokens, header["id"]),
@@ -241,7 +245,7 @@ def _parse_file(
                 record = json.loads(raw)
                 if not isinstance(record, dict):
                     raise _BadLine("not a JSON object")
-                bad = lone_surrogate(record)
+                bad = lone_surrogate(record) if _SURROGATE_ESCAPE.search(raw) else None
                 if bad is not None:
                     raise _BadLine(
                         f"text that is not valid Unicode (a lone surrogate escape, {bad})"
