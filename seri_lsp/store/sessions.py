@@ -361,17 +361,19 @@ def insert_message(
     return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
 
 
+# A message as insert_new_messages stores it, in column order: role, content, thinking,
+# tool_calls (JSON text), tool_call_id, kind, recap (JSON text), is_error, chars.
+NewMessage = tuple[str, str, str | None, str | None, str | None, str | None, str | None, int, int]
+
+
 def insert_new_messages(
-    conn: sqlite3.Connection, session_id: str, messages: Sequence[Message], created_at: str
+    conn: sqlite3.Connection, session_id: str, messages: Sequence[NewMessage], created_at: str
 ) -> None:
     """Insert the messages of a session that has none yet, in one statement, all created
-    at `created_at` (an import): no per-row sequence query, clock read or copy."""
+    at `created_at` (an import): no per-row sequence query, clock read or object."""
     conn.executemany(
         _INSERT_MESSAGE,
-        [
-            _message_row(session_id, seq, message, message.created_at or created_at)
-            for seq, message in enumerate(messages, start=1)
-        ],
+        [(session_id, seq, *fields, created_at) for seq, fields in enumerate(messages, start=1)],
     )
 
 
