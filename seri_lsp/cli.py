@@ -162,11 +162,13 @@ TERMINAL_NOTICE = (
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # Loading the LSP types makes a few hundred thousand objects that live as long as the
-    # server: looking for garbage among them while they are made costs a tenth of the
-    # start-up. The collector waits until the server is built, then leaves them out of
-    # every later collection (gc.freeze), which keeps those cheap too.
-    gc.disable()
+    # Start-up makes a few hundred thousand objects that live as long as the server (the
+    # modules, the LSP types). The garbage collector walked them all at every full
+    # collection, a tenth of the start-up: they are moved out of its way (gc.freeze),
+    # those loaded so far before the LSP types load, those after once the server is
+    # built, which keeps every later collection cheap too. (Disabling the collector
+    # meanwhile would save a little more time but leave 9 MB of garbage in the heap.)
+    gc.freeze()
     from seri_lsp.lsp.server import ServerOptions, create_server
 
     server = create_server(
@@ -178,7 +180,6 @@ def _serve(args: argparse.Namespace) -> int:
         )
     )
     gc.freeze()
-    gc.enable()
     if args.tcp:
         code = server.serve_tcp(args.host, args.port)
     else:
