@@ -5,6 +5,10 @@ seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
 seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
+seri-lsp trajectory list [--json] [--session ID] [--limit N]
+seri-lsp trajectory show ID [--json]
+seri-lsp trajectory diff A B [--json]
+seri-lsp acp [--profile-root DIR] [--max-turns N]
 
 Flags given before the subcommand count for it too (`seri-lsp --max-turns 5 run ...`).
 Every error is printed once, on stderr, as `seri-lsp: <message>`.
@@ -25,11 +29,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seri_lsp import __version__
+from seri_lsp.context import trajectory_view
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.host import Host, Level
 from seri_lsp.limits import (
+    MAX_LIST_LIMIT,
     MAX_PROMPT_CHARS,
     MAX_TURNS,
     check_session_id,
@@ -42,6 +48,7 @@ from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.trajectories import TrajectoryStore
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,8 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.continue_ and args.resume is not None:
         parser.error("--continue and --resume cannot be used together")
-    if args.command in ("sessions", "show") and (args.continue_ or args.resume is not None):
-        parser.error("--continue and --resume apply to the server and to `run`")
+    if args.command in ("sessions", "show", "trajectory", "acp") and (
+        args.continue_ or args.resume is not None
+    ):
+        parser.error(
+            "--continue and --resume apply to the language server and to `run` "
+            "(an ACP editor opens sessions itself)"
+        )
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
@@ -61,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "trajectory":
+            return _trajectory(args)
+        if args.command == "acp":
+            return _acp(args)
         return _serve(args)
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
@@ -144,7 +160,50 @@ def _parser() -> argparse.ArgumentParser:
         help=f"cap model turns, 1 to {MAX_TURNS}",
     )
     run.add_argument("--workspace", metavar="DIR", help="the project folder (default: here)")
+
+    trajectory = commands.add_parser(
+        "trajectory", parents=[common], help="read the recordings of runs (list, show, diff)"
+    )
+    reading = trajectory.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = reading.add_parser("list", parents=[common], help="recordings, newest first")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.add_argument("--session", metavar="ID", help="only this session's recordings")
+    listing.add_argument("--limit", type=_limit, metavar="N", help="at most N recordings")
+    showing = reading.add_parser(
+        "show", parents=[common], help="a recording: its header, then its events"
+    )
+    showing.add_argument(
+        "recording", metavar="ID", help="recording id, or a session id (its latest recording)"
+    )
+    showing.add_argument("--json", action="store_true", help="JSON lines: header, then events")
+    diffing = reading.add_parser(
+        "diff", parents=[common], help="what differs between two runs, and their totals"
+    )
+    diffing.add_argument("a", metavar="A", help="recording (or session) id")
+    diffing.add_argument("b", metavar="B", help="recording (or session) id")
+    diffing.add_argument("--json", action="store_true", help="print JSON")
+
+    acp = commands.add_parser(
+        "acp",
+        parents=[common],
+        help="serve the Agent Client Protocol on stdin/stdout (Zed, CodeCompanion, avante)",
+    )
+    # SUPPRESS: not given here, the same flag before `acp` still counts.
+    acp.add_argument(
+        "--max-turns",
+        type=_turns,
+        metavar="N",
+        default=argparse.SUPPRESS,
+        help=f"cap model turns per task, 1 to {MAX_TURNS} (default 500)",
+    )
     return parser
+
+
+def _limit(text: str) -> int:
+    try:
+        return parse_whole_number("--limit", text, 1, MAX_LIST_LIMIT)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--limit ")) from None
 
 
 def _turns(text: str) -> int:
@@ -188,6 +247,26 @@ def _serve(args: argparse.Namespace) -> int:
         code = server.serve_stdio()
     # The store is closed. End now: a thread stuck in a system call (a FIFO being read,
     # a slow name lookup) must not keep a stopped server alive.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _acp(args: argparse.Namespace) -> int:
+    from seri_lsp.acp.agent import AgentOptions
+    from seri_lsp.acp.server import serve
+
+    if sys.stdin.isatty():
+        print(
+            "seri-lsp acp: an ACP agent; it speaks JSON-RPC on stdin/stdout and is started by "
+            "an editor (Zed, CodeCompanion.nvim, avante.nvim). Press Ctrl-D to quit.",
+            file=sys.stderr,
+            flush=True,
+        )
+    code = serve(AgentOptions(profile_root=args.profile_root, max_turns=args.max_turns))
+    # Every session is closed. End now: a tool thread stuck in a system call (a FIFO
+    # being read) must not keep the agent alive after its client has gone.
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -242,6 +321,52 @@ def _show(args: argparse.Namespace) -> int:
     print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
     for message in messages:
         print(format_message(message))
+    return 0
+
+
+def _trajectory(args: argparse.Namespace) -> int:
+    """`seri-lsp trajectory list|show|diff`: recordings, read only."""
+    for given in (getattr(args, "session", None), getattr(args, "recording", None)):
+        if given is not None:
+            check_session_id("ID", given)
+    for given in (getattr(args, "a", None), getattr(args, "b", None)):
+        if given is not None:
+            check_session_id("ID", given)
+    store = _open_store(args)
+    recordings = TrajectoryStore(store.db)
+    if args.action == "list":
+        session = store.resolve(args.session).id if args.session else None
+        infos = recordings.list(session, args.limit)
+        if args.json:
+            print(json.dumps([info.to_wire() for info in infos], indent=2, ensure_ascii=False))
+        elif not infos:
+            print("No recordings.")
+        else:
+            print("\n".join(trajectory_view.list_lines(infos)))
+        return 0
+    if args.action == "show":
+        trajectory_id = recordings.resolve(args.recording)
+        info = recordings.info(trajectory_id)
+        assert info is not None
+        events = recordings.events(trajectory_id)
+        if args.json:
+            print(json.dumps(info.header, ensure_ascii=False))
+            for event in events:
+                print(json.dumps(event.to_wire(), ensure_ascii=False))
+        else:
+            print("\n".join(trajectory_view.show_lines(info, events)))
+        return 0
+    sides = []
+    for given in (args.a, args.b):
+        trajectory_id = recordings.resolve(given)
+        info = recordings.info(trajectory_id)
+        assert info is not None
+        sides.append((info, recordings.events(trajectory_id)))
+    report = trajectory_view.diff_report(*sides[0], *sides[1])
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(trajectory_view.diff_lines(report)))
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seri_lsp.agent.workspace import Workspace
+from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -35,14 +36,18 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
+from seri_lsp.store.checkpoints import CheckpointStore
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
-from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.store.worker import Worker
 
 if TYPE_CHECKING:
+    from seri_lsp.agent.checkpoints import CheckpointKeeper
     from seri_lsp.agent.provider import Provider
+    from seri_lsp.agent.rewind import Rewinder
     from seri_lsp.agent.tasks import Tasks
     from seri_lsp.context.compaction import CompactionResult
 
@@ -71,17 +76,33 @@ class Engine:
         self.workspace = Workspace(workspace_roots)
         self._provider: Provider | None = None
         self._tasks: Tasks | None = None
+        self._checkpoints: CheckpointKeeper | None = None
+        self._rewinder: Rewinder | None = None
+        self._locks = SessionLocks(profile_root)
+        self._checkpoint_store = CheckpointStore(db)
+        self.recordings = Recordings(
+            store=TrajectoryStore(db),
+            sessions=self.store,
+            io=self.io,
+            host=host,
+            profile_root=profile_root,
+            settings=settings,
+            locks=self._locks,
+            known_context_window=self._known_context_window,
+        )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
-            locks=SessionLocks(profile_root),
+            locks=self._locks,
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
             context_window=self._context_window,
+            recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
+            on_open=self._retain_checkpoints,
         )
         self.last_import: ImportReport | None = None
 
@@ -111,8 +132,53 @@ class Engine:
                 io=self.io,
                 profile_root=self.profile_root,
                 write_permission=self.settings.write_permission,
+                checkpoints=self.checkpoints,
+                recordings=self.recordings,
+                checks=self.settings.checks,
+                run_permission=self.settings.run_permission,
             )
         return self._tasks
+
+    @property
+    def checkpoints(self) -> CheckpointKeeper:
+        """Takes and keeps the tasks' checkpoints; made (with the tools) at first use."""
+        if self._checkpoints is None:
+            from seri_lsp.agent.checkpoints import CheckpointKeeper
+
+            self._checkpoints = CheckpointKeeper(
+                store=self._checkpoint_store,
+                io=self.io,
+                host=self.host,
+                project=self.project,
+                held_here=self._locks.held,
+            )
+        return self._checkpoints
+
+    @property
+    def rewinder(self) -> Rewinder:
+        """Rewinds the open session (`agent/rewind.py`), made at the first rewind or list."""
+        if self._rewinder is None:
+            from seri_lsp.agent.rewind import Rewinder
+
+            self._rewinder = Rewinder(
+                store=self._checkpoint_store,
+                sessions=self.sessions,
+                tasks=self.tasks,
+                workspace=self.workspace,
+                host=self.host,
+                io=self.io,
+            )
+        return self._rewinder
+
+    async def _retain_checkpoints(self, info: SessionInfo) -> None:
+        """Checkpoint retention, at every session open."""
+        await self.checkpoints.retain(info)
+
+    def _known_context_window(self) -> int | None:
+        """The window if it is known without asking the provider (None: not yet)."""
+        if self._provider is None:
+            return self.settings.provider.context_window
+        return self._provider.known_context_window()
 
     async def _context_window(self) -> int:
         """The model's context window: a setting, else the provider's model list."""
@@ -263,6 +329,29 @@ class Engine:
         check_whole_number("n", n, 1, MAX_TURNS)
         return await self.sessions.set_max_turns(n)
 
+    # --- recordings (trajectories) ---------------------------------------------------
+
+    async def trajectory(self, enabled: bool | None) -> dict[str, Any]:
+        """Whether runs are recorded and why; with `enabled`, store the toggle in the
+        profile's config.json and apply it to the open session at once."""
+        conversation = self.sessions.conversation
+        budget = self.sessions.max_turns_for(conversation) if conversation else None
+        return await self.recordings.answer(enabled, conversation, budget)
+
+    async def trajectory_get(
+        self, session_id: str | None, trajectory_id: str | None = None
+    ) -> dict[str, Any]:
+        """A recording (header and events): the open session's by default."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if trajectory_id is not None:
+            check_session_id("trajectoryId", trajectory_id)
+        return await self.recordings.get(
+            session_id=session_id,
+            trajectory_id=trajectory_id,
+            conversation=self.sessions.conversation,
+        )
+
     # --- prompts, compaction, cancel --------------------------------------------------
 
     async def prompt(self, text: str) -> dict[str, Any]:
@@ -290,6 +379,24 @@ class Engine:
         """Stop the running task (or manual compaction); False if nothing was running."""
         return self._tasks is not None and self._tasks.cancel()
 
+    # --- checkpoints ------------------------------------------------------------------
+
+    async def rewind(
+        self, *, steps: int = 1, restore: str = "both", force: bool = False
+    ) -> dict[str, Any]:
+        """Go back `steps` prompts: the conversation, the files, or both (`agent/rewind.py`).
+
+        `restore` is "both", "conversation" or "files"; `force` overwrites files changed
+        since by something else.
+        """
+        from seri_lsp.agent.rewind import RewindRequest
+
+        return await self.rewinder.rewind(RewindRequest(steps, restore, force))
+
+    async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
+        """What can be rewound in a session (the open one by default), newest first."""
+        return await self.rewinder.list(session_id)
+
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
         if name == "compact":
@@ -304,9 +411,26 @@ class Engine:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
+        if name == "rewind":
+            from seri_lsp.agent.rewind import parse_rewind
+
+            result = await self.rewinder.rewind(parse_rewind(argument))
+            return {"status": "done", "command": name, **result}
         if name == "max-turns":
             turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
             result = await self.set_max_turns(turns)
+            return {"status": "done", "command": name, **result}
+        if name == "trajectory":
+            words = {"": None, "on": True, "off": False}
+            if argument.lower() not in words:
+                raise InvalidArgument(
+                    "text", f"/trajectory takes on or off (or nothing), got {shorten(argument)!r}"
+                )
+            result = await self.trajectory(words[argument.lower()])
+            # Typed in the chat, the answer is for the user to read.
+            self.host.show("info", f"seri: {result['message']}")
+            if result.get("warning"):
+                self.host.show("warning", f"seri: {result['warning']}")
             return {"status": "done", "command": name, **result}
         raise InvalidArgument(
             "text",

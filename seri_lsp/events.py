@@ -1,7 +1,9 @@
 """What the engine tells its faces while it works.
 
 Each event is a small typed value with the camelCase payload the LSP contract sends;
-the LSP face picks the notification method, the terminal face prints.
+the LSP face picks the notification method, the terminal face prints. Some events
+(thinking as it streams, a tool call starting, a file a tool changed) carry more than
+the LSP contract names: a face that has no use for them ignores them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seri_lsp.store.messages import Message
+from seri_lsp.store.messages import Message, ToolCall
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,42 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class ThinkingDelta:
+    """A piece of the model's thinking (reasoning) while it streams."""
+
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    """A tool call is about to run (its result arrives later as a stored tool message)."""
+
+    session_id: str
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A file a tool changed: its absolute path, its text before (None: it was created)
+    and after, and the 1-based line where the change starts."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class FileChanged:
+    """A tool call changed a file (emitted before the call's result is stored)."""
+
+    session_id: str
+    call_id: str
+    change: FileChange
+
+
+@dataclass(frozen=True)
 class Compacted:
     """A prefix of the session was replaced by a recap."""
 
@@ -77,4 +115,13 @@ class TurnEnded:
         return {"sessionId": self.session_id, "status": self.status, "turns": self.turns}
 
 
-Event = SessionChanged | MessageStored | Delta | Compacted | TurnEnded
+Event = (
+    SessionChanged
+    | MessageStored
+    | Delta
+    | ThinkingDelta
+    | ToolStarted
+    | FileChanged
+    | Compacted
+    | TurnEnded
+)

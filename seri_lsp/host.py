@@ -2,6 +2,11 @@
 
 The engine never imports pygls; it talks to this interface. The defaults describe a
 host with no editor: no open buffers, no workspace edits, nobody to ask.
+
+Files reach the tools in one of two ways. An LSP editor shows its open buffers
+(`document_text`) and changes files by edits (`apply_edit`); an ACP editor reads and
+writes whole files for the agent (`read_file`, `write_file` with `writes_files`), its
+unsaved buffers and undo included. The defaults of the file hooks keep the first way.
 """
 
 from __future__ import annotations
@@ -60,6 +65,21 @@ class Host:
     def open_documents(self) -> dict[Path, str]:
         """Every document the editor has open, with its current text."""
         return {}
+
+    async def read_file(self, path: Path) -> str | None:
+        """The editor's text of `path`, unsaved changes included, when the editor serves
+        it; None and the tools read the disk. By default, the open document's text."""
+        return self.document_text(path)
+
+    @property
+    def writes_files(self) -> bool:
+        """Whether the tools write (and create) files through `write_file` rather than
+        with `apply_edit` and the disk."""
+        return False
+
+    async def write_file(self, path: Path, text: str) -> EditResult:
+        """Replace the whole text of `path` (creating it if need be) through the editor."""
+        return EditResult(False, "this host cannot write files")
 
     @property
     def can_apply_edits(self) -> bool:

@@ -26,6 +26,10 @@ MAX_SESSION_ID_CHARS = 200
 MAX_PROMPT_CHARS = 4_000_000
 # The focus words of a manual compaction (seri.compact {focus}).
 MAX_FOCUS_CHARS = 10_000
+# How many prompts one rewind may go back (seri.rewind {steps}, /rewind N).
+MAX_REWIND_STEPS = 10_000
+# A word picked from a few (seri.rewind {restore}).
+MAX_CHOICE_CHARS = 100
 
 # Plain ASCII digits: str.isdigit() and int() also accept "²" or "٣".
 _DIGITS = re.compile(r"[0-9]+")

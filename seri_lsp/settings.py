@@ -26,6 +26,10 @@ SUBAGENT_MAX_TURNS = 25
 API_KEY_ENV = ("SERI_API_KEY", "OPENROUTER_API_KEY")
 
 WritePermission = Literal["allow", "ask", "deny"]
+Permission = WritePermission  # permissions.write and permissions.run take the same values
+PERMISSIONS = ("allow", "ask", "deny")
+# A check runs at most this long unless its own `timeout` says otherwise (seconds).
+DEFAULT_CHECK_TIMEOUT = 120.0
 
 # Sampling knobs: setting name (camelCase) -> request field (snake_case).
 SAMPLING_KNOBS = {
@@ -65,12 +69,37 @@ class ProviderSettings:
 
 
 @dataclass(frozen=True)
+class CheckSetting:
+    """One entry of `checks`: a command run in the workspace after a task changed files.
+
+    `command` is a shell command line (a string, run by `/bin/sh -c`) or an argument
+    list (run directly, no shell).
+    """
+
+    name: str
+    command: str | tuple[str, ...]
+    timeout: float = DEFAULT_CHECK_TIMEOUT
+
+    def display(self) -> str:
+        """The command as the user wrote it, for messages and recordings."""
+        if isinstance(self.command, str):
+            return self.command
+        return " ".join(self.command)
+
+    def to_json(self) -> dict[str, Any]:
+        command = self.command if isinstance(self.command, str) else list(self.command)
+        return {"name": self.name, "command": command, "timeout": self.timeout}
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything configurable, resolved."""
 
     resume_on_open: bool = True
     max_turns: int = 500
     write_permission: WritePermission = "ask"
+    run_permission: Permission = "ask"
+    checks: tuple[CheckSetting, ...] = ()
     provider: ProviderSettings = field(default_factory=ProviderSettings)
 
 
@@ -174,20 +203,79 @@ def load_settings(
         problems,
     )
     permissions = merged.get("permissions", {})
-    if isinstance(permissions, dict) and "write" in permissions:
-        _take(
-            permissions,
-            "write",
-            "write_permission",
-            lambda v: v in ("allow", "ask", "deny"),
-            "one of allow, ask, deny",
-            values,
-            problems,
-            label="permissions.write",
-        )
-    elif not isinstance(permissions, dict):
+    if isinstance(permissions, dict):
+        for name in ("write", "run"):
+            _take(
+                permissions,
+                name,
+                f"{name}_permission",
+                lambda v: v in PERMISSIONS,
+                "one of allow, ask, deny",
+                values,
+                problems,
+                label=f"permissions.{name}",
+            )
+    else:
         problems.append(_bad_value("permissions", permissions, "an object"))
+    if merged.get("checks") is not None:
+        values["checks"] = _checks(merged["checks"], problems)
+    if "trajectory" in (init_options or {}):
+        problems.append(
+            "Setting trajectory in the initialization options is ignored: recording is "
+            "turned on and off with /trajectory on|off (stored in the profile's config.json) "
+            "or SERI_TRAJECTORY_ENABLED."
+        )
     return Settings(provider=provider, **values), problems
+
+
+def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:
+    """The valid entries of `checks`; each bad one is reported and dropped."""
+    if not isinstance(raw, list):
+        problems.append(
+            f"Setting checks must be a list of {{name, command}} objects, got {raw!r}; "
+            "no checks will run."
+        )
+        return ()
+    checks: list[CheckSetting] = []
+    for index, entry in enumerate(raw):
+        label = f"checks[{index}]"
+        if not isinstance(entry, dict):
+            problems.append(
+                f"Setting {label} must be an object {{name, command}}, got {entry!r}; dropped."
+            )
+            continue
+        name = entry.get("name")
+        if not _text(name):
+            problems.append(
+                f"Setting {label}.name must be a non-empty string, got {name!r}; dropped."
+            )
+            continue
+        command = entry.get("command")
+        if isinstance(command, list) and command and all(_text(part) for part in command):
+            command = tuple(command)
+        elif not _text(command):
+            problems.append(
+                f"Setting {label}.command ({name}) must be a command line (a non-empty string) "
+                f"or a non-empty list of strings, got {command!r}; dropped."
+            )
+            continue
+        timeout = entry.get("timeout", DEFAULT_CHECK_TIMEOUT)
+        if not _positive_number(timeout):
+            problems.append(
+                f"Setting {label}.timeout ({name}) must be a positive number of seconds, got "
+                f"{timeout!r}; using {DEFAULT_CHECK_TIMEOUT:g}."
+            )
+            timeout = DEFAULT_CHECK_TIMEOUT
+        unknown = sorted(set(entry) - {"name", "command", "timeout"})
+        if unknown:
+            problems.append(
+                f"Setting {label} ({name}) has unknown fields {unknown}; they are ignored."
+            )
+        if any(check.name == name for check in checks):
+            problems.append(f"Setting {label}: a check named {name!r} comes earlier; dropped.")
+            continue
+        checks.append(CheckSetting(name=name.strip(), command=command, timeout=float(timeout)))
+    return tuple(checks)
 
 
 def _take(
@@ -214,44 +302,62 @@ def _bad_value(name: str, value: Any, description: str) -> str:
 
 def _read_config(profile_root: Path, problems: list[str]) -> dict[str, Any]:
     path = profile_root / CONFIG_NAME
+    data, problem = read_config_file(path)
+    if problem is not None:
+        problems.append(problem.ignored())
+    return data or {}
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """Why `config.json` cannot be used: `what` is wrong, `advice` says what to do."""
+
+    path: Path
+    what: str
+    advice: str = ""
+
+    def ignored(self) -> str:
+        """The problem as reported when the file is read for settings (and ignored)."""
+        advice = f" {self.advice}" if self.advice else ""
+        return f"{self.path} {self.what}; ignoring it.{advice}"
+
+
+def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem | None]:
+    """The JSON object in `config.json`: (data, None), or (None, why it cannot be used).
+
+    A missing file is `({}, None)`. Nothing is ever written here.
+    """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return {}
+        return {}, None
     except OSError as exc:
-        problems.append(f"{path} cannot be read ({exc.strerror}); ignoring it.")
-        return {}
+        return None, ConfigProblem(path, f"cannot be read ({exc.strerror})")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        problems.append(
-            f"{path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); "
-            "ignoring it. Save it as UTF-8."
+        return None, ConfigProblem(
+            path,
+            f"is not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line})",
+            "Save it as UTF-8.",
         )
-        return {}
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        problems.append(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "ignoring it."
+        return None, ConfigProblem(
+            path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         )
-        return {}
     except RecursionError:
-        problems.append(f"{path} is nested too deeply to read; ignoring it.")
-        return {}
+        return None, ConfigProblem(path, "is nested too deeply to read")
     if not isinstance(data, dict):
-        problems.append(f"{path} must hold a JSON object; ignoring it.")
-        return {}
+        return None, ConfigProblem(path, "must hold a JSON object")
     bad = lone_surrogate(data)
     if bad is not None:
-        problems.append(
-            f"{path} holds text that is not valid Unicode (a lone surrogate escape, {bad}); "
-            "ignoring it."
+        return None, ConfigProblem(
+            path, f"holds text that is not valid Unicode (a lone surrogate escape, {bad})"
         )
-        return {}
-    return data
+    return data, None
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 COMMANDS = {
     "compact": "/compact [focus words]",
     "clear": "/clear",
+    "rewind": "/rewind [n] [both|conversation|files] [force]",
     "max-turns": "/max-turns N",
     "resume": "/resume ID",
     "continue": "/continue",
+    "trajectory": "/trajectory [on|off]",
 }
 
 # A slash command is "/" and a word, alone or followed by a space; "/src/app.py is

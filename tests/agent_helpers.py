@@ -24,15 +24,19 @@ async def messages(client: LanguageClient, session_id: str | None = None) -> lis
 
 
 def events(profile_root: Path, kind: str, session_id: str | None = None) -> list[dict[str, Any]]:
-    """Events recorded in seri.db, read straight from the file."""
+    """Events of one kind in the recordings (trajectories) in seri.db, oldest first, read
+    straight from the file, each as its data with the `sessionId` it was recorded in."""
     conn = sqlite3.connect(profile_root / "seri.db")
     try:
-        sql = "SELECT session_id, data FROM session_events WHERE kind = ?"
+        sql = (
+            "SELECT t.session_id, e.data FROM trajectory_events e"
+            " JOIN trajectories t ON t.id = e.trajectory_id WHERE e.kind = ?"
+        )
         params: list[Any] = [kind]
         if session_id is not None:
-            sql += " AND session_id = ?"
+            sql += " AND t.session_id = ?"
             params.append(session_id)
-        rows = conn.execute(sql + " ORDER BY id", params).fetchall()
+        rows = conn.execute(sql + " ORDER BY e.id", params).fetchall()
     finally:
         conn.close()
     return [{"sessionId": row[0], **json.loads(row[1])} for row in rows]

@@ -263,6 +263,47 @@ def assert_no_traceback(server: RawServer) -> None:
             assert "Traceback" not in params["message"], params
 
 
+def test_answers_keep_flowing_while_a_client_keeps_sending(raw) -> None:
+    # A client that polls in a loop (a statusline, a test waiting for a condition) keeps
+    # the server's input full; the answers to its earlier requests must not starve.
+    server = raw()
+    server.initialize()
+    stop = threading.Event()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "method": "workspace/executeCommand",
+            "params": {"command": "seri.session.list", "arguments": [{}]},
+        }
+    )
+
+    def flood() -> None:
+        number = 10_000
+        while not stop.is_set():
+            batch = b"".join(
+                b"Content-Length: %d\r\n\r\n" % len(text) + text
+                for text in (
+                    body.replace("{", f'{{"id": {number + i}, ', 1).encode() for i in range(200)
+                )
+            )
+            number += 200
+            with contextlib.suppress(OSError, ValueError):
+                server.write(batch)
+
+    first = server.request(
+        "workspace/executeCommand", {"command": "seri.session.list", "arguments": [{}]}
+    )
+    sender = threading.Thread(target=flood, daemon=True)
+    sender.start()
+    try:
+        assert "result" in server.response(first, timeout=10)
+        answered_early = server.wait_for(lambda m: m.get("id") == 10_000, timeout=10)
+        assert "result" in answered_early
+    finally:
+        stop.set()
+        sender.join(timeout=10)
+
+
 # --- Neovim's empty tables --------------------------------------------------------------
 
 

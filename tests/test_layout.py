@@ -1,11 +1,12 @@
 """The package's shape: dependencies point downwards, the engine is plain Python.
 
 Layers, lowest first: the shared top-level modules (errors, faults, files, limits,
-profile, settings, slash), `store/`, what the engine tells its faces (`events`, `host`),
-`context/`, `agent/`, the `engine` facade, and the faces (`lsp/`, `cli`). A module
-imports only from its own layer or below (type-checking imports included); only the
-faces import the engine; only `lsp/` imports pygls or lsprotocol; and no two modules
-import each other, directly or around a loop.
+profile, recording_settings, settings, slash), `store/`, what the engine tells its
+faces (`events`, `host`), `context/`, `agent/`, the `engine` facade, and the faces
+(`lsp/`, `acp/`, `cli`). A module imports only from its own layer or below (type-checking
+imports included); only the faces import the engine; only `lsp/` imports pygls or
+lsprotocol, and only `acp/` the ACP SDK (`acp`); and no two modules import each other,
+directly or around a loop.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.files",
         "seri_lsp.limits",
         "seri_lsp.profile",
+        "seri_lsp.recording_settings",
         "seri_lsp.settings",
     ),
     ("seri_lsp.slash", "seri_lsp.store"),
@@ -33,9 +35,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("seri_lsp.context",),
     ("seri_lsp.agent",),
     ("seri_lsp.engine",),
-    ("seri_lsp.lsp", "seri_lsp.cli", "seri_lsp.__main__"),
+    ("seri_lsp.lsp", "seri_lsp.acp", "seri_lsp.cli", "seri_lsp.__main__"),
 ]
-FACES = ("seri_lsp.lsp", "seri_lsp.cli", "seri_lsp.__main__")
+FACES = ("seri_lsp.lsp", "seri_lsp.acp", "seri_lsp.cli", "seri_lsp.__main__")
 
 
 def module_name(path: Path) -> str:
@@ -148,6 +150,20 @@ def test_no_module_outside_the_lsp_face_imports_pygls() -> None:
 def test_the_lsp_face_does_import_pygls() -> None:
     # Guards the check above against scanning the wrong folder.
     assert "pygls" in {name.split(".")[0] for name in imports_of(PACKAGE / "lsp" / "server.py")}
+
+
+def test_no_module_outside_the_acp_face_imports_the_acp_sdk() -> None:
+    offenders = [
+        module
+        for module, path in all_modules().items()
+        if not module.startswith("seri_lsp.acp")
+        and "acp" in {name.split(".")[0] for name in imports_of(path)}
+    ]
+    assert offenders == []
+
+
+def test_the_acp_face_does_import_the_acp_sdk() -> None:
+    assert "acp" in {name.split(".")[0] for name in imports_of(PACKAGE / "acp" / "server.py")}
 
 
 def test_each_subpackage_says_what_lives_there_and_what_it_may_depend_on() -> None:

@@ -1,4 +1,4 @@
-"""Acting: the task runner and loop, the provider, tools, the workspace boundary, cancellation.
+"""Acting: tasks and their loop, provider, tools, workspace boundary, cancel, checkpoints, rewind.
 
 May depend on the context, the store, events, host and settings: never on the engine or a face.
 """

@@ -390,5 +390,10 @@ def list_folder(path: Path, display: str, *, stop: Stop) -> str:
 
 def write_file(path: Path, data: bytes, *, stop: Stop) -> None:
     """Create or replace a file atomically (its folders are created as needed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parents(path, stop=stop)
     atomic_write_bytes(path, data)
+
+
+def make_parents(path: Path, *, stop: Stop) -> None:
+    """Create the folders a new file at `path` needs."""
+    path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
+from seri_lsp.agent.checks import TaskChecks
 from seri_lsp.agent.provider import (
     ContextTooLong,
     Provider,
@@ -23,12 +24,12 @@ from seri_lsp.agent.provider import (
     RetryNotice,
     Usage,
 )
-from seri_lsp.agent.tools import Toolbox, ToolOutcome
+from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor, Summariser
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.pairing import repair_tool_pairs
 from seri_lsp.errors import StoreBusy
-from seri_lsp.events import Delta, TurnEnded
+from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
 from seri_lsp.host import Host
 from seri_lsp.store.messages import Message, ToolCall
 
@@ -63,6 +64,35 @@ def retry_recorder(conversation: Conversation, host: Host) -> RetryCallback:
         await conversation.record_event("retry", notice.to_json())
 
     return record
+
+
+async def record_call(conversation: Conversation, call: ToolCall) -> None:
+    """Record a tool call as the model made it, before it runs."""
+    arguments = call.parsed_arguments()
+    await conversation.record_event(
+        "tool_call",
+        {
+            "id": call.id,
+            "name": call.name,
+            "arguments": arguments if arguments is not None else call.arguments,
+        },
+    )
+
+
+async def record_compaction_failed(
+    conversation: Conversation, trigger: str, error: str, attempted: int
+) -> None:
+    """Record a compaction that did not happen (`attempted`: the messages it would evict)."""
+    await conversation.record_event(
+        "compaction_failed",
+        {
+            "trigger": trigger,
+            "outcome": "failed",
+            "evicted": 0,
+            "attempted": attempted,
+            "error": error,
+        },
+    )
 
 
 async def record_usage(conversation: Conversation, usage: Usage | None, purpose: str) -> None:
@@ -122,6 +152,7 @@ class AgentLoop:
         host: Host,
         scope: CancelScope,
         notices: Notices | None = None,
+        checks: TaskChecks | None = None,
     ) -> None:
         self.conversation = conversation
         self.toolbox = toolbox
@@ -131,6 +162,8 @@ class AgentLoop:
         self.scope = scope
         self.summarise = model_summariser(provider, conversation, scope, host)
         self.notices = notices if notices is not None else Notices()
+        # The checks run when the model finishes a task that changed files (top level only).
+        self.checks = checks
         self._reply: Reply | None = None
         self._streamed = False  # whether the model call in flight streamed any text
 
@@ -143,6 +176,7 @@ class AgentLoop:
         turns = 0
         status, error, final_text = "done", None, ""
         await conversation.append(Message(role="user", content=prompt))
+        await conversation.record_event("task_started", {"prompt": prompt})
         async with self.host.progress("seri: working") as progress:
             try:
                 while True:
@@ -160,6 +194,12 @@ class AgentLoop:
                     assistant = await self._store_reply(reply)
                     if not assistant.tool_calls:
                         final_text = assistant.content
+                        if self.checks is not None:
+                            verdict = await self.checks.after_final_reply(conversation, progress)
+                            if verdict.again:
+                                continue  # the failures went back to the model
+                            if verdict.error:
+                                status, error = "failed", verdict.error
                         break
                     await self._run_tools(assistant)
             except TaskCancelled:
@@ -198,6 +238,9 @@ class AgentLoop:
             self._streamed = True
             self.host.emit(Delta(conversation.id, text))
 
+        def on_thinking(text: str) -> None:
+            self.host.emit(ThinkingDelta(conversation.id, text))
+
         async def on_retry(notice: RetryNotice) -> None:
             self._drop_streamed()
             await record_retry(notice)
@@ -209,6 +252,7 @@ class AgentLoop:
                 reply=self._reply,
                 on_delta=on_delta,
                 on_retry=on_retry,
+                on_thinking=on_thinking,
             )
         )
 
@@ -236,6 +280,9 @@ class AgentLoop:
         window = await self.provider.context_window()
         if conversation.appended_since_compaction == 0:
             # Compacting again now would summarise the same history again: fail instead.
+            await record_compaction_failed(
+                conversation, "overflow", "compacted just before; nothing added since", 0
+            )
             raise TaskFailed(
                 f"{rejection} The history was compacted just before this call and nothing "
                 "has been added since, so compacting again cannot make room. Lower "
@@ -245,15 +292,14 @@ class AgentLoop:
             )
         plan = self.compactor.plan(conversation)
         if plan is None:
+            await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
             raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="overflow", window=window
             )
         except CompactionFailed as exc:
-            await conversation.record_event(
-                "compaction_failed", {"trigger": "overflow", "error": str(exc)}
-            )
+            await record_compaction_failed(conversation, "overflow", str(exc), len(plan.evicted))
             raise TaskFailed(f"{rejection} Compacting to make room failed: {exc}.") from exc
 
     async def _auto_compact(self) -> None:
@@ -267,6 +313,7 @@ class AgentLoop:
         if conversation.appended_since_compaction == 0:
             return
         window = await self.provider.context_window()
+        await conversation.note_context_window(window)
         estimate = conversation.estimate_tokens()
         if estimate * 2 < window:
             return
@@ -290,9 +337,7 @@ class AgentLoop:
                 self.host.log("info", message)
             else:
                 self.host.log("warning", message)
-            await conversation.record_event(
-                "compaction_failed", {"trigger": "auto", "error": str(exc)}
-            )
+            await record_compaction_failed(conversation, "auto", str(exc), len(plan.evicted))
 
     async def _store_reply(self, reply: Reply) -> Message:
         conversation = self.conversation
@@ -330,11 +375,16 @@ class AgentLoop:
                 while end < len(calls) and calls[end].name == "task":
                     end += 1
                 batch = calls[index:end]
+                for call in batch:
+                    self.host.emit(ToolStarted(conversation.id, call))
+                    await record_call(conversation, call)
                 outcomes = await asyncio.gather(*(self.toolbox.run(call) for call in batch))
                 for call, outcome in zip(batch, outcomes, strict=True):
                     rules += await self._store_result(call, outcome)
                 index = end
             else:
+                self.host.emit(ToolStarted(conversation.id, calls[index]))
+                await record_call(conversation, calls[index])
                 outcome = await self.scope.run(self.toolbox.run(calls[index]))
                 rules += await self._store_result(calls[index], outcome)
                 index += 1
@@ -344,6 +394,8 @@ class AgentLoop:
 
     async def _store_result(self, call: ToolCall, outcome: ToolOutcome) -> list[Message]:
         conversation = self.conversation
+        if outcome.change is not None:
+            self.host.emit(FileChanged(conversation.id, call.id, outcome.change))
         await conversation.append(
             Message(
                 role="tool",
@@ -352,17 +404,47 @@ class AgentLoop:
                 is_error=outcome.is_error,
             )
         )
+        await conversation.record_event(
+            "tool_result",
+            {
+                "id": call.id,
+                "name": call.name,
+                "content": outcome.content,
+                "isError": outcome.is_error,
+            },
+        )
         if outcome.read or outcome.modified:
             await conversation.add_paths(outcome.read, outcome.modified)
+        if outcome.modified and not outcome.is_error and self.checks is not None:
+            self.checks.note_modified()
+        path = (call.parsed_arguments() or {}).get("path")
         if outcome.denial is not None:
-            path = (call.parsed_arguments() or {}).get("path")
             await conversation.record_event(
                 "denial", {"tool": call.name, "path": path, "reason": outcome.denial}
             )
             self.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
         if outcome.edit_via is not None:
             await conversation.record_event(
-                "edit", {"tool": call.name, "path": outcome.modified[0], "via": outcome.edit_via}
+                "edit",
+                {
+                    "tool": call.name,
+                    "path": outcome.modified[0],
+                    "outcome": "applied",
+                    "via": outcome.edit_via,
+                    "created": outcome.created,
+                },
+            )
+        elif call.name in WRITE_TOOLS and outcome.is_error and outcome.denial is None:
+            await conversation.record_event(
+                "edit",
+                {
+                    "tool": call.name,
+                    "path": path if isinstance(path, str) else None,
+                    "outcome": "failed",
+                    "via": None,
+                    "created": False,
+                    "reason": outcome.content,
+                },
             )
         return await self._rules_for(outcome.read + outcome.modified)
 
@@ -395,4 +477,8 @@ class AgentLoop:
             if call.id not in answered:
                 await self.conversation.append(
                     Message(role="tool", content=reason, tool_call_id=call.id, is_error=True)
+                )
+                await self.conversation.record_event(
+                    "tool_result",
+                    {"id": call.id, "name": call.name, "content": reason, "isError": True},
                 )

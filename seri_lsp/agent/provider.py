@@ -258,12 +258,15 @@ class Provider:
         reply: Reply | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: RetryCallback | None = None,
+        on_thinking: DeltaCallback | None = None,
     ) -> Reply:
         """Send one chat completion and return the model's reply.
 
         `reply` (if given) is filled as the stream arrives, so a caller that cancels
-        this coroutine still has the text received so far. `on_retry` is awaited before
-        a failed attempt is retried, so the caller can drop what that attempt streamed.
+        this coroutine still has the text received so far. `on_delta` and `on_thinking`
+        receive the reply's text and its thinking as they stream. `on_retry` is awaited
+        before a failed attempt is retried, so the caller can drop what that attempt
+        streamed.
         """
         if self.missing_key is not None:
             # A provider on the internet refuses a call without a key anyway; saying so
@@ -275,7 +278,7 @@ class Provider:
             target = reply if reply is not None else Reply()
             target.reset()
             try:
-                return await self._attempt(body, target, on_delta)
+                return await self._attempt(body, target, on_delta, on_thinking)
             except ProviderHTTPError as exc:
                 if exc.status not in RETRY_STATUSES or attempt >= self.settings.max_retries:
                     raise
@@ -294,7 +297,11 @@ class Provider:
         return random.uniform(capped / 2, capped)
 
     async def _attempt(
-        self, body: dict[str, Any], reply: Reply, on_delta: DeltaCallback | None
+        self,
+        body: dict[str, Any],
+        reply: Reply,
+        on_delta: DeltaCallback | None,
+        on_thinking: DeltaCallback | None = None,
     ) -> Reply:
         import httpx
 
@@ -311,7 +318,7 @@ class Provider:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise self._http_error(response, text)
                 if body.get("stream"):
-                    rest = await _read_stream(response, reply, on_delta)
+                    rest = await _read_stream(response, reply, on_delta, on_thinking)
                     # The reply is complete: the deadline no longer applies to it, and
                     # the body's end lets the connection serve the next call.
                     deadline.reschedule(None)
@@ -367,6 +374,10 @@ class Provider:
                 )
             error = ProviderHTTPError(f"{error} {advice}", response.status_code, text)
         return error
+
+    def known_context_window(self) -> int | None:
+        """The window if it is known without asking the provider (None: not yet)."""
+        return self._context_window
 
     async def context_window(self) -> int:
         """contextWindow from settings, else the provider's model list, else 128000."""
@@ -583,7 +594,10 @@ async def _finish_body(rest: AsyncIterator[str]) -> None:
 
 
 async def _read_stream(
-    response: httpx.Response, reply: Reply, on_delta: DeltaCallback | None
+    response: httpx.Response,
+    reply: Reply,
+    on_delta: DeltaCallback | None,
+    on_thinking: DeltaCallback | None = None,
 ) -> AsyncIterator[str]:
     """Read a streamed reply into `reply`; returns the lines after `[DONE]`, unread."""
     calls: dict[int, dict[str, str]] = {}
@@ -595,6 +609,12 @@ async def _read_stream(
             reply.content += text
             if on_delta is not None:
                 on_delta(text)
+
+    def add_thinking(text: str) -> None:
+        if text:
+            reply.thinking += text
+            if on_thinking is not None:
+                on_thinking(text)
 
     lines = response.aiter_lines()
     async for line in lines:
@@ -624,7 +644,7 @@ async def _read_stream(
             add_content(content.feed(_string(delta.get("content"), f"{where}.delta.content")))
             for name in ("reasoning", "reasoning_content"):
                 piece = _string(delta.get(name), f"{where}.delta.{name}")
-                reply.thinking += thinking.feed(piece)
+                add_thinking(thinking.feed(piece))
             for position, call in enumerate(
                 _array(delta.get("tool_calls"), f"{where}.delta.tool_calls")
             ):
@@ -639,7 +659,7 @@ async def _read_stream(
             "reply was complete (no finish_reason, no [DONE])."
         )
     add_content(content.flush())
-    reply.thinking += thinking.flush()
+    add_thinking(thinking.flush())
     reply.tool_calls = [
         ToolCall(
             id=clean_text(slot["id"]) or f"call_{index}",

@@ -11,22 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
+from seri_lsp.agent.checkpoints import CheckpointKeeper
+from seri_lsp.agent.checks import RunGate, TaskChecks
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
-from seri_lsp.agent.loop import AgentLoop, Notices, TaskOutcome, model_summariser
+from seri_lsp.agent.loop import (
+    AgentLoop,
+    Notices,
+    TaskOutcome,
+    model_summariser,
+    record_compaction_failed,
+)
 from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.tools import Toolbox, ToolOutcome, WriteGate
+from seri_lsp.agent.tools import FileChanges, Toolbox, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, CompactionResult, Compactor
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
+from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import Busy
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host
-from seri_lsp.settings import SUBAGENT_MAX_TURNS, WritePermission
+from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
 
@@ -48,6 +58,10 @@ class Tasks:
         io: Worker,
         profile_root: Path,
         write_permission: WritePermission,
+        recordings: Recordings,
+        checkpoints: CheckpointKeeper | None = None,
+        checks: tuple[CheckSetting, ...] = (),
+        run_permission: Permission = "ask",
     ) -> None:
         self.provider = provider
         self.compactor = compactor
@@ -57,10 +71,15 @@ class Tasks:
         self.io = io
         self.profile_root = profile_root
         self.write_permission = write_permission
+        self.checkpoints = checkpoints
+        self.recordings = recordings
+        self.checks = checks
+        self.run_permission = run_permission
         self._running: CancelScope | None = None
         # What the user was shown during the running task, its subagents included.
         self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
+        self._run_gates: dict[str, RunGate] = {}
         self.threads = ToolThreads()
 
     @property
@@ -80,6 +99,17 @@ class Tasks:
         self._running.cancel()
         return True
 
+    @contextmanager
+    def exclusive(self) -> Iterator[CancelScope]:
+        """Work that no task may run beside (a rewind): Busy if one runs, and while the
+        block runs, prompts and compactions are refused as if a task ran."""
+        self.ensure_idle()
+        scope = self._begin()
+        try:
+            yield scope
+        finally:
+            self._end(scope)
+
     async def run_prompt(
         self, conversation: Conversation, text: str, max_turns: Callable[[], int]
     ) -> TaskOutcome:
@@ -88,11 +118,24 @@ class Tasks:
         scope = self._begin()
         self._notices = Notices()
         try:
+            # Taken before the task starts; its tools, subagents' included, fill it in.
+            checkpoint = (
+                await self.checkpoints.take(conversation, text)
+                if self.checkpoints is not None
+                else None
+            )
             gate = self._gate(conversation)
             slots = asyncio.Semaphore(MAX_PARALLEL_SUBAGENTS)  # shared by the task's tree
-            toolbox = self._toolbox(conversation, gate, scope, slots)
-            loop = self._loop(conversation, toolbox, scope)
-            return await loop.run(text, max_turns)
+            toolbox = self._toolbox(conversation, gate, scope, slots, checkpoint)
+            checks = TaskChecks(
+                self.checks, self._run_gate(conversation), self.host, scope, self.workspace.root
+            )
+            loop = self._loop(conversation, toolbox, scope, checks)
+            try:
+                return await loop.run(text, max_turns)
+            finally:
+                if checkpoint is not None:
+                    await checkpoint.finish(conversation)
         finally:
             self._end(scope)
 
@@ -114,9 +157,7 @@ class Tasks:
             )
         except CompactionFailed as exc:
             message = f"Compaction failed: {exc}."
-            await conversation.record_event(
-                "compaction_failed", {"trigger": "manual", "error": str(exc)}
-            )
+            await record_compaction_failed(conversation, "manual", str(exc), len(plan.evicted))
             self.host.show("error", message)
             return CompactionResult(False, 0, message)
         except TaskCancelled:
@@ -139,7 +180,13 @@ class Tasks:
         if self._running is scope:
             self._running = None
 
-    def _loop(self, conversation: Conversation, toolbox: Toolbox, scope: CancelScope) -> AgentLoop:
+    def _loop(
+        self,
+        conversation: Conversation,
+        toolbox: Toolbox,
+        scope: CancelScope,
+        checks: TaskChecks | None = None,
+    ) -> AgentLoop:
         return AgentLoop(
             conversation,
             toolbox,
@@ -148,7 +195,16 @@ class Tasks:
             host=self.host,
             scope=scope,
             notices=self._notices,
+            checks=checks,
         )
+
+    def _run_gate(self, conversation: Conversation) -> RunGate:
+        """`permissions.run` for the session: its answer holds for the session."""
+        gate = self._run_gates.get(conversation.id)
+        if gate is None:
+            gate = RunGate(self.run_permission, self.host)
+            self._run_gates[conversation.id] = gate
+        return gate
 
     def _gate(self, conversation: Conversation) -> WriteGate:
         gate = self._gates.get(conversation.id)
@@ -163,6 +219,7 @@ class Tasks:
         gate: WriteGate,
         scope: CancelScope,
         slots: asyncio.Semaphore | None = None,
+        changes: FileChanges | None = None,
     ) -> Toolbox:
         async def run_subagent(prompt: str) -> ToolOutcome:
             assert slots is not None
@@ -174,7 +231,7 @@ class Tasks:
                     is_error=True,
                 )
             try:
-                return await self._run_subagent(conversation, gate, scope, prompt)
+                return await self._run_subagent(conversation, gate, scope, prompt, changes)
             finally:
                 slots.release()
 
@@ -188,20 +245,33 @@ class Tasks:
             self.threads,
             subagent=run_subagent if slots is not None else None,
             remember=propose_memory,
+            changes=changes,
         )
 
     async def _run_subagent(
-        self, parent: Conversation, gate: WriteGate, scope: CancelScope, prompt: str
+        self,
+        parent: Conversation,
+        gate: WriteGate,
+        scope: CancelScope,
+        prompt: str,
+        changes: FileChanges | None,
     ) -> ToolOutcome:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
         frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
         child = Conversation(
             info, [], frozen, set(), store=self.store, io=self.io, emit=self.host.emit
         )
-        await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
-        # The child shares the parent's scope: one cancel stops the whole tree.
-        loop = self._loop(child, self._toolbox(child, gate, scope), scope)
-        outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
+        await self.recordings.start(
+            child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id
+        )
+        try:
+            await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
+            # The child shares the parent's scope: one cancel stops the whole tree, and the
+            # parent task's checkpoint: a rewind of the prompt undoes the child's changes too.
+            loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
+            outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
+        finally:
+            self.recordings.finish(child)
         read, modified = await child.paths()
         if outcome.status == "done":
             content = outcome.final_text or "(the subagent finished without a final answer)"

@@ -1,9 +1,11 @@
 """The agent's tools: read, write and edit files, list folders, grep, subagents, memory.
 
-Tools see the editor's unsaved buffers and change files through the editor
-(`workspace/applyEdit`) when it supports that, so buffers and undo stay right; a file
-the editor does not have open is also written to disk. Every path goes through the
-workspace boundary, and writes through the permission gate.
+Tools see the editor's unsaved buffers and change files through the editor when it
+supports that, so buffers and undo stay right: by edits (LSP `workspace/applyEdit`; a
+file the editor does not have open is also written to disk), or by whole files when
+the host reads and writes them for the agent (ACP `fs/read_text_file` and
+`fs/write_text_file`). Every path goes through the workspace boundary first, and writes
+through the permission gate.
 
 The disk work (reading, listing, searching, writing) runs on the tool threads
 (`disk.ToolThreads`), never on the event loop, so the server keeps answering while a
@@ -20,6 +22,7 @@ from typing import Any
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
 from seri_lsp.agent.workspace import PathDenied, Workspace, WorkspacePath
+from seri_lsp.events import FileChange
 from seri_lsp.host import Host
 from seri_lsp.settings import WritePermission
 from seri_lsp.store.messages import ToolCall
@@ -35,6 +38,12 @@ class ToolOutcome:
     modified: tuple[str, ...] = ()
     denial: str | None = None
     edit_via: str | None = None
+    change: FileChange | None = None
+
+    @property
+    def created(self) -> bool:
+        """Whether this call wrote a new file."""
+        return self.change is not None and self.change.old_text is None
 
 
 class ToolError(Exception):
@@ -169,6 +178,21 @@ class WriteGate:
         raise Denied("the user denied this write")
 
 
+class FileChanges:
+    """Told about each change the write tools make to a file (the task's checkpoint).
+
+    `before` comes once the write is allowed and just before it happens, with the text
+    the tool found (None: the file does not exist yet); `after` comes once the write
+    succeeded, with the file's whole new text. This one ignores both.
+    """
+
+    async def before(self, target: WorkspacePath, current: str | None) -> None:
+        """A write to `target` is about to happen."""
+
+    async def after(self, target: WorkspacePath, text: str) -> None:
+        """`target` now holds `text` (in the editor's buffer when open, else on disk)."""
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 
@@ -181,11 +205,13 @@ class Toolbox:
         *,
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
+        changes: FileChanges | None = None,
     ) -> None:
         self.workspace = workspace
         self.host = host
         self.gate = gate
         self.threads = threads
+        self.changes = changes if changes is not None else FileChanges()
         self._subagent_runner = subagent
         self._memory_proposer = remember
 
@@ -230,7 +256,7 @@ class Toolbox:
     async def _read_file(self, args: dict[str, Any]) -> ToolOutcome:
         target = self._path(args.get("path"))
         lines = _line_range(args)
-        text = self.host.document_text(target.real)
+        text = await self.host.read_file(target.real)
         if text is not None:
             if lines is not None:
                 text = disk.range_of_text(text, target.display, lines)
@@ -252,9 +278,9 @@ class Toolbox:
         current, is_open = await self._current(target)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
+        await self.changes.before(target, current)
         if current is None:
-            await self.threads.run(disk.write_file, target.real, data)
-            via = "disk"
+            via = await self._create(target, content, data)
         else:
             via = await self._replace(target, current, is_open, 0, len(current), content)
         action = "Created" if current is None else "Wrote"
@@ -262,6 +288,7 @@ class Toolbox:
             f"{action} {target.display} ({len(data)} bytes).",
             modified=(target.display,),
             edit_via=via,
+            change=FileChange(str(target.real), current, content),
         )
 
     async def _edit(self, args: dict[str, Any]) -> ToolOutcome:
@@ -284,12 +311,17 @@ class Toolbox:
                 "surrounding text so it matches exactly once."
             )
         await self._allow_write(f"edit {target.display}", target)
+        await self.changes.before(target, current)
         start = current.index(old_text)
         end = start + len(old_text)
         via = await self._replace(target, current, is_open, start, end, new_text)
         line = current.count("\n", 0, start) + 1
+        changed = current[:start] + new_text + current[end:]
         return ToolOutcome(
-            f"Edited {target.display} at line {line}.", modified=(target.display,), edit_via=via
+            f"Edited {target.display} at line {line}.",
+            modified=(target.display,),
+            edit_via=via,
+            change=FileChange(str(target.real), current, changed, line),
         )
 
     async def _list_dir(self, args: dict[str, Any]) -> ToolOutcome:
@@ -329,7 +361,7 @@ class Toolbox:
 
     async def _current(self, target: WorkspacePath) -> tuple[str | None, bool]:
         """The file's text (the editor's buffer if open), and whether it is open."""
-        text = self.host.document_text(target.real)
+        text = await self.host.read_file(target.real)
         if text is not None:
             return text, True
         text = await self.threads.run(disk.read_current, target.real, target.display)
@@ -353,6 +385,10 @@ class Toolbox:
         """Change an existing file: through the editor when it can, else on disk."""
         changed = current[:start] + new_text + current[end:]
         data = _encoded(changed, "the new text", target)
+        if self.host.writes_files:
+            await self._write_through_host(target, changed)
+            await self.changes.after(target, changed)
+            return "editor"
         if self.host.can_apply_edits:
             result = await self.host.apply_edit(target.real, current, start, end, new_text)
             if not result.applied:
@@ -360,13 +396,34 @@ class Toolbox:
                     f"the editor refused the change to {target.display}: {result.reason}"
                 )
             if was_open:
+                await self.changes.after(target, changed)
                 return "editor"
             # The editor now holds the change in a buffer the user never opened; write the
             # file too, so the disk (and every other tool) sees the same text.
             await self.threads.run(disk.write_file, target.real, data)
+            await self.changes.after(target, changed)
             return "editor+disk"
         await self.threads.run(disk.write_file, target.real, data)
+        await self.changes.after(target, changed)
         return "disk"
+
+    async def _create(self, target: WorkspacePath, content: str, data: bytes) -> str:
+        """Create a new file: through the editor when it writes files, else on disk."""
+        if self.host.writes_files:
+            # The editor may not create folders; they are made here, inside the workspace.
+            await self.threads.run(disk.make_parents, target.real)
+            await self._write_through_host(target, content)
+            via = "editor"
+        else:
+            await self.threads.run(disk.write_file, target.real, data)
+            via = "disk"
+        await self.changes.after(target, content)
+        return via
+
+    async def _write_through_host(self, target: WorkspacePath, text: str) -> None:
+        result = await self.host.write_file(target.real, text)
+        if not result.applied:
+            raise ToolError(f"the editor refused to write {target.display}: {result.reason}")
 
 
 def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:

@@ -518,6 +518,7 @@ class Compactor:
             "compaction",
             {
                 "trigger": trigger,
+                "outcome": "compacted",
                 "evicted": len(plan.evicted),
                 "focus": focus,
                 "charsBefore": replaced_chars,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from seri_lsp.context.prompt_files import FrozenPrompt
+from seri_lsp.context.recording import Recorder
 from seri_lsp.events import Event, MessageStored
 from seri_lsp.store.messages import Message, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
@@ -34,6 +35,7 @@ class Conversation:
         store: SessionStore,
         io: Worker,
         emit: Callable[[Event], None],
+        recorder: Recorder | None = None,
     ) -> None:
         self.info = info
         self.messages = messages
@@ -48,6 +50,8 @@ class Conversation:
         self._store = store
         self._io = io
         self._emit = emit
+        # The session's recording in progress in this process (None: recording is off).
+        self.recorder = recorder
 
     @property
     def id(self) -> str:
@@ -83,9 +87,30 @@ class Conversation:
         self._emit(MessageStored(self.id, stored))
         return stored
 
+    def forget_from(self, seq: int, *, last_billed: int | None, fired_rules: set[str]) -> None:
+        """A rewind removed the messages from position `seq` on (already in the store).
+
+        The running totals follow: the character count, the billed count and the glob
+        rules delivered go back to what they were before the removed prompt.
+        """
+        kept = [m for m in self.messages if m.seq is None or m.seq < seq]
+        removed = len(self.messages) - len(kept)
+        self.messages = kept
+        self.chars = sum(message.chars for message in kept)
+        self.last_billed = last_billed
+        self.fired_rules = set(fired_rules)
+        self.appended_since_compaction = max(0, self.appended_since_compaction - removed)
+
     async def record_event(self, kind: str, data: dict[str, Any]) -> None:
-        """Record a non-message happening (retry, denial, usage, ...) with the session."""
-        await self._io(self._store.record_event, self.id, kind, data)
+        """Record a non-message happening (retry, denial, usage, ...) in the session's
+        recording in progress; nothing is written when recording is off."""
+        if self.recorder is not None:
+            await self.recorder.record(kind, data)
+
+    async def note_context_window(self, window: int) -> None:
+        """The model's context window is known now (the recording's header wants it)."""
+        if self.recorder is not None:
+            await self.recorder.note_context_window(window)
 
     async def record_usage(
         self, purpose: str, input_tokens: int | None, output_tokens: int | None

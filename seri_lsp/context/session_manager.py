@@ -22,6 +22,7 @@ from typing import Any
 
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze
+from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import InvalidArgument, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host
@@ -45,8 +46,10 @@ class SessionManager:
         workspace_root: Callable[[], Path | None],
         profile_root: Path,
         context_window: Callable[[], Awaitable[int]],
+        recordings: Recordings,
         default_max_turns: int,
         max_turns_flag: int | None = None,
+        on_open: Callable[[SessionInfo], Awaitable[None]] | None = None,
     ) -> None:
         self.project = project
         self.store = store
@@ -56,6 +59,7 @@ class SessionManager:
         self.workspace_root = workspace_root
         self.profile_root = profile_root
         self.context_window = context_window
+        self.recordings = recordings
         self.conversation: Conversation | None = None
         # Switches of the open session happen one at a time, so each lets go of exactly
         # the session it replaced.
@@ -63,6 +67,8 @@ class SessionManager:
         self._default_max_turns = default_max_turns
         self._max_turns_flag = max_turns_flag
         self._budgets_set_here: set[str] = set()
+        # Told after every open (a touch of the session): checkpoint retention.
+        self._on_open = on_open
 
     # --- the turn budget ----------------------------------------------------------------
 
@@ -95,6 +101,7 @@ class SessionManager:
         conversation = await self.ensure_open()
         conversation.info = await self.io(self.store.set_max_turns, conversation.id, n)
         self._budgets_set_here.add(conversation.id)
+        await conversation.record_event("budget", {"maxTurns": n})
         return {"maxTurns": n, "session": self.wire(conversation.info)}
 
     # --- opening --------------------------------------------------------------------------
@@ -192,6 +199,8 @@ class SessionManager:
 
     def close(self) -> None:
         """Let every held session go (the engine is closing)."""
+        if self.conversation is not None:
+            self.recordings.finish(self.conversation)
         self.locks.release_all()
 
     async def _acquire(self, session_id: str) -> None:
@@ -206,8 +215,9 @@ class SessionManager:
     async def _open(self, info: SessionInfo, reason: str) -> dict[str, Any]:
         current = self.conversation
         if current is not None and current.id == info.id:
-            # Still open in this process: its frozen prompt stays as it was.
+            # Still open in this process: its frozen prompt (and recording) stay as they were.
             current.info = await self.io(self.store.touch, info.id)
+            await self._opened(current.info)
             return self._announce(current.info, reason)
         await self._acquire(info.id)
         try:
@@ -224,11 +234,25 @@ class SessionManager:
         )
         self.conversation = conversation
         if current is not None:
+            self.recordings.finish(current)
             self.locks.release(current.id)
+        await self.recordings.start(
+            conversation, reason=reason, max_turns=self.max_turns_for(conversation)
+        )
         await conversation.record_event(
             "opened", {"reason": reason, "promptFiles": frozen.hashes()}
         )
+        # Retention (checkpoints; recordings, with this session's recording already in
+        # progress, so it is kept).
+        await self._opened(info)
         return self._announce(info, reason)
+
+    async def _opened(self, info: SessionInfo) -> None:
+        """Retention at every session open: recordings (the one in progress is kept),
+        then whatever else the engine keeps per session (checkpoints)."""
+        await self.recordings.prune()
+        if self._on_open is not None:
+            await self._on_open(info)
 
     def _warn_about(self, warnings: tuple[str, ...]) -> None:
         """Prompt files skipped at open (a link out of the workspace, a FIFO, ...): each in

@@ -18,11 +18,13 @@ from seri_lsp import faults
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.limits import (
+    MAX_CHOICE_CHARS,
     MAX_FOCUS_CHARS,
     MAX_LIST_LIMIT,
     MAX_MESSAGE_ID,
     MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
+    MAX_REWIND_STEPS,
     MAX_SESSION_ID_CHARS,
     MAX_TURNS,
 )
@@ -84,12 +86,35 @@ async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"session": await engine.clear()}
 
 
+async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.rewind(
+        steps=optional_int(args, "steps", 1, MAX_REWIND_STEPS) or 1,
+        restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
+        force=bool(optional_bool(args, "force")),
+    )
+
+
+async def checkpoints(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    return await engine.checkpoints_of(session_id or None)
+
+
 async def max_turns(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.set_max_turns(required_int(args, "n", 1, MAX_TURNS))
 
 
 async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return {"cancelled": engine.cancel()}
+
+
+async def trajectory(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.trajectory(optional_bool(args, "enabled"))
+
+
+async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    trajectory_id = optional_text(args, "trajectoryId", MAX_SESSION_ID_CHARS)
+    return await engine.trajectory_get(session_id or None, trajectory_id or None)
 
 
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
@@ -106,8 +131,12 @@ COMMANDS: dict[str, Handler] = {
     "seri.prompt": prompt,
     "seri.compact": compact,
     "seri.clear": clear,
+    "seri.rewind": rewind,
+    "seri.checkpoints": checkpoints,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
+    "seri.trajectory": trajectory,
+    "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
 }
 

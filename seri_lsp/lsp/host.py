@@ -57,7 +57,10 @@ class LspHost(Host):
         self.server = server
 
     def emit(self, event: Event) -> None:
-        self.server.protocol.notify(NOTIFICATIONS[type(event)], event.to_wire())
+        method = NOTIFICATIONS.get(type(event))
+        if method is None:
+            return  # an event the LSP contract has no notification for
+        self.server.protocol.notify(method, event.to_wire())
 
     def log(self, level: Level, message: str) -> None:
         self.server.window_log_message(

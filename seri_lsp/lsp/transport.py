@@ -64,6 +64,10 @@ async def read_messages(reader: asyncio.StreamReader, protocol: SeriProtocol) ->
             return
         content_length = None
         protocol.receive(body)
+        # Let the handlers it started run (and answer) before reading on: with input
+        # buffered, reading never waits, and a client that keeps sending would otherwise
+        # starve the answers to its own earlier requests.
+        await asyncio.sleep(0)
 
 
 def _pump(fd: int, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:

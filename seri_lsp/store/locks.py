@@ -23,6 +23,7 @@ import socket
 import stat
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,31 @@ class SessionLocks:
             os.pwrite(fd, json.dumps(record).encode(), 0)
             self._held[session_id] = fd
             return None
+
+    def open_elsewhere(self, session_ids: Iterable[str]) -> set[str]:
+        """Which of these sessions another live seri process may have open.
+
+        Read-only (no lock is taken, so no acquirer is ever misled): a session counts as
+        open elsewhere when its lock file exists and names a live process on this host,
+        another host, or nobody readable. A file left by a killed process whose pid is
+        gone does not count.
+        """
+        mine = self.held()
+        found = set()
+        for session_id in session_ids:
+            if session_id in mine:
+                continue
+            try:
+                with open(self._path(session_id), "rb") as handle:
+                    data = handle.read(4096)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                found.add(session_id)
+                continue
+            if _names_live_process(data):
+                found.add(session_id)
+        return found
 
     def release(self, session_id: str) -> None:
         """Let the session go (nothing happens if this process does not hold it)."""
@@ -167,3 +193,23 @@ def _read_holder(fd: int) -> Holder:
             break
         time.sleep(0.01)
     return Holder(None, None, None)
+
+
+def _names_live_process(data: bytes) -> bool:
+    """Whether a lock file's record may belong to a live process (when unsure: yes)."""
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return True
+    if not isinstance(record, dict):
+        return True
+    pid, host = record.get("pid"), record.get("host")
+    if not isinstance(pid, int) or isinstance(pid, bool) or host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

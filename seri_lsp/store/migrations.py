@@ -7,7 +7,9 @@ change is a new function with the next number.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import uuid
 from collections.abc import Callable
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -108,9 +110,135 @@ def m004_session_paths_and_rules(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_checkpoints(conn: sqlite3.Connection) -> None:
+    # Undo for prompts (`/rewind`). File contents are stored once per distinct content
+    # (content-addressed by SHA-256) however many checkpoints refer to them, and removed
+    # in the transaction that drops the last reference.
+    conn.execute(
+        """
+        CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            content BLOB NOT NULL,
+            size INTEGER NOT NULL
+        )
+        """
+    )
+    # One per user prompt, taken before its task: `prompt_seq` is the `messages.seq` the
+    # prompt was stored at (rewinding removes every message from there on); `state` is a
+    # JSON snapshot of what else the conversation carried then (title, path lists, fired
+    # rules, last billed input tokens), restored with the conversation.
+    conn.execute(
+        """
+        CREATE TABLE checkpoints (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            prompt_seq INTEGER NOT NULL,
+            prompt TEXT NOT NULL,
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (session_id, prompt_seq)
+        )
+        """
+    )
+    # Each file a checkpoint's task changed: its content before the task's first change
+    # (NULL: the file did not exist) and what seri last wrote to it (NULL: absent).
+    conn.execute(
+        """
+        CREATE TABLE checkpoint_files (
+            checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            display TEXT NOT NULL,
+            before_sha256 TEXT REFERENCES blobs(sha256),
+            after_sha256 TEXT REFERENCES blobs(sha256),
+            PRIMARY KEY (checkpoint_id, path)
+        )
+        """
+    )
+    conn.execute("CREATE INDEX checkpoint_files_by_before ON checkpoint_files (before_sha256)")
+    conn.execute("CREATE INDEX checkpoint_files_by_after ON checkpoint_files (after_sha256)")
+    # Sessions whose checkpoints were deleted by retention (kept for the 20 most recently
+    # touched sessions of a project): prompts up to `through_seq` can no longer be
+    # rewound; the conversation itself is untouched.
+    conn.execute(
+        """
+        CREATE TABLE checkpoints_retired (
+            session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+            through_seq INTEGER NOT NULL,
+            retired_at TEXT NOT NULL
+        )
+        """
+    )
+
+
+def m006_trajectories(conn: sqlite3.Connection) -> None:
+    # Recordings (trajectories): one per session opened in a process, a header (the
+    # settings in force) and its events in order. They replace session_events: the
+    # events recorded there move into one recording per session, marked legacy. The
+    # emptied table stays, so a seri-lsp of the previous release that is still running
+    # on this profile can finish what it is doing; nothing reads it any more.
+    conn.execute(
+        """
+        CREATE TABLE trajectories (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            started_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            header TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX trajectories_by_session ON trajectories (session_id, started_at)")
+    conn.execute("CREATE INDEX trajectories_by_update ON trajectories (updated_at)")
+    conn.execute(
+        """
+        CREATE TABLE trajectory_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            trajectory_id TEXT NOT NULL REFERENCES trajectories(id),
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (trajectory_id, seq)
+        )
+        """
+    )
+    recordings: dict[str, tuple[str, list[tuple[str, str, str]]]] = {}
+    rows = conn.execute(
+        "SELECT session_id, kind, data, created_at FROM session_events ORDER BY id"
+    ).fetchall()
+    for session_id, kind, data, created_at in rows:
+        if session_id not in recordings:
+            recordings[session_id] = (str(uuid.uuid4()), [])
+        recordings[session_id][1].append((kind, data, created_at))
+    for session_id, (trajectory_id, events) in recordings.items():
+        started, newest = events[0][2], max(event[2] for event in events)
+        header = {
+            "legacy": "session_events",
+            "trajectoryId": trajectory_id,
+            "sessionId": session_id,
+            "startedAt": started,
+        }
+        conn.execute(
+            "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (trajectory_id, session_id, started, newest, json.dumps(header)),
+        )
+        conn.executemany(
+            "INSERT INTO trajectory_events (trajectory_id, seq, kind, data, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (trajectory_id, seq, kind, data, created_at)
+                for seq, (kind, data, created_at) in enumerate(events, start=1)
+            ],
+        )
+    conn.execute("DELETE FROM session_events")
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
     (3, "session_events", m003_session_events),
     (4, "session_paths_and_rules", m004_session_paths_and_rules),
+    (5, "checkpoints", m005_checkpoints),
+    (6, "trajectories", m006_trajectories),
 ]

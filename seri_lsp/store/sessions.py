@@ -66,7 +66,7 @@ class SessionPaths:
 
 
 class SessionStore:
-    """Reads and writes sessions, messages, events and path lists."""
+    """Reads and writes sessions, messages and path lists (recordings: `trajectories`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -264,29 +264,7 @@ class SessionStore:
             _touch(tx, session_id)
         return stored
 
-    # --- events, paths and rules ------------------------------------------------
-
-    def record_event(self, session_id: str, kind: str, data: dict[str, Any]) -> None:
-        """Record something that happened in the session (a retry, a denial, ...)."""
-        with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT INTO session_events (session_id, kind, data, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (session_id, kind, json.dumps(data), utc_now()),
-            )
-
-    def events(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]:
-        """Recorded events, oldest first, as `{kind, createdAt, **data}`."""
-        sql = "SELECT kind, data, created_at FROM session_events WHERE session_id = ?"
-        params: list[Any] = [session_id]
-        if kind is not None:
-            sql += " AND kind = ?"
-            params.append(kind)
-        rows = self.db.query(sql + " ORDER BY id", params)
-        return [
-            {"kind": row["kind"], "createdAt": row["created_at"], **json.loads(row["data"])}
-            for row in rows
-        ]
+    # --- paths and rules ---------------------------------------------------------
 
     def add_paths(
         self, session_id: str, read: Iterable[str] = (), modified: Iterable[str] = ()

@@ -61,6 +61,22 @@ function H.wait(cond, what, ms)
   end
 end
 
+---Run a `seri.*` command and wait for its answer (one request at a time, so a polling
+---loop never floods the server).
+---@param name string
+---@param args table?
+---@return any result
+function H.call(name, args)
+  local done, answer = false, nil
+  require("seri").execute(name, args, function(err, result)
+    done, answer = true, err and { error = err } or result
+  end)
+  H.wait(function()
+    return done
+  end, "the answer to " .. name)
+  return answer
+end
+
 function H.eq(expected, actual, what)
   if not vim.deep_equal(expected, actual) then
     local message = ("%s: expected %s, got %s"):format(

@@ -129,12 +129,8 @@ H.run(function()
 
   -- A slash command passes through :SeriPrompt.
   vim.cmd("SeriPrompt /max-turns 9")
-  local got
   H.wait(function()
-    seri.execute("seri.session.get", nil, function(_, result)
-      got = result
-    end)
-    return got and got.session.maxTurns == 9
+    return H.call("seri.session.get").session.maxTurns == 9
   end, "/max-turns 9 to set the budget")
 
   -- :SeriCompact with focus words: the chat shows the recap block.
@@ -154,12 +150,8 @@ H.run(function()
 
   -- :SeriMaxTurns sets the budget.
   vim.cmd("SeriMaxTurns 7")
-  got = nil
   H.wait(function()
-    seri.execute("seri.session.get", nil, function(_, result)
-      got = result
-    end)
-    return got and got.session.maxTurns == 7
+    return H.call("seri.session.get").session.maxTurns == 7
   end, ":SeriMaxTurns 7 to set the budget")
 
   -- :SeriClear: a new session, the chat redrawn with its header.

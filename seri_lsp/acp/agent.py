@@ -1,0 +1,439 @@
+"""The ACP agent: the protocol's requests as engine calls.
+
+One connection (one editor) may hold several ACP sessions, one per `session/new`,
+`session/load` or `session/resume`, each with its own `cwd`. Each ACP session is served
+by an engine of its own: its project and workspace folder are the session's `cwd`, it
+holds the lock of the seri session it has open (so no other seri process, LSP or ACP,
+can open that session meanwhile), and it runs its tasks independently of the others.
+All the engines share the profile root, `seri.db` and the settings.
+
+An ACP session's id is the id of the seri session it was created with or loaded as.
+`/clear` (and `/resume`, `/continue`) switch the seri session behind it; the ACP id
+stays, and the note in the transcript names the new seri session.
+
+Settings come from the profile's `config.json` and the environment, as for the language
+server; ACP has no initialization options, but settings given in `initialize`'s
+`_meta.seri` (the same shape as `config.json`) win over `config.json`, and
+`_meta.seri.profileRoot` picks the profile root after `--profile-root`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
+)
+
+from seri_lsp import __version__
+from seri_lsp.acp.commands import available_commands, command_note
+from seri_lsp.acp.errors import acp_errors
+from seri_lsp.acp.host import AcpHost
+from seri_lsp.acp.outbox import Outbox
+from seri_lsp.acp.prompt import ContentBlock, prompt_text
+from seri_lsp.engine import Engine
+from seri_lsp.errors import Busy, InvalidArgument, SessionHeld
+from seri_lsp.host import Host, Level
+from seri_lsp.limits import MAX_PROMPT_CHARS, check_session_id, check_text
+from seri_lsp.profile import resolve_profile_root
+from seri_lsp.settings import Settings, load_settings
+
+logger = logging.getLogger(__name__)
+
+# How a task's status reads as an ACP stop reason. A failed task (the provider failed,
+# the store was busy, an internal error) ends with `refusal`: the turn cannot go on; the
+# reason is shown in the transcript and sent in `_meta.seri.error`.
+STOP_REASONS = {
+    "done": "end_turn",
+    "max_turns": "max_turn_requests",
+    "cancelled": "cancelled",
+    "failed": "refusal",
+}
+SESSIONS_PAGE = 100
+# The longest cwd taken (PATH_MAX on Linux).
+MAX_CWD_CHARS = 4096
+# How long a task may take to wind down when the client goes away in the middle of it.
+CANCEL_GRACE = 10.0
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """What the command line said about the agent."""
+
+    profile_root: str | None = None
+    max_turns: int | None = None
+
+
+@dataclass
+class AcpSession:
+    """One ACP session: the engine that serves it, and its host."""
+
+    id: str
+    project: Path
+    engine: Engine
+    host: AcpHost
+    task: asyncio.Future[dict[str, Any]] | None = None
+    cancelled: bool = False
+
+
+class _Notices(Host):
+    """The host of the connection's catalogue engine: it keeps what it would tell the user."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+
+    def log(self, level: Level, message: str) -> None:
+        logger.log(logging.WARNING if level in ("error", "warning") else logging.INFO, message)
+
+    def show(self, level: Level, message: str) -> None:
+        self.log(level, message)
+        self.shown.append(message)
+
+
+def project_folder(cwd: object) -> Path:
+    """A session's `cwd` as its project: canonical, absolute, an existing folder."""
+    if not isinstance(cwd, str) or not cwd.strip():
+        raise InvalidArgument("cwd", "cwd is required: the project folder, as an absolute path.")
+    check_text("cwd", cwd, MAX_CWD_CHARS)
+    if not Path(cwd).is_absolute():
+        raise InvalidArgument("cwd", f"cwd must be an absolute path, got {cwd!r}.")
+    real = Path(os.path.realpath(cwd))
+    if not real.is_dir():
+        raise InvalidArgument("cwd", f"cwd {cwd!r} is not a folder.")
+    return real
+
+
+class SeriAgent:
+    """seri behind one ACP connection."""
+
+    def __init__(self, options: AgentOptions) -> None:
+        self.options = options
+        self._client: Client | None = None
+        self._outbox = Outbox()
+        self._fs: FileSystemCapabilities | None = None
+        self._sessions: dict[str, AcpSession] = {}
+        self._profile_root: Path | None = None
+        self._settings = Settings()
+        self._catalog: Engine | None = None
+        self._problems: list[str] = []
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+        self._outbox.connect(conn)
+
+    # --- initialization --------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self._fs = client_capabilities.fs if client_capabilities is not None else None
+        meta = kwargs.get("seri")
+        problems = []
+        if meta is not None and not isinstance(meta, dict):
+            problems.append("_meta.seri in initialize must be an object of settings; ignored.")
+            meta = None
+        with acp_errors():
+            await self._configure(meta, problems)
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    embedded_context=True, image=False, audio=False
+                ),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="seri-lsp", title="seri", version=__version__),
+        )
+
+    async def _configure(self, meta: dict[str, Any] | None, problems: list[str]) -> None:
+        """Resolve the profile root and settings, open the store, import legacy sessions."""
+        if self._catalog is not None:
+            return  # settings hold for the connection
+        root = resolve_profile_root(self.options.profile_root, (meta or {}).get("profileRoot"))
+        settings, setting_problems = load_settings(root, meta)
+        notices = _Notices()
+        catalog = Engine.open(
+            profile_root=root,
+            settings=settings,
+            project=os.path.realpath(os.getcwd()),
+            workspace_roots=[],
+            host=notices,
+        )
+        self._profile_root, self._settings, self._catalog = root, settings, catalog
+        await catalog.import_legacy()
+        self._problems = problems + setting_problems + notices.shown
+        for problem in self._problems:
+            logger.warning(problem)
+
+    async def _ready(self) -> Engine:
+        if self._catalog is None:  # a client that skipped initialize
+            await self._configure(None, [])
+        assert self._catalog is not None
+        return self._catalog
+
+    # --- sessions --------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        with acp_errors():
+            project = project_folder(cwd)
+            session = await self._open(project, lambda engine: engine.new_session())
+        self._greet(session)
+        # The client learns the session id from this response; its updates follow it.
+        asyncio.get_running_loop().call_soon(session.host.release, session.id)
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        with acp_errors():
+            session = self._sessions.get(session_id)
+            if session is None:
+                check_session_id("sessionId", session_id)
+                project = project_folder(cwd)
+                self._refuse_if_open_here(session_id)
+                session = await self._open(
+                    project, lambda engine: engine.resume_session(session_id), session_id
+                )
+            elif session.task is not None:
+                raise Busy(f"Session {session_id} is running a task; wait for it or cancel it.")
+            else:
+                session.host.hold()
+                session.host.transcript = session.host.transcript.restarted()
+            # The conversation first (a compacted session's recap leads), then any notes.
+            early = session.host.take_held()
+            view = await session.engine.session_view(None)
+            session.host.send(session.host.transcript.replay(view["messages"]))
+            session.host.send(early)
+            self._greet(session)
+        session.host.release(session.id)
+        await session.host.flush()
+        return LoadSessionResponse()
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        with acp_errors():
+            if session_id not in self._sessions:
+                check_session_id("sessionId", session_id)
+                project = project_folder(cwd)
+                self._refuse_if_open_here(session_id)
+                session = await self._open(
+                    project, lambda engine: engine.resume_session(session_id), session_id
+                )
+                self._greet(session)
+                asyncio.get_running_loop().call_soon(session.host.release, session.id)
+        return ResumeSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        with acp_errors():
+            catalog = await self._ready()
+            project = str(project_folder(cwd)) if cwd is not None else None
+            offset = _offset(cursor)
+            sessions = await catalog.list_sessions(None, True)
+        if project is not None:
+            sessions = [s for s in sessions if s["project"] == project]
+        page = sessions[offset : offset + SESSIONS_PAGE]
+        more = offset + SESSIONS_PAGE < len(sessions)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=s["id"],
+                    cwd=s["project"],
+                    title=s["title"] or None,
+                    updated_at=s["updatedAt"],
+                    field_meta={
+                        "seri": {"createdAt": s["createdAt"], "messageCount": s["messageCount"]}
+                    },
+                )
+                for s in page
+            ],
+            next_cursor=str(offset + SESSIONS_PAGE) if more else None,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> None:
+        with acp_errors():
+            session = self._session(session_id)
+            del self._sessions[session_id]
+            await self._shut(session)
+
+    # --- prompts -----------------------------------------------------------------------
+
+    async def prompt(
+        self, prompt: list[ContentBlock], session_id: str, **kwargs: Any
+    ) -> PromptResponse:
+        with acp_errors():
+            session = self._session(session_id)
+            text = check_text("prompt", prompt_text(prompt, session.project), MAX_PROMPT_CHARS)
+            if not text:
+                raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
+            if session.task is not None:
+                raise Busy("A prompt is running in this session; wait for it or cancel it.")
+            session.cancelled = False
+            session.host.shown.clear()
+            task = asyncio.ensure_future(session.engine.prompt(text))
+            session.task = task
+            try:
+                # Shielded: if the client goes away mid-task, the task still ends in order.
+                result = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                session.engine.cancel()
+                await asyncio.wait({task}, timeout=CANCEL_GRACE)
+                raise
+            finally:
+                session.task = None
+        if "command" in result:
+            note = command_note(result)
+            if note and note not in session.host.shown:  # not said twice
+                session.host.note(note, "command")
+        stop = "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+        await session.host.flush()
+        outcome = {
+            key: result[key] for key in ("status", "turns", "error", "command") if key in result
+        }
+        return PromptResponse(stop_reason=stop, field_meta={"seri": outcome})
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            logger.info("session/cancel for unknown session %s ignored", session_id)
+            return
+        session.cancelled = True
+        session.engine.cancel()
+
+    # --- the connection ends -------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every task and let every session go (the client has gone)."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            await self._shut(session)
+        if self._catalog is not None:
+            await self._catalog.close()
+        await self._outbox.close()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise InvalidArgument(
+                "sessionId",
+                f"Unknown session id {session_id!r}: this connection has no such session; "
+                "create one with session/new or open one with session/load.",
+            )
+        return session
+
+    async def _open(
+        self,
+        project: Path,
+        opener: Callable[[Engine], Awaitable[dict[str, Any] | None]],
+        session_id: str | None = None,
+    ) -> AcpSession:
+        """A new engine for `project`, opened on a seri session by `opener`."""
+        await self._ready()
+        assert self._client is not None and self._profile_root is not None
+        host = AcpHost(self._client, self._outbox, self._fs)
+        engine = Engine.open(
+            profile_root=self._profile_root,
+            settings=self._settings,
+            project=str(project),
+            workspace_roots=[project],
+            host=host,
+            max_turns_flag=self.options.max_turns,
+        )
+        host.attach(engine.workspace)
+        try:
+            wire = await opener(engine)
+        except BaseException:
+            await engine.close()
+            raise
+        assert wire is not None
+        session = AcpSession(session_id or wire["id"], project, engine, host)
+        self._sessions[session.id] = session
+        return session
+
+    def _refuse_if_open_here(self, session_id: str) -> None:
+        """A seri session open behind another ACP session of this connection (after a
+        /clear or /resume there) is not opened twice."""
+        for other in self._sessions.values():
+            if other.host.transcript.root == session_id:
+                raise SessionHeld(
+                    session_id,
+                    f"pid {os.getpid()}",
+                    f"Session {session_id} is already open in this connection, behind ACP "
+                    f"session {other.id}; continue it there.",
+                )
+
+    def _greet(self, session: AcpSession) -> None:
+        """The slash commands, and the first session's notice of settings problems."""
+        session.host.send([available_commands()])
+        problems, self._problems = self._problems, []
+        for problem in problems:
+            session.host.note(problem, "warning")
+
+    async def _shut(self, session: AcpSession) -> None:
+        if session.task is not None:
+            session.engine.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait({session.task}, timeout=CANCEL_GRACE)
+        await session.engine.close()
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidArgument("cursor", f"Unknown cursor {cursor!r}; pass a nextCursor as given.")
+    return int(cursor)

@@ -1,0 +1,112 @@
+"""The slash commands an ACP client offers (`available_commands_update`), and the note
+that tells the user what a command did.
+
+The commands run like any prompt text: the client sends `/compact focus words` in a
+`session/prompt` and the engine dispatches it, as it does for the LSP face.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp.schema import AvailableCommand, AvailableCommandsUpdate, UnstructuredCommandInput
+
+# name, description, input hint (None: the command takes no input)
+COMMANDS: list[tuple[str, str, str | None]] = [
+    (
+        "compact",
+        "Compact the conversation now into a recap; words after it say what to focus on",
+        "focus words (optional)",
+    ),
+    ("clear", "Start a new session; this one stays in seri's store", None),
+    (
+        "rewind",
+        "Go back n prompts (default 1): the conversation and the files the tools changed",
+        "[n] [both|conversation|files] [force]",
+    ),
+    ("max-turns", "Set how many model calls one prompt may take in this session", "N"),
+    ("trajectory", "Show trajectory recording, or turn it on or off", "on | off (optional)"),
+]
+
+
+def available_commands() -> AvailableCommandsUpdate:
+    """The `available_commands_update` that advertises seri's slash commands."""
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=UnstructuredCommandInput(hint=hint) if hint else None,
+            )
+            for name, description, hint in COMMANDS
+        ],
+    )
+
+
+def command_note(result: dict[str, Any]) -> str | None:
+    """What a slash command's result tells the user (None: its events said it already)."""
+    name = result.get("command")
+    if name == "compact":
+        return None if result.get("compacted") else result.get("message")
+    if name == "clear":
+        return (
+            f"Started a new session ({_session_id(result)}). The earlier conversation stays in "
+            "seri's store; load it from the session history to go back to it."
+        )
+    if name == "max-turns":
+        return f"Turn budget: {result.get('maxTurns')} model calls per prompt in this session."
+    if name == "rewind":
+        return _rewind_note(result)
+    if name == "trajectory":
+        return _trajectory_note(result)
+    if name in ("resume", "continue"):
+        session = result.get("session")
+        if session is None:
+            return "There is no earlier session in this project to continue."
+        return f"Now in session {session['id']}: {session.get('title') or '(untitled)'}."
+    return result.get("message") or f"/{name}: done."
+
+
+def _session_id(result: dict[str, Any]) -> str:
+    session = result.get("session") or {}
+    return str(session.get("id", "?"))
+
+
+def _rewind_note(result: dict[str, Any]) -> str:
+    if result.get("message"):
+        return str(result["message"])
+    rewound = result.get("rewound", 0)
+    lines = [f"Rewound {rewound} prompt{'s' if rewound != 1 else ''}."]
+    restored = result.get("restoredFiles") or []
+    if restored:
+        lines.append("Files restored: " + ", ".join(map(str, restored)) + ".")
+    conflicts = result.get("conflicts") or []
+    if conflicts:
+        lines.append(
+            "Left alone, changed since by something else (`/rewind force` overwrites them): "
+            + ", ".join(map(str, conflicts))
+            + "."
+        )
+    failed = result.get("failed") or []
+    if failed:
+        lines.append(
+            "Could not restore: "
+            + "; ".join(f"{f.get('path')} ({f.get('reason')})" for f in failed)
+            + "."
+        )
+    if rewound:
+        lines.append(
+            "The transcript above still shows what was removed; the model no longer sees it."
+        )
+    if result.get("prompt"):
+        lines.append(f"The earliest prompt removed was:\n\n> {result['prompt']}")
+    return "\n\n".join(lines)
+
+
+def _trajectory_note(result: dict[str, Any]) -> str:
+    state = "on" if result.get("enabled") else "off"
+    text = f"Trajectory recording is {state} (set by {result.get('source', 'default')})."
+    if result.get("warning"):
+        text += f" {result['warning']}"
+    return text

@@ -1,0 +1,36 @@
+"""`seri-lsp acp`: the ACP agent on stdin/stdout, until the client hangs up.
+
+The agent also stops cleanly on SIGINT and SIGTERM, as when the editor goes: running
+tasks are cancelled and stored as such, every session is let go, the store is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+from acp import run_agent
+
+from seri_lsp.acp.agent import AgentOptions, SeriAgent
+
+
+def serve(options: AgentOptions) -> int:
+    """Serve one ACP client on stdio; returns the exit status."""
+    return asyncio.run(_serve(options))
+
+
+async def _serve(options: AgentOptions) -> int:
+    agent = SeriAgent(options)
+    # The unstable part of the protocol brings session/resume and session/close.
+    serving = asyncio.ensure_future(run_agent(agent, use_unstable_protocol=True))
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, serving.cancel)
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+    finally:
+        await agent.close()
+    return 0

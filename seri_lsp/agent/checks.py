@@ -1,0 +1,335 @@
+"""Checks: the user's lint and test commands, run after a task that changed files.
+
+When the model finishes a task (answers without tool calls) and the task modified files
+(its subagents' changes included), each `checks` entry runs in the workspace root, one
+after the other, as a subprocess of its own process group: off the event loop, within
+its `timeout` (the whole group is killed when it runs over), its output kept bounded
+(the first and last `OUTPUT_HEAD` / `OUTPUT_TAIL` bytes). `seri.cancel` kills a running
+check the same way. Every result is recorded.
+
+When a check fails, its output goes back to the model as a user message (`kind:
+"check"`) and the task goes on; the checks run again when the model finishes after
+changing files again. After `MAX_CHECK_ROUNDS` failing rounds, or when the model
+finishes without changing anything after a failure, the task ends (`failed`), naming the
+checks that still fail.
+
+Running commands follows `permissions.run`: `allow`, `deny`, or `ask` (the default),
+asked once per session through the editor ("Allow for this session" / "Deny").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.agent.cancel import CancelScope
+from seri_lsp.context.conversation import Conversation
+from seri_lsp.host import Host, ProgressReporter
+from seri_lsp.settings import CheckSetting, Permission
+from seri_lsp.store.messages import Message
+
+MAX_CHECK_ROUNDS = 3
+OUTPUT_HEAD = 3072
+OUTPUT_TAIL = 3072
+# After SIGTERM, how long a check's process group has before SIGKILL.
+KILL_GRACE = 2.0
+# After the check's own process ended, how long to wait for the rest of its output
+# (a background child it left may hold the pipe open forever).
+DRAIN_SECONDS = 1.0
+_POLL = 0.05
+
+ALLOW_FOR_SESSION = "Allow for this session"
+DENY = "Deny"
+
+
+class _BoundedOutput:
+    """Keeps the first `head` and the last `tail` bytes of a stream, and counts it all."""
+
+    def __init__(self, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._head_limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self._tail_limit:
+                del self.tail[: len(self.tail) - self._tail_limit]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        omitted = self.total - len(self.head) - len(self.tail)
+        if not self.tail:
+            return head
+        tail = self.tail.decode("utf-8", "replace")
+        if omitted <= 0:
+            return (self.head + self.tail).decode("utf-8", "replace")
+        return f"{head}\n[... {omitted} bytes of output omitted ...]\n{tail}"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """How one check ran."""
+
+    name: str
+    command: str
+    exit_code: int | None
+    duration: float
+    timed_out: bool
+    output: str
+    output_bytes: int
+    error: str | None = None  # it could not be started
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and self.error is None
+
+    def describe(self) -> str:
+        """`exited with 1 after 0.4 s`, `timed out after 120 s and was killed`, ..."""
+        if self.error is not None:
+            return f"could not be started: {self.error}"
+        if self.timed_out:
+            return f"timed out after {self.duration:.1f} s and was killed"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"was killed by signal {-self.exit_code} after {self.duration:.1f} s"
+        return f"exited with {self.exit_code} after {self.duration:.1f} s"
+
+    def to_record(self, round_number: int) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "command": self.command,
+            "round": round_number,
+            "passed": self.passed,
+            "exitCode": self.exit_code,
+            "durationMs": round(self.duration * 1000),
+            "timedOut": self.timed_out,
+            "error": self.error,
+            "output": self.output,
+            "outputBytes": self.output_bytes,
+        }
+
+
+async def run_check(check: CheckSetting, cwd: Path) -> CheckResult:
+    """Run one check to its end, its time limit, or a cancel (which kills it too)."""
+    started = time.monotonic()
+    kwargs: dict[str, Any] = {
+        "cwd": cwd,
+        "stdin": asyncio.subprocess.DEVNULL,
+        "stdout": asyncio.subprocess.PIPE,
+        "stderr": asyncio.subprocess.STDOUT,
+        "start_new_session": True,  # its own process group, killed as a whole
+    }
+    try:
+        if isinstance(check.command, str):
+            process = await asyncio.create_subprocess_shell(check.command, **kwargs)
+        else:
+            process = await asyncio.create_subprocess_exec(*check.command, **kwargs)
+    except OSError as exc:
+        return CheckResult(
+            check.name, check.display(), None, 0.0, False, "", 0, exc.strerror or str(exc)
+        )
+    output = _BoundedOutput()
+    assert process.stdout is not None
+    reader = asyncio.ensure_future(_pump(process.stdout, output))
+    waiter = asyncio.ensure_future(process.wait())
+    timed_out = False
+    try:
+        deadline = started + check.timeout
+        # Poll the return code too: before Python 3.12, wait() also waits for every pipe
+        # to close, which a background child of the check may never do.
+        while process.returncode is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            await asyncio.wait({waiter}, timeout=min(remaining, _POLL * 20))
+        if timed_out:
+            await _kill_group(process, waiter)
+        else:
+            _signal_group(process, signal.SIGKILL)  # what it left running in the background
+        await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
+    except BaseException:
+        # Cancelled (seri.cancel): the check and everything it started go too.
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(_kill_group(process, waiter))
+        raise
+    finally:
+        reader.cancel()
+        waiter.cancel()
+    duration = time.monotonic() - started
+    return CheckResult(
+        name=check.name,
+        command=check.display(),
+        exit_code=None if timed_out else process.returncode,
+        duration=duration,
+        timed_out=timed_out,
+        output=output.text(),
+        output_bytes=output.total,
+    )
+
+
+async def _pump(stream: asyncio.StreamReader, output: _BoundedOutput) -> None:
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return
+        output.add(chunk)
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
+
+
+async def _kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Future[Any]) -> None:
+    """SIGTERM the check's process group, then SIGKILL what is left after a grace."""
+    _signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE
+    while process.returncode is None and time.monotonic() < deadline:
+        await asyncio.wait({waiter}, timeout=_POLL)
+    _signal_group(process, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_GRACE
+    while process.returncode is None and time.monotonic() < deadline:
+        await asyncio.wait({waiter}, timeout=_POLL)
+
+
+class RunGate:
+    """Applies `permissions.run` for one session (asked at most once per session)."""
+
+    def __init__(self, policy: Permission, host: Host) -> None:
+        self.policy = policy
+        self.host = host
+        self._answer: bool | None = None
+
+    async def check(self, what: str, scope: CancelScope) -> str | None:
+        """None when the commands may run; otherwise the reason they may not."""
+        if self.policy == "allow":
+            return None
+        if self.policy == "deny":
+            return "running commands is turned off (permissions.run is 'deny')"
+        if self._answer is True:
+            return None
+        if self._answer is False:
+            return "the user denied running the checks in this session"
+        answer = await scope.run(
+            self.host.ask(f"seri wants to run {what}.", [ALLOW_FOR_SESSION, DENY])
+        )
+        if answer == ALLOW_FOR_SESSION:
+            self._answer = True
+            return None
+        if answer == DENY:
+            self._answer = False
+            return "the user denied running the checks in this session"
+        return "the user did not answer the permission request"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the agent loop does after the checks: go on (`again`), or end."""
+
+    again: bool = False
+    error: str | None = None
+
+
+class TaskChecks:
+    """The checks of one task: whether they are due, the rounds, what the model hears."""
+
+    def __init__(
+        self,
+        checks: tuple[CheckSetting, ...],
+        gate: RunGate,
+        host: Host,
+        scope: CancelScope,
+        cwd: Path | None,
+    ) -> None:
+        self.checks = checks
+        self.gate = gate
+        self.host = host
+        self.scope = scope
+        self.cwd = cwd
+        self.rounds = 0
+        self._modified = False
+        self._failing: list[CheckResult] = []  # of the last round
+
+    def note_modified(self) -> None:
+        """A tool (or a subagent) changed a file: the checks are due at the end."""
+        self._modified = True
+
+    async def after_final_reply(
+        self, conversation: Conversation, progress: ProgressReporter
+    ) -> Verdict:
+        """Run the checks if the task changed files since they last ran."""
+        if not self.checks:
+            return Verdict()
+        if not self._modified:
+            if self._failing:  # the model stopped without touching what failed
+                return Verdict(error=self._still_failing("the model finished without changes"))
+            return Verdict()
+        self._modified = False
+        if self.cwd is None:
+            self.host.log("warning", "Checks not run: no workspace folder is open.")
+            return Verdict()
+        listed = ", ".join(f"{c.name} ({c.display()})" for c in self.checks)
+        denied = await self.gate.check(f"the checks in {self.cwd}: {listed}", self.scope)
+        if denied is not None:
+            await conversation.record_event(
+                "denial", {"tool": "checks", "path": str(self.cwd), "reason": denied}
+            )
+            self.host.log("info", f"Checks not run: {denied}.")
+            return Verdict()
+        self.rounds += 1
+        failed = []
+        for check in self.checks:
+            progress.report(f"check {check.name}")
+            result = await self.scope.run(run_check(check, self.cwd))
+            await conversation.record_event("check", result.to_record(self.rounds))
+            self.host.log("info", f"Check {check.name} {result.describe()}.")
+            if not result.passed:
+                failed.append(result)
+        self._failing = failed
+        if not failed:
+            return Verdict()
+        last = self.rounds >= MAX_CHECK_ROUNDS
+        await conversation.append(
+            Message(role="user", content=failure_message(failed, self.rounds, last), kind="check")
+        )
+        if not last:
+            return Verdict(again=True)
+        return Verdict(error=self._still_failing(f"after {self.rounds} rounds"))
+
+    def _still_failing(self, when: str) -> str:
+        names = ", ".join(f"{r.name} ({r.describe()})" for r in self._failing)
+        return f"The checks still fail {when}: {names}. Their output is in the conversation."
+
+
+def failure_message(failed: list[CheckResult], round_number: int, last: bool) -> str:
+    """The user message that hands failing checks back to the model."""
+    lines = [f"The checks failed after your changes (round {round_number} of {MAX_CHECK_ROUNDS}):"]
+    for result in failed:
+        fence = "```"
+        while fence in result.output:
+            fence += "`"
+        lines += ["", f"{result.name}: `{result.command}` {result.describe()}."]
+        if result.output.strip():
+            lines += [fence, result.output.rstrip("\n"), fence]
+        else:
+            lines.append("(no output)")
+    lines.append("")
+    if last:
+        lines.append("That was the last round: the task ends here with the checks failing.")
+    else:
+        lines.append("Fix what they report. They run again when you finish after changing files.")
+    return "\n".join(lines)

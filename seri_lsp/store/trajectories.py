@@ -1,0 +1,338 @@
+"""Recordings (trajectories) in `seri.db`, and the legacy `trajectories/*.jsonl` files.
+
+A recording belongs to one session opened in one process: a header (the settings in
+force when it started) and its events, numbered in order. `updated_at` is the time of
+its newest record (the header or an event), which is what retention goes by.
+
+Everything here is synchronous and small; the engine runs it on its database thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+import uuid
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.errors import InvalidArgument
+from seri_lsp.store.database import Database, format_time, utc_now
+
+LEGACY_DIR = "trajectories"
+LEGACY_SESSIONS_DIR = "sessions"
+
+
+class UnknownRecording(InvalidArgument):
+    """No recording (and no session with one) answers to the given id."""
+
+    def __init__(self, given: str, detail: str = "") -> None:
+        message = f"No recording matches {given!r}"
+        message += f": {detail}" if detail else "; `seri-lsp trajectory list` lists them."
+        super().__init__("trajectoryId", message)
+
+
+@dataclass(frozen=True)
+class RecordingInfo:
+    """A recording's row with what lists show about it."""
+
+    id: str
+    session_id: str
+    started_at: str
+    updated_at: str
+    header: dict[str, Any]
+    events: int
+    project: str | None = None
+    title: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "sessionId": self.session_id,
+            "startedAt": self.started_at,
+            "updatedAt": self.updated_at,
+            "model": self.header.get("model"),
+            "events": self.events,
+            "project": self.project,
+            "title": self.title,
+        }
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded event, as `show` and `seri.trajectory.get` give it."""
+
+    seq: int
+    kind: str
+    created_at: str
+    data: dict[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"seq": self.seq, "kind": self.kind, "createdAt": self.created_at, "data": self.data}
+
+
+@dataclass
+class PruneReport:
+    """What retention deleted."""
+
+    recordings: list[tuple[str, str]] = field(default_factory=list)  # (recording, session)
+    files: list[str] = field(default_factory=list)
+    failed_files: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.recordings or self.files or self.failed_files)
+
+
+class TrajectoryStore:
+    """Writes and reads recordings."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- writing ------------------------------------------------------------------
+
+    def start(self, session_id: str, header: dict[str, Any]) -> str:
+        """Begin a recording of `session_id` with its header; returns the recording id
+        (the header's `trajectoryId`, or a new one)."""
+        trajectory_id = header.get("trajectoryId") or str(uuid.uuid4())
+        now = header.get("startedAt") or utc_now()
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (trajectory_id, session_id, now, now, _dumps(header)),
+            )
+        return trajectory_id
+
+    def append(
+        self,
+        trajectory_id: str,
+        session_id: str,
+        header: dict[str, Any],
+        seq: int,
+        kind: str,
+        data: dict[str, Any],
+    ) -> None:
+        """Add event number `seq`. A recording pruned meanwhile by another process is
+        started again under its id and header, so the events that follow are kept."""
+        now = utc_now()
+        with self.db.transaction() as tx:
+            updated = tx.execute(
+                "UPDATE trajectories SET updated_at = ? WHERE id = ?", (now, trajectory_id)
+            ).rowcount
+            if not updated:
+                tx.execute(
+                    "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (
+                        trajectory_id,
+                        session_id,
+                        header.get("startedAt") or now,
+                        now,
+                        _dumps(header),
+                    ),
+                )
+            tx.execute(
+                "INSERT INTO trajectory_events (trajectory_id, seq, kind, data, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (trajectory_id, seq, kind, _dumps(data), now),
+            )
+
+    def update_header(self, trajectory_id: str, header: dict[str, Any]) -> None:
+        """Replace the header (a value learnt after the start, such as the window)."""
+        with self.db.transaction() as tx:
+            tx.execute(
+                "UPDATE trajectories SET header = ? WHERE id = ?", (_dumps(header), trajectory_id)
+            )
+
+    # --- reading ------------------------------------------------------------------
+
+    def list(self, session_id: str | None = None, limit: int | None = None) -> list[RecordingInfo]:
+        """Recordings, newest first (by start), with their event counts."""
+        sql = (
+            "SELECT t.id, t.session_id, t.started_at, t.updated_at, t.header,"
+            " (SELECT COUNT(*) FROM trajectory_events e WHERE e.trajectory_id = t.id) AS events,"
+            " s.project, s.title"
+            " FROM trajectories t LEFT JOIN sessions s ON s.id = t.session_id"
+        )
+        params: list[Any] = []
+        if session_id is not None:
+            sql += " WHERE t.session_id = ?"
+            params.append(session_id)
+        sql += " ORDER BY t.started_at DESC, t.rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_info(row) for row in self.db.query(sql, params)]
+
+    def info(self, trajectory_id: str) -> RecordingInfo | None:
+        rows = self.db.query(
+            "SELECT t.id, t.session_id, t.started_at, t.updated_at, t.header,"
+            " (SELECT COUNT(*) FROM trajectory_events e WHERE e.trajectory_id = t.id) AS events,"
+            " s.project, s.title"
+            " FROM trajectories t LEFT JOIN sessions s ON s.id = t.session_id WHERE t.id = ?",
+            (trajectory_id,),
+        )
+        return _info(rows[0]) if rows else None
+
+    def events(self, trajectory_id: str) -> list[Recorded]:
+        """A recording's events in order."""
+        rows = self.db.query(
+            "SELECT seq, kind, data, created_at FROM trajectory_events"
+            " WHERE trajectory_id = ? ORDER BY seq",
+            (trajectory_id,),
+        )
+        return [
+            Recorded(row["seq"], row["kind"], row["created_at"], json.loads(row["data"]))
+            for row in rows
+        ]
+
+    def latest_of(self, session_id: str) -> str | None:
+        """The newest recording of a session, if it has any."""
+        row = self.db.query_one(
+            "SELECT id FROM trajectories WHERE session_id = ?"
+            " ORDER BY started_at DESC, rowid DESC LIMIT 1",
+            (session_id,),
+        )
+        return row["id"] if row else None
+
+    def resolve(self, given: str) -> str:
+        """A recording id from what the user typed.
+
+        In order: a recording id; a session id (its newest recording); a unique prefix
+        of the recording ids and session ids together (a session standing for its newest
+        recording). UnknownRecording when nothing, or more than one thing, matches.
+        """
+        given = given.strip()
+        if not given:
+            raise UnknownRecording(given)
+        if self.db.query_one("SELECT 1 FROM trajectories WHERE id = ?", (given,)):
+            return given
+        latest = self.latest_of(given)
+        if latest is not None:
+            return latest
+        pattern = _like_prefix(given)
+        recordings = [
+            row["id"]
+            for row in self.db.query(
+                "SELECT id FROM trajectories WHERE id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,)
+            )
+        ]
+        sessions = [
+            row["session_id"]
+            for row in self.db.query(
+                "SELECT DISTINCT session_id FROM trajectories"
+                " WHERE session_id LIKE ? ESCAPE '\\' LIMIT 6",
+                (pattern,),
+            )
+        ]
+        matches = [f"recording {r}" for r in recordings] + [f"session {s}" for s in sessions]
+        if len(matches) == 1:
+            return recordings[0] if recordings else self.latest_of(sessions[0]) or ""
+        if matches:
+            raise UnknownRecording(given, f"it matches {', '.join(matches[:5])}; give more")
+        if self.db.query_one("SELECT 1 FROM sessions WHERE id = ?", (given,)):
+            raise UnknownRecording(given, "that session has no recording")
+        raise UnknownRecording(given)
+
+    # --- retention ----------------------------------------------------------------
+
+    def prune_candidates(self, cutoff: str | None, keep: Collection[str]) -> dict[str, list[str]]:
+        """Session -> recording ids that retention would delete.
+
+        With a `cutoff`, the recordings of every session whose newest record is older
+        than it; with None, every recording. Recordings in `keep` never count.
+        """
+        rows = self.db.query("SELECT id, session_id, updated_at FROM trajectories")
+        newest: dict[str, str] = {}
+        by_session: dict[str, list[str]] = {}
+        for row in rows:
+            session = row["session_id"]
+            newest[session] = max(newest.get(session, ""), row["updated_at"])
+            if row["id"] not in keep:
+                by_session.setdefault(session, []).append(row["id"])
+        if cutoff is None:
+            return by_session
+        return {s: ids for s, ids in by_session.items() if newest[s] < cutoff}
+
+    def delete(self, trajectory_ids: Iterable[str]) -> int:
+        """Delete recordings and their events (never a session or a message)."""
+        ids = list(trajectory_ids)
+        with self.db.transaction() as tx:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" for _ in chunk)
+                tx.execute(f"DELETE FROM trajectory_events WHERE trajectory_id IN ({marks})", chunk)
+                tx.execute(f"DELETE FROM trajectories WHERE id IN ({marks})", chunk)
+        return len(ids)
+
+
+def cutoff_for(days: float, now: datetime | None = None) -> str:
+    """The time before which a record is older than a window of `days`."""
+    moment = now or datetime.now(UTC)
+    return format_time(moment - timedelta(days=days))
+
+
+def prune_legacy_files(profile_root: Path, days: float, report: PruneReport) -> None:
+    """Delete `<profile>/trajectories/*.jsonl` files last modified before the window.
+
+    Only regular files directly in that folder count; nothing in (or leading into) the
+    legacy `sessions/` folder is ever touched.
+    """
+    folder = profile_root / LEGACY_DIR
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        report.failed_files.append(f"{folder} ({exc.strerror})")
+        return
+    sessions = Path(os.path.realpath(profile_root / LEGACY_SESSIONS_DIR))
+    threshold = time.time() - days * 86400
+    for entry in sorted(entries, key=lambda e: e.name):
+        if not entry.name.endswith(".jsonl"):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_mtime >= threshold:
+            continue
+        real = Path(os.path.realpath(entry.path))
+        if real == sessions or sessions in real.parents:
+            continue
+        try:
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            report.failed_files.append(f"{entry.path} ({exc.strerror})")
+            continue
+        report.files.append(entry.path)
+
+
+def _info(row: Any) -> RecordingInfo:
+    return RecordingInfo(
+        id=row["id"],
+        session_id=row["session_id"],
+        started_at=row["started_at"],
+        updated_at=row["updated_at"],
+        header=json.loads(row["header"]),
+        events=row["events"],
+        project=row["project"],
+        title=row["title"],
+    )
+
+
+def _dumps(value: Any) -> str:
+    # ASCII escapes keep text that is not valid Unicode (a lone surrogate a model sent)
+    # storable; anything not JSON by nature is stored as its text.
+    return json.dumps(value, default=str)
+
+
+def _like_prefix(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

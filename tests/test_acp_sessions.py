@@ -1,0 +1,293 @@
+"""`seri-lsp acp` sessions end to end: compaction, load and replay, rewind, one session
+per process, listing, resuming, clearing and settings from `_meta`.
+
+Each test drives the real agent process with the client side of agent-client-protocol,
+against the scripted provider on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import RequestError
+
+from tests.acp_client import provider_config, start_acp, until, write_config
+from tests.harness import command
+from tests.scripted_provider import Calls, ScriptedProvider, Text
+
+SUMMARY = (
+    "Goal: rename foo to bar across the project\n"
+    "Progress: renamed foo to bar in src/app.py\n"
+    "Blockers: none\n"
+    "Next steps: update README.md"
+)
+FILLER = "x" * 400
+
+
+@pytest.fixture
+def configured(profile_root: Path, provider: ScriptedProvider) -> Path:
+    """A profile with a small window (4000) and keep budget (150 tokens); writes allowed."""
+    write_config(
+        profile_root,
+        {
+            "provider": provider_config(provider, contextWindow=4000, keepTokens=150),
+            "permissions": {"write": "allow"},
+        },
+    )
+    return profile_root
+
+
+async def build_history(agent, session_id: str, provider: ScriptedProvider, prompts: int) -> None:
+    """`prompts` exchanges of a short prompt and a 400-character reply."""
+    for index in range(prompts):
+        provider.script(Text(f"reply {index} {FILLER}"))
+        response = await agent.prompt(session_id, f"prompt {index}")
+        assert response.stop_reason == "end_turn"
+
+
+# --- compaction ---------------------------------------------------------------------------
+
+
+async def test_compact_with_focus_shows_the_recap_as_a_note(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await build_history(agent, session_id, provider, 3)
+        provider.script(Text(SUMMARY))
+        response = await agent.prompt(session_id, "/compact keep the parser decisions")
+        notes = agent.client.notes(session_id, "compaction")
+    assert response.stop_reason == "end_turn"
+    summariser = provider.chat_requests(with_tools=False)[0]["messages"][1]["content"]
+    focus = "Focus instructions from the user for this recap: keep the parser decisions"
+    assert focus in summariser
+    [note] = notes
+    assert "compacted" in note.lower() and "manual" in note and "4 earlier messages" in note
+    assert "Goal:\nrename foo to bar across the project" in note
+
+
+async def test_compact_without_enough_history_says_so_once(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await build_history(agent, session_id, provider, 1)
+        response = await agent.prompt(session_id, "/compact")
+        notes = agent.client.notes(session_id)
+    assert response.stop_reason == "end_turn"
+    assert [n for n in notes if "Not enough history to compact" in n] == notes[-1:]
+    assert len(notes) == 1
+
+
+async def test_load_replays_a_compacted_session_recap_first(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    (workspace / "notes.md").write_text("milk\n")
+    async with start_acp(configured, workspace) as first:
+        session_id = await first.new()
+        await build_history(first, session_id, provider, 3)
+        provider.script(Text(SUMMARY))
+        await first.prompt(session_id, "/compact")
+        provider.script(
+            Calls([("c1", "read_file", {"path": "notes.md"})]),
+            Text("It says milk.", thinking="Read it first."),
+        )
+        await first.prompt(session_id, "what do the notes say?")
+    async with start_acp(configured, workspace) as second:
+        await second.load(session_id)
+        replay = list(second.client.of(session_id))
+        answer, updates = second.client.answer_and_updates("session/load")
+    assert max(updates) < answer  # the whole replay came before the answer
+    kinds = [u.session_update for u in replay]
+    first_update = replay[0]
+    assert first_update.session_update == "agent_message_chunk"
+    assert first_update.field_meta["seri"]["kind"] == "recap"
+    assert "Goal:\nrename foo to bar" in first_update.content.text
+    users = [u.content.text for u in replay if u.session_update == "user_message_chunk"]
+    assert users[-1] == "what do the notes say?" and "prompt 0" not in users
+    start, done = [u for u in replay if getattr(u, "tool_call_id", None) == "c1"]
+    assert start.session_update == "tool_call" and start.kind == "read"
+    assert start.locations[0].path == str(workspace / "notes.md")
+    assert done.status == "completed" and "milk" in done.content[-1].content.text
+    thought = kinds.index("agent_thought_chunk")
+    assert kinds.index("tool_call") < thought < len(kinds) - 1
+    assert replay[thought].content.text == "Read it first."
+    said = [u.content.text for u in replay if u.session_update == "agent_message_chunk"]
+    assert "It says milk." in said
+    assert kinds[-1] == "available_commands_update"
+
+
+async def test_loading_an_open_session_again_replays_it_afresh(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi there"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "hello")
+        agent.client.forget()
+        await agent.load(session_id)
+        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+        reply = agent.client.text(session_id)
+    assert users == ["hello"] and reply == "hi there"
+
+
+# --- /rewind -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("through_editor", [False, True], ids=["disk", "editor"])
+async def test_rewind_goes_back_one_prompt_with_its_files(
+    configured: Path, workspace: Path, provider: ScriptedProvider, through_editor: bool
+) -> None:
+    path = workspace / "a.txt"
+    path.write_text("v1\n")
+    provider.script(
+        Text("one"),
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "v2\n"})]),
+        Text("changed"),
+    )
+    async with start_acp(configured, workspace, fs=through_editor) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "first")
+        await agent.prompt(session_id, "change a")
+        response = await agent.prompt(session_id, "/rewind")
+        notes = agent.client.notes(session_id, "command")
+        text = agent.client.buffers.get(str(path)) if through_editor else path.read_text()
+        agent.client.forget()
+        await agent.load(session_id)
+        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+    assert response.stop_reason == "end_turn"
+    [note] = notes
+    assert "Rewound 1 prompt." in note and "Files restored: a.txt." in note
+    assert "> change a" in note  # the prompt that was taken back, to send again
+    assert text == "v1\n"
+    assert path.read_text() == "v1\n"  # through the editor, the disk was never touched
+    assert users == ["first"]
+
+
+async def test_rewind_is_offered_with_its_arguments(configured: Path, workspace: Path) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        commands = await until(lambda: agent.client.of(session_id, "available_commands_update"))
+    advertised = {c.name: c for c in commands[0].available_commands}
+    assert advertised["rewind"].input.root.hint == "[n] [both|conversation|files] [force]"
+    assert advertised["trajectory"].input.root.hint == "on | off (optional)"
+
+
+# --- one session, one window ------------------------------------------------------------------
+
+
+async def test_a_session_open_in_another_acp_process_is_refused_naming_it(
+    configured: Path, workspace: Path
+) -> None:
+    async with start_acp(configured, workspace) as first:
+        session_id = await first.new()
+        async with start_acp(configured, workspace) as second:
+            with pytest.raises(RequestError) as refused:
+                await second.load(session_id)
+            sessions = second.client.of(session_id)
+    message = str(refused.value)
+    assert f"Session {session_id} is open in another seri process (pid {first.pid})" in message
+    assert refused.value.data["holder"] == f"pid {first.pid}"
+    assert sessions == []  # nothing was replayed
+
+
+async def test_a_session_open_in_a_language_server_is_refused_naming_it(
+    configured: Path, workspace: Path, lsp
+) -> None:
+    editor = await lsp(init_options={"resumeOnOpen": False})
+    session_id = (await command(editor, "seri.session.new"))["session"]["id"]
+    async with start_acp(configured, workspace) as agent:
+        with pytest.raises(RequestError) as refused:
+            await agent.load(session_id)
+    assert f"pid {editor._server.pid}" in str(refused.value)
+
+
+async def test_closing_a_session_lets_another_process_open_it(
+    configured: Path, workspace: Path
+) -> None:
+    async with start_acp(configured, workspace) as first:
+        session_id = await first.new()
+        await first.request("session/close", {"sessionId": session_id})
+        async with start_acp(configured, workspace) as second:
+            await second.load(session_id)
+        with pytest.raises(RequestError) as gone:
+            await first.prompt(session_id, "hello")
+    assert gone.value.data == {"field": "sessionId"}
+
+
+# --- listing, resuming, clearing ---------------------------------------------------------------
+
+
+async def test_sessions_are_listed_by_project(
+    configured: Path, workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with start_acp(configured, workspace) as agent:
+        here = {await agent.new(), await agent.new()}
+        there = await agent.new(elsewhere)
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        everything = await agent.conn.list_sessions()
+    assert {s.session_id for s in listed.sessions} == here
+    assert {s.cwd for s in listed.sessions} == {str(workspace)}
+    assert {s.session_id for s in everything.sessions} == here | {there}
+
+
+async def test_resume_opens_a_session_without_replaying_it(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("first answer"))
+    async with start_acp(configured, workspace) as first:
+        session_id = await first.new()
+        await first.prompt(session_id, "first question")
+    provider.script(Text("second answer"))
+    async with start_acp(configured, workspace) as second:
+        await second.conn.resume_session(cwd=str(workspace), session_id=session_id)
+        response = await second.prompt(session_id, "second question")
+        updates = second.client.of(session_id)
+    assert response.stop_reason == "end_turn"
+    assert not [u for u in updates if u.session_update == "user_message_chunk"]
+    sent = [(m["role"], m["content"]) for m in provider.requests[-1]["messages"][1:]]
+    assert sent == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
+
+
+async def test_clear_goes_on_in_a_new_seri_session(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi"), Text("fresh"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "hello")
+        cleared = await agent.prompt(session_id, "/clear")
+        await agent.prompt(session_id, "again")
+        [note] = agent.client.notes(session_id, "command")
+        async with start_acp(configured, workspace) as other:
+            await other.load(session_id)  # the earlier session, no longer held
+            earlier = [u.content.text for u in other.client.of(session_id, "user_message_chunk")]
+    assert cleared.stop_reason == "end_turn"
+    assert "Started a new session" in note and session_id not in note
+    assert [m["content"] for m in provider.requests[-1]["messages"][1:]] == ["again"]
+    assert earlier == ["hello"]
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+async def test_settings_in_initialize_meta_are_used(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    meta = {"provider": provider_config(provider), "permissions": {"write": "deny"}}
+    provider.script(Calls([("w1", "write_file", {"path": "a.txt", "content": "A"})]), Text("ok"))
+    async with start_acp(profile_root, workspace, meta=meta) as agent:
+        session_id = await agent.new()
+        response = await agent.prompt(session_id, "write")
+        final = agent.client.tool_updates(session_id, "w1")[-1]
+    assert response.stop_reason == "end_turn"  # the provider came from _meta
+    assert final.status == "failed"
+    assert "permissions.write is 'deny'" in final.content[-1].content.text
+    assert not (workspace / "a.txt").exists()
