@@ -36,7 +36,6 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
-from seri_lsp.store.checkpoints import CheckpointStore
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
     from seri_lsp.agent.rewind import Rewinder
     from seri_lsp.agent.tasks import Tasks
     from seri_lsp.context.compaction import CompactionResult
+    from seri_lsp.store.checkpoints import CheckpointStore
 
 
 class Engine:
@@ -79,7 +79,7 @@ class Engine:
         self._checkpoints: CheckpointKeeper | None = None
         self._rewinder: Rewinder | None = None
         self._locks = SessionLocks(profile_root)
-        self._checkpoint_store = CheckpointStore(db)
+        self._checkpoint_store: CheckpointStore | None = None
         self.recordings = Recordings(
             store=TrajectoryStore(db),
             sessions=self.store,
@@ -140,13 +140,22 @@ class Engine:
         return self._tasks
 
     @property
+    def checkpoint_store(self) -> CheckpointStore:
+        """The checkpoints in seri.db (made at the first session open, task or rewind)."""
+        if self._checkpoint_store is None:
+            from seri_lsp.store.checkpoints import CheckpointStore
+
+            self._checkpoint_store = CheckpointStore(self.db)
+        return self._checkpoint_store
+
+    @property
     def checkpoints(self) -> CheckpointKeeper:
         """Takes and keeps the tasks' checkpoints; made (with the tools) at first use."""
         if self._checkpoints is None:
             from seri_lsp.agent.checkpoints import CheckpointKeeper
 
             self._checkpoints = CheckpointKeeper(
-                store=self._checkpoint_store,
+                store=self.checkpoint_store,
                 io=self.io,
                 host=self.host,
                 project=self.project,
@@ -161,7 +170,7 @@ class Engine:
             from seri_lsp.agent.rewind import Rewinder
 
             self._rewinder = Rewinder(
-                store=self._checkpoint_store,
+                store=self.checkpoint_store,
                 sessions=self.sessions,
                 tasks=self.tasks,
                 workspace=self.workspace,
