@@ -36,7 +36,7 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
-from seri_lsp.store.database import Database
+from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionInfo, SessionStore
@@ -217,6 +217,14 @@ class Engine:
         settings and over a budget stored with a session, until `/max-turns` (or
         `seri.maxTurns`) sets one in this process.
         """
+        try:
+            project.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = project.encode("utf-8", "backslashreplace").decode("utf-8")
+            raise StoreError(
+                f"The project folder {shown} has a name that is not valid UTF-8, so its "
+                "sessions cannot be stored. Rename the folder, or open another one."
+            ) from None
         ensure_profile_root(profile_root)
         db = Database.open(profile_root / DB_NAME)
         return cls(

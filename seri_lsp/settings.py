@@ -350,6 +350,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem |
         )
     except RecursionError:
         return None, ConfigProblem(path, "is nested too deeply to read")
+    except ValueError:  # an integer longer than Python reads (4,300 digits)
+        return None, ConfigProblem(path, "holds a number too long to read")
     if not isinstance(data, dict):
         return None, ConfigProblem(path, "must hold a JSON object")
     bad = lone_surrogate(data)

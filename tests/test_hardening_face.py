@@ -304,6 +304,21 @@ def test_answers_keep_flowing_while_a_client_keeps_sending(raw) -> None:
         sender.join(timeout=10)
 
 
+def test_a_message_too_large_to_read_is_answered_and_skipped(raw) -> None:
+    server = raw()
+    server.initialize()
+    start = b'{"jsonrpc": "2.0", "id": 77, "method": "workspace/executeCommand", "params": '
+    body = start + b'{"command": "seri.prompt", "arguments": [{"text": "' + b"x" * (65 << 20)
+    body += b'"}]}}'
+    server.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    answer = server.response(77, timeout=60)
+    assert answer["error"]["code"] == -32600
+    assert "at most 67,108,864" in answer["error"]["message"]
+    # The stream stays in step: the next request is read and answered.
+    assert "sessions" in server.command("seri.session.list", [{}])["result"]
+    assert_no_traceback(server)
+
+
 # --- Neovim's empty tables --------------------------------------------------------------
 
 

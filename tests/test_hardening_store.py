@@ -279,6 +279,27 @@ async def test_a_config_json_that_is_not_utf8_is_warned_about_and_ignored(
     assert snapshot(config) == before
 
 
+@pytest.mark.parametrize(
+    "content",
+    [b'{"maxTurns": ' + b"9" * 5000 + b"}", b"[" * 100_000, b'{"maxTurns": 7,'],
+    ids=["number too long", "nested too deeply", "cut short"],
+)
+async def test_a_config_json_that_cannot_be_read_is_warned_about_and_ignored(
+    lsp, profile_root: Path, content: bytes
+) -> None:
+    profile_root.mkdir()
+    config = profile_root / "config.json"
+    config.write_bytes(content)
+    before = snapshot(config)
+    client = await lsp()
+    warning = await wait_until(
+        lambda: [m for m in shown(client, types.MessageType.Warning) if "config.json" in m]
+    )
+    assert "ignoring it" in warning[0]
+    assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
+    assert snapshot(config) == before
+
+
 def test_the_command_line_warns_about_a_config_json_that_is_not_utf8(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
@@ -504,3 +525,23 @@ def test_session_locks_are_exclusive_and_name_their_holder(tmp_path: Path) -> No
     mine.release_all()
     theirs.release_all()
     assert list((tmp_path / "locks").iterdir()) == []
+
+
+def test_a_project_folder_whose_name_is_not_utf8_is_refused_with_a_clear_error(
+    provider: ScriptedProvider, profile_root: Path, tmp_path: Path
+) -> None:
+    # Linux allows any bytes in a name; such a path cannot be stored as the project.
+    folder = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"caf\xe9"))
+    os.mkdir(folder)
+    result = subprocess.run(
+        [sys.executable, "-m", "seri_lsp", "run", "hello", "--workspace", folder],
+        cwd=tmp_path,
+        env=server_env(cli_env(provider, profile_root)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "not valid UTF-8" in result.stderr and "Rename the folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert provider.requests == []

@@ -210,6 +210,52 @@ def test_permissions_edits_cancel_and_subagents(
     assert (workspace / "closed.txt").read_text() == "closed: after\n"
 
 
+def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "open.txt").write_text("open: v1\n")
+    (workspace / "app.txt").write_text("app: v1\n")
+    provider.script(
+        Calls(
+            [
+                ("e1", "edit", {"path": "open.txt", "old_text": "v1", "new_text": "v2"}),
+                ("e2", "edit", {"path": "app.txt", "old_text": "v1", "new_text": "v2"}),
+            ]
+        ),
+        Text("Edited both."),
+        Calls([("e3", "edit", {"path": "app.txt", "old_text": "v1", "new_text": "v3"})]),
+        Text("Edited app."),
+        Calls([("w1", "write_file", {"path": "notes.txt", "content": "notes\n"})]),
+        Text("Wrote notes."),
+    )
+    run_scenario(
+        nvim,
+        "rewind.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    # The open buffer was restored in Neovim (through workspace/applyEdit), never saved.
+    assert (workspace / "open.txt").read_text() == "open: v1\n"
+    assert not (workspace / "notes.txt").exists()
+
+
+def test_trajectory_toggle_with_and_without_the_environment_variable(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    run_scenario(
+        nvim,
+        "trajectory.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+    # Stored in the profile's config.json even while the variable overrides it.
+    assert json.loads((profile_root / "config.json").read_text())["trajectory"] is False
+
+
 @pytest.mark.parametrize("server", ["working", "missing"])
 def test_checkhealth(
     nvim: str,

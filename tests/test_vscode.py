@@ -269,6 +269,12 @@ def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_run: VS
     assert "What does src/app.py do?\nBe brief." in prompts
 
 
+def test_rewind_from_the_palette_puts_the_prompt_back_in_the_chat_input(
+    vscode_run: VSCodeRun,
+) -> None:
+    vscode_run.check_scenario("Rewind... from the palette")
+
+
 def test_compact_from_the_palette_shows_the_recap_and_lowers_the_percentage(
     vscode_run: VSCodeRun,
 ) -> None:

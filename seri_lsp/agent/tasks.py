@@ -76,6 +76,7 @@ class Tasks:
         self.checks = checks
         self.run_permission = run_permission
         self._running: CancelScope | None = None
+        self._exclusive = False  # the running work is a rewind, which cannot be cancelled
         # What the user was shown during the running task, its subagents included.
         self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
@@ -93,21 +94,26 @@ class Tasks:
             raise Busy("A task is running; wait for it to end or cancel it (seri.cancel) first.")
 
     def cancel(self) -> bool:
-        """Stop the running task (or manual compaction); False if nothing was running."""
-        if self._running is None:
+        """Stop the running task (or manual compaction); False if nothing was running.
+
+        A rewind is not a task: once started it runs to its end, so it is not cancelled.
+        """
+        if self._running is None or self._exclusive:
             return False
         self._running.cancel()
         return True
 
     @contextmanager
-    def exclusive(self) -> Iterator[CancelScope]:
+    def exclusive(self) -> Iterator[None]:
         """Work that no task may run beside (a rewind): Busy if one runs, and while the
         block runs, prompts and compactions are refused as if a task ran."""
         self.ensure_idle()
         scope = self._begin()
+        self._exclusive = True
         try:
-            yield scope
+            yield
         finally:
+            self._exclusive = False
             self._end(scope)
 
     async def run_prompt(

@@ -50,6 +50,8 @@ REQUEST_CANCELLED = -32800
 
 # No LSP message comes near this; JSON nested deeper is refused before anything walks it.
 MAX_DEPTH = 100
+# The largest message body read (a prompt is at most 4,000,000 characters, 16 MB of UTF-8).
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 # Python refuses to read integers longer than this (sys.int_info.str_digits_check_threshold
 # is 640; the default limit is 4300): longer ones are read as +/- infinity.
 _MAX_INT_DIGITS = 4000
@@ -222,6 +224,14 @@ class SeriProtocol(LanguageServerProtocol):
         if is_request:
             self._labels[msg_id] = label
         self.handle_message(message)
+
+    def refuse_too_large(self, head: bytes, size: int) -> None:
+        """A body over MAX_MESSAGE_BYTES was skipped unread; `head` is its start."""
+        error = MessageError(
+            INVALID_REQUEST,
+            f"The message is {size:,} bytes; seri-lsp reads at most {MAX_MESSAGE_BYTES:,}.",
+        )
+        self._refuse(salvage_id(head), error, "a message too large to read")
 
     def _receive_response(self, data: dict[str, Any], msg_id: Any) -> None:
         """A client's answer to one of our requests; one that cannot be read fails it."""

@@ -25,13 +25,15 @@ from typing import Any, BinaryIO
 
 from pygls.io_ import StdoutWriter
 
-from seri_lsp.lsp.protocol import SeriProtocol
+from seri_lsp.lsp.protocol import MAX_MESSAGE_BYTES, SeriProtocol
 
 logger = logging.getLogger(__name__)
 
 # How long a stop waits for the requests in flight (a cancelled task storing its end).
 DRAIN_SECONDS = 5.0
 _HEADER_LIMIT = 1 << 16
+# How much of a message too large to read is kept, to find its id.
+_HEAD_BYTES = 4096
 
 
 async def read_messages(reader: asyncio.StreamReader, protocol: SeriProtocol) -> None:
@@ -58,16 +60,28 @@ async def read_messages(reader: asyncio.StreamReader, protocol: SeriProtocol) ->
             continue
         if content_length is None:
             continue  # a blank line outside a message
+        size, content_length = content_length, None
         try:
-            body = await reader.readexactly(content_length)
+            if size > MAX_MESSAGE_BYTES:
+                # Never buffered whole: its start (for the id) is kept, the rest skipped.
+                head = await reader.readexactly(min(size, _HEAD_BYTES))
+                await _skip(reader, size - len(head))
+                protocol.refuse_too_large(head, size)
+                continue
+            body = await reader.readexactly(size)
         except asyncio.IncompleteReadError:
             return
-        content_length = None
         protocol.receive(body)
         # Let the handlers it started run (and answer) before reading on: with input
         # buffered, reading never waits, and a client that keeps sending would otherwise
         # starve the answers to its own earlier requests.
         await asyncio.sleep(0)
+
+
+async def _skip(reader: asyncio.StreamReader, count: int) -> None:
+    """Read and drop `count` bytes, a chunk at a time."""
+    while count > 0:
+        count -= len(await reader.readexactly(min(count, 1 << 20)))
 
 
 def _pump(fd: int, loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:

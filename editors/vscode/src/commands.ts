@@ -4,15 +4,59 @@ import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
-import { ChatModel } from './chat/model';
+import { ChatModel, rewindProblems } from './chat/model';
 import { plural, relativeTime } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
-import { CompactResult, ServerCommand, Session } from './protocol';
+import {
+  Checkpoint,
+  CheckpointList,
+  CompactResult,
+  RestoreMode,
+  RewindRequest,
+  RewindResult,
+  ServerCommand,
+  Session,
+  TrajectoryState,
+} from './protocol';
 import { SeriServer, describe } from './server';
 
 export interface SessionPickItem extends vscode.QuickPickItem {
   session: Session;
 }
+
+export interface CheckpointPickItem extends vscode.QuickPickItem {
+  checkpoint: Checkpoint;
+}
+
+export interface RestorePickItem extends vscode.QuickPickItem {
+  restore: RestoreMode;
+}
+
+const RESTORE_ITEMS: RestorePickItem[] = [
+  { label: 'Conversation and files', description: 'go back to before this prompt', restore: 'both' },
+  { label: 'Conversation only', description: 'keep the files as they are', restore: 'conversation' },
+  { label: 'Files only', description: 'keep the conversation', restore: 'files' },
+];
+
+const RESTORED: Record<RestoreMode, string> = {
+  both: 'the conversation and files',
+  conversation: 'the conversation',
+  files: 'files',
+};
+
+/** Where the trajectory toggle comes from, in words. */
+const TRAJECTORY_SOURCES: Record<TrajectoryState['source'], string> = {
+  env: "set by SERI_TRAJECTORY_ENABLED in the server's environment",
+  profile: "stored in the profile's config.json",
+  default: 'the default',
+};
+
+function onOff(state: TrajectoryState): string {
+  return `${state.enabled ? 'on' : 'off'} (${TRAJECTORY_SOURCES[state.source] ?? state.source})`;
+}
+
+export const OVERWRITE = 'Overwrite';
+export const LEAVE_ALONE = 'Leave Them Alone';
 
 export class CommandHandlers {
   constructor(
@@ -32,6 +76,8 @@ export class CommandHandlers {
       [Commands.compact, (focus?: string) => this.compact(focus)],
       [Commands.clear, () => this.clear()],
       [Commands.setMaxTurns, (n?: number) => this.setMaxTurns(n)],
+      [Commands.rewind, (request?: RewindRequest) => this.rewind(request)],
+      [Commands.toggleTrajectory, (enabled?: boolean) => this.toggleTrajectory(enabled)],
       [Commands.stop, () => this.stop()],
       [Commands.setApiKey, (key?: string) => this.setApiKey(key)],
       [Commands.restartServer, () => this.restartServer()],
@@ -150,6 +196,126 @@ export class CommandHandlers {
     void this.model.refreshUsage();
     void vscode.window.showInformationMessage(`Seri: at most ${result.maxTurns} turns per task in this session.`);
     return result.maxTurns;
+  }
+
+  /**
+   * Go back to before a prompt. With `request.steps` it rewinds at once; without, the user
+   * picks the prompt (QuickPick over `seri.checkpoints`), then what to restore, and, when
+   * files were changed since seri wrote them, whether to overwrite them. The removed
+   * prompt goes back into the chat input; files left alone or not restored are listed in
+   * a warning. Undefined when the user cancelled.
+   */
+  async rewind(request?: RewindRequest): Promise<RewindResult | undefined> {
+    let chosen = request;
+    if (chosen?.steps === undefined) {
+      chosen = await this.pickRewind();
+      if (chosen === undefined) {
+        return undefined;
+      }
+    }
+    const restore = chosen.restore ?? 'both';
+    const result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'Seri: rewinding' },
+      () => this.server.execute<RewindResult>(ServerCommand.rewind, { ...chosen }),
+    );
+    if (typeof result.prompt === 'string') {
+      this.model.setInput(result.prompt);
+      await this.openChat();
+    }
+    const restored = result.restoredFiles.length > 0 ? `; restored ${result.restoredFiles.join(', ')}` : '';
+    void vscode.window.showInformationMessage(
+      `Seri: rewound ${plural(result.rewound, 'prompt')} (${RESTORED[restore]})${restored}.`,
+    );
+    const problems = rewindProblems(result);
+    if (problems) {
+      const hint =
+        result.conflicts.length > 0 && restore === 'files'
+          ? ` Rewind the files again and choose “${OVERWRITE}” to replace them.`
+          : '';
+      void vscode.window.showWarningMessage(`Seri: ${problems}${hint}`);
+    }
+    return result;
+  }
+
+  /** The pickers of "Seri: Rewind...": which prompt, what to restore, whether to overwrite. */
+  private async pickRewind(): Promise<RewindRequest | undefined> {
+    const { checkpoints, retired } = await this.server.execute<CheckpointList>(ServerCommand.checkpoints);
+    if (checkpoints.length === 0) {
+      if (retired) {
+        void vscode.window.showWarningMessage(
+          'Seri: this session’s checkpoints were retired (seri keeps them for the 20 most recently used sessions of a project); its conversation is intact.',
+        );
+      } else {
+        void vscode.window.showInformationMessage('Seri: there is nothing to rewind in this session.');
+      }
+      return undefined;
+    }
+    const items = checkpoints.map(
+      (checkpoint): CheckpointPickItem => ({
+        label: checkpoint.prompt || '(empty prompt)',
+        description: `${relativeTime(checkpoint.createdAt)} · ${
+          checkpoint.files.length > 0 ? checkpoint.files.join(', ') : 'no files changed'
+        }`,
+        detail:
+          checkpoint.conflicts.length > 0 ? `$(warning) changed since seri wrote them: ${checkpoint.conflicts.join(', ')}` : undefined,
+        checkpoint,
+      }),
+    );
+    const picked = await vscode.window.showQuickPick(items, {
+      title: 'Seri: Rewind',
+      placeHolder: 'Go back to before which prompt? (newest first)',
+      matchOnDescription: true,
+    });
+    if (!picked) {
+      return undefined;
+    }
+    const checkpoint = picked.checkpoint;
+    const restore = await vscode.window.showQuickPick(RESTORE_ITEMS, {
+      title: `Seri: Rewind to before “${checkpoint.prompt}”`,
+      placeHolder: 'Restore what?',
+    });
+    if (!restore) {
+      return undefined;
+    }
+    const chosen: RewindRequest = { steps: checkpoint.steps, restore: restore.restore };
+    if (checkpoint.conflicts.length > 0 && restore.restore !== 'conversation') {
+      const answer = await vscode.window.showWarningMessage(
+        `${plural(checkpoint.conflicts.length, 'file')} changed since seri wrote them: ${checkpoint.conflicts.join(', ')}. Overwrite them with their content from before the prompt?`,
+        { modal: true, detail: `“${LEAVE_ALONE}” restores the other files and lists these.` },
+        OVERWRITE,
+        LEAVE_ALONE,
+      );
+      if (answer === undefined) {
+        return undefined;
+      }
+      chosen.force = answer === OVERWRITE;
+    }
+    return chosen;
+  }
+
+  /**
+   * Show whether runs are recorded, then turn recording the other way (or to `enabled`),
+   * saying where the result comes from. The server's warning (SERI_TRAJECTORY_ENABLED in
+   * its environment overrides the stored toggle) is shown as a warning.
+   */
+  async toggleTrajectory(enabled?: boolean): Promise<TrajectoryState> {
+    let target = enabled;
+    let current: TrajectoryState | undefined;
+    if (target === undefined) {
+      current = await this.server.execute<TrajectoryState>(ServerCommand.trajectory);
+      target = !current.enabled;
+    }
+    const result = await this.server.execute<TrajectoryState>(ServerCommand.trajectory, { enabled: target });
+    // The server's sentence says what is in force and why (the variable, config.json).
+    let message = `Seri: ${result.message ?? `Trajectory recording is ${onOff(result)}.`}`;
+    if (current && current.enabled !== result.enabled) {
+      message += ` It was ${onOff(current)}.`;
+    }
+    void vscode.window.showInformationMessage(message);
+    if (result.warning) {
+      void vscode.window.showWarningMessage(`Seri: ${result.warning}`);
+    }
+    return result;
   }
 
   async stop(): Promise<boolean> {

@@ -13,6 +13,8 @@ export const Commands = {
   compact: 'seri-vscode.compact',
   clear: 'seri-vscode.clear',
   setMaxTurns: 'seri-vscode.setMaxTurns',
+  rewind: 'seri-vscode.rewind',
+  toggleTrajectory: 'seri-vscode.toggleTrajectory',
   stop: 'seri-vscode.stop',
   setApiKey: 'seri-vscode.setApiKey',
   restartServer: 'seri-vscode.restartServer',

@@ -107,6 +107,55 @@ export interface TurnEndedParams {
   turns: number;
 }
 
+export type RestoreMode = 'both' | 'conversation' | 'files';
+
+/** One entry of `seri.checkpoints`: a prompt the session can go back to before. */
+export interface Checkpoint {
+  /** What to pass to `seri.rewind` to go back to before this prompt. */
+  steps: number;
+  /** The prompt's first line, shortened. */
+  prompt: string;
+  createdAt: string;
+  /** Files the prompt's task changed. */
+  files: string[];
+  /** Files a rewind of `steps` would leave alone (changed since seri wrote them) unless forced. */
+  conflicts: string[];
+}
+
+export interface CheckpointList {
+  checkpoints: Checkpoint[];
+  /** The session's checkpoints were retired (only the 20 latest sessions keep them). */
+  retired: boolean;
+}
+
+export interface RewindRequest {
+  steps?: number;
+  restore?: RestoreMode;
+  force?: boolean;
+}
+
+export interface RewindResult {
+  session: Session;
+  rewound: number;
+  /** The earliest removed prompt's whole text (absent for a files-only rewind). */
+  prompt?: string;
+  restoredFiles: string[];
+  conflicts: string[];
+  failed?: { path: string; reason: string }[];
+}
+
+/** `seri.trajectory`: whether runs are recorded, and where that comes from. */
+export interface TrajectoryState {
+  enabled: boolean;
+  source: 'env' | 'profile' | 'default';
+  /** What the profile's config.json holds (null: nothing). */
+  stored?: boolean | null;
+  /** A sentence for the user: on or off, and why. */
+  message?: string;
+  /** Set when SERI_TRAJECTORY_ENABLED in the server's environment overrides the stored toggle. */
+  warning?: string;
+}
+
 /** Server commands (`workspace/executeCommand`), each with one JSON object argument. */
 export const ServerCommand = {
   sessionNew: 'seri.session.new',
@@ -119,6 +168,9 @@ export const ServerCommand = {
   clear: 'seri.clear',
   maxTurns: 'seri.maxTurns',
   cancel: 'seri.cancel',
+  rewind: 'seri.rewind',
+  checkpoints: 'seri.checkpoints',
+  trajectory: 'seri.trajectory',
 } as const;
 
 export const Notification = {
@@ -136,6 +188,12 @@ export const SLASH_COMMANDS: readonly { name: string; usage: string; description
   { name: 'resume', usage: '/resume ID', description: 'Open another session of this project' },
   { name: 'continue', usage: '/continue', description: 'Open the latest session of this project' },
   { name: 'max-turns', usage: '/max-turns N', description: 'Cap model calls per task in this session' },
+  {
+    name: 'rewind',
+    usage: '/rewind [n] [both|conversation|files] [force]',
+    description: 'Go back to before a prompt (alone: pick one)',
+  },
+  { name: 'trajectory', usage: '/trajectory [on|off]', description: 'Show or set whether runs are recorded' },
 ];
 
 /** Messages fetched per page of history. */

@@ -16,6 +16,7 @@ import {
 
 import { ApiKeyStore } from './apiKey';
 import { ChatModel, ServerLink } from './chat/model';
+import { applyEdit } from './edits';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification } from './protocol';
 
@@ -166,6 +167,11 @@ export class SeriServer implements ServerLink, vscode.Disposable {
         return false;
       },
       errorHandler: new ServerErrorHandler(this.log),
+      middleware: {
+        workspace: {
+          handleApplyEdit: (params, next) => applyEdit(params, next),
+        },
+      },
     };
     const client = new LanguageClient('seri', 'Seri', serverOptions, clientOptions);
     this.client = client;

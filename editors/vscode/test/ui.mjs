@@ -5,6 +5,8 @@
 import * as path from 'node:path';
 
 const STATUS_ITEM = '[id="seri.seri-vscode.seri-vscode.context"]';
+/** The two lines of the prompt that promptWithTool types (and rewindFromPalette rewinds). */
+const TOOLS_PROMPT = ['What does src/app.py do?', 'Be brief.'];
 
 /** The chat view's page: the webview view's outer iframe, then its content frame. */
 function chat(page) {
@@ -174,10 +176,10 @@ async function promptWithTool({ page, config, shot }) {
   await input.fill('');
 
   // Shift+Enter adds a line, Enter sends.
-  await input.pressSequentially('What does src/app.py do?');
+  await input.pressSequentially(TOOLS_PROMPT[0]);
   await input.press('Shift+Enter');
-  await input.pressSequentially('Be brief.');
-  expect((await input.inputValue()) === 'What does src/app.py do?\nBe brief.', 'Shift+Enter added a line');
+  await input.pressSequentially(TOOLS_PROMPT[1]);
+  expect((await input.inputValue()) === TOOLS_PROMPT.join('\n'), 'Shift+Enter added a line');
   await input.press('Enter');
 
   await view.locator('details.tool[data-tool="read_file"] .tool-target', { hasText: 'src/app.py' }).waitFor({ timeout: 20_000 });
@@ -203,6 +205,43 @@ async function promptWithTool({ page, config, shot }) {
   await row.locator('.tool-output', { hasText: 'print("hello")' }).waitFor();
   await page.locator(`${STATUS_ITEM} .codicon-loading`).waitFor({ state: 'detached', timeout: 10_000 });
   await shot('prompt-done');
+}
+
+/** Continues promptWithTool's window: that prompt is rewound, and comes back to the input. */
+async function rewindFromPalette({ page, shot }) {
+  const view = chat(page);
+  const prompt = TOOLS_PROMPT.join('\n');
+  await view.locator('.row.user .bubble', { hasText: TOOLS_PROMPT[1] }).waitFor({ timeout: 10_000 });
+
+  await runCommand(page, 'Seri: Rewind...');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  const checkpoint = rows.filter({ hasText: TOOLS_PROMPT[0] });
+  await checkpoint.waitFor({ timeout: 10_000 });
+  const shown = await checkpoint.innerText();
+  expect(/now|ago/.test(shown), `the checkpoint shows when it was made (${shown})`);
+  expect(/no files changed/.test(shown), `the checkpoint shows the files its task changed (${shown})`);
+  await shot('rewind-checkpoints');
+  await page.keyboard.press('Enter');
+
+  // What to restore: the conversation and files first.
+  await rows.filter({ hasText: 'Conversation and files' }).waitFor({ timeout: 10_000 });
+  for (const label of ['Conversation only', 'Files only']) {
+    expect(await rows.filter({ hasText: label }).count(), `${label} is offered`);
+  }
+  await shot('rewind-restore');
+  await page.keyboard.press('Enter');
+
+  const input = view.locator('#prompt-input');
+  await waitUntil(async () => (await input.inputValue()) === prompt, 'the prompt to be back in the chat input');
+  await view.locator('#empty', { hasText: 'No messages yet' }).waitFor({ timeout: 20_000 });
+  expect((await view.locator('.row.user').count()) === 0, 'the rewound prompt left the transcript');
+  await page.locator('.notifications-toasts', { hasText: 'rewound 1 prompt' }).waitFor({ timeout: 10_000 });
+  await shot('rewind-done');
+
+  // The chat header's menu offers it too.
+  await view.locator('#session-menu-button').click();
+  await view.locator('.menu-item', { hasText: 'Rewind…' }).waitFor();
+  await view.locator('#session-menu .menu-item').first().press('Escape');
 }
 
 async function compactFromPalette({ page, config, shot }) {
@@ -286,7 +325,7 @@ async function writePermission({ page, config, shot }) {
   await toast.getByRole('button', { name: 'Allow', exact: true }).click();
 
   await view.locator('details.tool.status-ok[data-tool="write_file"]').waitFor({ timeout: 20_000 });
-  await view.locator('.row.assistant', { hasText: 'I wrote notes.md.' }).waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'I wrote notes.md.' }).waitFor({ timeout: 20_000 });
   await shot('write-permission-done');
 }
 
@@ -294,30 +333,49 @@ const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
   ['a prompt with a tool call streams its reply and shows the tool row', 'tools', promptWithTool],
+  ['Rewind... from the palette puts the prompt back in the chat input', 'tools', rewindFromPalette, { continues: true }],
   ['Compact Context... from the palette shows the recap card and lowers the status bar percentage', 'compact', compactFromPalette],
   ['Resume Session... from the QuickPick shows the other session', 'resume', resumeFromQuickPick],
   ['a write permission request is a notification with buttons', 'ask', writePermission],
 ];
 
+/**
+ * Runs each scenario in a window of its own folder, except one marked `continues`: it goes
+ * on in the window the scenario before it left (which must have passed), saving a start.
+ */
 export async function runScenarios({ browser, server, config, screenshots, say, closePage }) {
   const results = [];
   const only = process.env.SERI_TEST_GREP;
-  for (const [title, workspace, scenario] of SCENARIOS) {
-    if (only && !title.includes(only)) {
+  let kept; // the window left open for a scenario that continues it
+  for (const [index, [title, workspace, scenario, options]] of SCENARIOS.entries()) {
+    const continued = options?.continues === true;
+    if (only && !title.includes(only) && !(SCENARIOS[index + 1]?.[0].includes(only) && SCENARIOS[index + 1][3]?.continues)) {
       continue;
     }
     const t0 = Date.now();
-    const page = await openWorkbench(browser, server, config.workspaces[workspace]);
+    if (continued && !kept) {
+      results.push({ title, state: 'failed', durationMs: 0, error: 'the scenario it continues did not pass' });
+      say(`ui: failed ${title} (the scenario before it did not pass)`);
+      continue;
+    }
+    const page = continued ? kept : await openWorkbench(browser, server, config.workspaces[workspace]);
+    kept = undefined;
     const shot = (name) => page.screenshot({ path: path.join(screenshots, `${name}.png`) });
+    let passed = false;
     try {
       const note = await scenario({ page, config, shot });
       results.push({ title, state: 'passed', durationMs: Date.now() - t0, note });
+      passed = true;
     } catch (error) {
       await shot(`${workspace}-failure`).catch(() => undefined);
       results.push({ title, state: 'failed', durationMs: Date.now() - t0, error: error?.stack ?? String(error) });
     } finally {
       await provider(config).reset().catch(() => undefined);
-      await closePage(page);
+      if (passed && SCENARIOS[index + 1]?.[3]?.continues) {
+        kept = page;
+      } else {
+        await closePage(page);
+      }
     }
     say(`ui: ${results.at(-1).state} ${title} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
   }

@@ -618,6 +618,28 @@ function M.focus_input(insert)
   end
 end
 
+---Replace what the input holds with `text` (a rewound prompt, to edit and send again),
+---with the cursor at its end when the input is shown.
+---@param text string
+function M.set_input(text)
+  ensure_buffers()
+  local lines = vim.split(text, "\n", { plain = true })
+  vim.api.nvim_buf_set_lines(state.input, 0, -1, false, lines)
+  local win = window_of(state.input)
+  if win then
+    vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
+  end
+end
+
+---What the input holds.
+---@return string
+function M.input_text()
+  if not valid(state.input) then
+    return ""
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false), "\n")
+end
+
 ---Send what the input holds; it comes back if the server refuses it.
 function M.send()
   if not valid(state.input) then

@@ -3,7 +3,15 @@
 
 local M = {}
 
-local SLASH = { "/compact ", "/clear", "/max-turns ", "/resume ", "/continue" }
+local SLASH = {
+  "/compact ",
+  "/clear",
+  "/max-turns ",
+  "/resume ",
+  "/continue",
+  "/rewind ",
+  "/trajectory ",
+}
 
 ---@param lead string
 ---@return string[]
@@ -78,6 +86,34 @@ M.list = {
       require("seri").max_turns(args.args)
     end,
     opts = { nargs = 1, desc = "Set the seri turn budget for this session" },
+  },
+  {
+    name = "SeriRewind",
+    run = function(args)
+      require("seri").rewind(args.fargs)
+    end,
+    opts = {
+      nargs = "*",
+      desc = "Rewind seri to before a prompt [n] [both|conversation|files] [force], or pick one",
+      complete = function(lead)
+        return require("seri").complete_rewind(lead)
+      end,
+    },
+  },
+  {
+    name = "SeriTrajectory",
+    run = function(args)
+      require("seri").trajectory(args.args)
+    end,
+    opts = {
+      nargs = "?",
+      desc = "Show seri's trajectory recording, or turn it on or off",
+      complete = function(lead)
+        return vim.tbl_filter(function(item)
+          return vim.startswith(item, lead)
+        end, { "off", "on" })
+      end,
+    },
   },
   {
     name = "SeriCancel",

@@ -287,6 +287,85 @@ function M.cancel()
   end)
 end
 
+---Go back to before a prompt. `args` is what `:SeriRewind` takes: `[n]
+---[both|conversation|files] [force]` (a string, or a list of words). With a count it
+---rewinds at once; without, pick a checkpoint, then what to restore, with
+---`vim.ui.select`. The removed prompt goes back into the chat's input.
+---@param args string|string[]|integer|nil
+function M.rewind(args)
+  local rewind = require("seri.rewind")
+  local words = args
+  if type(words) ~= "table" then
+    words = vim.split(vim.trim(tostring(words or "")), "%s+", { trimempty = true })
+  end
+  local request, problem = rewind.parse(words)
+  if not request then
+    vim.notify("seri: :SeriRewind: " .. problem, vim.log.levels.ERROR)
+    return
+  end
+  local current = project()
+  if not current then
+    return
+  end
+  if request.steps then
+    rewind.run(current, request)
+  elseif request.restore or request.force then
+    local message = "seri: :SeriRewind: give the number of prompts with those words"
+    vim.notify(message, vim.log.levels.ERROR)
+  else
+    rewind.pick(current)
+  end
+end
+
+---Completion of `:SeriRewind`.
+---@param lead string
+---@return string[]
+function M.complete_rewind(lead)
+  return require("seri.rewind").complete(client.current(), lead)
+end
+
+local TRAJECTORY_SOURCES = {
+  env = "set by $SERI_TRAJECTORY_ENABLED in the server's environment",
+  profile = "stored in the profile's config.json",
+  default = "the default",
+}
+
+---Trajectory recording: show whether it is on and where that comes from (no argument),
+---or turn it on or off (stored in the profile). The server warns when
+---$SERI_TRAJECTORY_ENABLED overrides the stored value; that warning is shown as one.
+---@param value string|boolean|nil "on", "off", true, false or nil
+function M.trajectory(value)
+  local enabled
+  if value == true or value == "on" then
+    enabled = true
+  elseif value == false or value == "off" then
+    enabled = false
+  elseif value ~= nil and vim.trim(value) ~= "" then
+    local message = ("seri: :SeriTrajectory takes on or off, got %q"):format(value)
+    vim.notify(message, vim.log.levels.ERROR)
+    return
+  end
+  local current = project()
+  if not current then
+    return
+  end
+  local args = enabled ~= nil and { enabled = enabled } or nil
+  client.execute(current, "seri.trajectory", args, function(err, result)
+    if report(err, "trajectory recording") or type(result) ~= "table" then
+      return
+    end
+    local message = result.message
+    if type(message) ~= "string" or message == "" then
+      local source = TRAJECTORY_SOURCES[result.source] or tostring(result.source)
+      message = ("Trajectory recording is %s (%s)."):format(result.enabled and "on" or "off", source)
+    end
+    vim.notify("seri: " .. message)
+    if type(result.warning) == "string" and result.warning ~= "" then
+      vim.notify("seri: " .. result.warning, vim.log.levels.WARN)
+    end
+  end)
+end
+
 ---Session ids of the current project for command-line completion.
 ---@param lead string
 ---@return string[]

@@ -8,6 +8,7 @@ import {
   MessageParams,
   PAGE_SIZE,
   PromptResult,
+  RewindResult,
   ServerCommand,
   Session,
   SessionChangedParams,
@@ -53,7 +54,8 @@ export type ChatChange =
   | { kind: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { kind: 'streaming'; text: string }
   | { kind: 'notice'; notice: Notice }
-  | { kind: 'state' };
+  | { kind: 'state' }
+  | { kind: 'input'; text: string };
 
 type Listener = (change: ChatChange) => void;
 
@@ -71,6 +73,8 @@ export class ChatModel {
   private streamingTask = false;
   private usage: Usage | null = null;
   private notices: Notice[] = [];
+  // What the chat input holds: typed in the webview, or put there by the extension.
+  private inputText = '';
   private loading: Promise<void> | undefined;
   private reloadRequested = false;
   private arrivedWhileLoading: MessageParams[] = [];
@@ -111,6 +115,22 @@ export class ChatModel {
 
   get state(): ServerState {
     return this.serverState;
+  }
+
+  /** The chat input's text (the unsent draft). */
+  get input(): string {
+    return this.inputText;
+  }
+
+  /** The webview says what its input holds now (as the user types). */
+  noteDraft(text: string): void {
+    this.inputText = text;
+  }
+
+  /** Put `text` into the chat input, replacing the draft (a rewound prompt comes back). */
+  setInput(text: string): void {
+    this.inputText = text;
+    this.emit({ kind: 'input', text });
   }
 
   // --- the server's life ---------------------------------------------------------------
@@ -399,6 +419,11 @@ export class ChatModel {
   }
 
   private noteOutcome(result: PromptResult): void {
+    if (result.command === 'rewind') {
+      this.noteRewind(result as PromptResult & Partial<RewindResult>);
+      return;
+    }
+    // `/trajectory` and the other commands: the server says what it did (showMessage).
     if (result.command !== undefined) {
       return;
     }
@@ -414,6 +439,17 @@ export class ChatModel {
     }
   }
 
+  /** `/rewind` typed in the chat: the prompt back in the input, what was left alone noted. */
+  private noteRewind(result: Partial<RewindResult>): void {
+    if (typeof result.prompt === 'string') {
+      this.setInput(result.prompt);
+    }
+    const problems = rewindProblems(result);
+    if (problems) {
+      this.addNotice('warning', problems);
+    }
+  }
+
   private requireServer(): ServerLink {
     if (!this.server) {
       throw new Error('The seri server is not running.');
@@ -426,6 +462,18 @@ export class ChatModel {
       listener(change);
     }
   }
+}
+
+/** The files a rewind left alone or could not restore, in one sentence each; '' if none. */
+export function rewindProblems(result: Partial<RewindResult>): string {
+  const parts: string[] = [];
+  if (result.conflicts && result.conflicts.length > 0) {
+    parts.push(`Left alone, changed since seri wrote them: ${result.conflicts.join(', ')}.`);
+  }
+  for (const failure of result.failed ?? []) {
+    parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
+  }
+  return parts.join(' ');
 }
 
 function describe(error: unknown): string {

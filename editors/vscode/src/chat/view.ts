@@ -20,11 +20,14 @@ const MENU_COMMANDS: Record<MenuAction, string> = {
   clear: Commands.clear,
   compact: Commands.compact,
   maxTurns: Commands.setMaxTurns,
+  rewind: Commands.rewind,
 };
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   private ready = false;
+  // The extension set the input while the webview was not there to take it.
+  private inputPending = false;
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
 
@@ -77,7 +80,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   private forward(change: ChatChange): void {
     if (!this.ready) {
-      return; // the webview asks for a full snapshot when it is ready
+      // The webview asks for a full snapshot when it is ready; the input comes after it.
+      this.inputPending ||= change.kind === 'input';
+      return;
     }
     switch (change.kind) {
       case 'reset':
@@ -95,6 +100,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'notice':
         this.post({ type: 'notice', notice: change.notice });
         break;
+      case 'input':
+        this.post({ type: 'setInput', text: change.text });
+        break;
       case 'state': {
         const { messages: _m, notices: _n, streaming: _s, ...state } = this.model.snapshot();
         this.post({ type: 'state', snapshot: state });
@@ -109,6 +117,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case 'ready':
           this.ready = true;
           this.post({ type: 'reset', snapshot: this.model.snapshot() });
+          if (this.inputPending) {
+            this.inputPending = false;
+            this.post({ type: 'setInput', text: this.model.input });
+          } else {
+            this.model.noteDraft(message.draft ?? '');
+          }
+          break;
+        case 'draft':
+          this.model.noteDraft(message.text);
           break;
         case 'send':
           await this.send(message.text);
@@ -148,6 +165,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (text === '/resume') {
       // Without an id, pick one like "Seri: Resume Session..." does.
       await vscode.commands.executeCommand(Commands.resumeSession);
+      return;
+    }
+    if (text === '/rewind') {
+      // Without a count, pick the prompt like "Seri: Rewind..." does.
+      await vscode.commands.executeCommand(Commands.rewind);
       return;
     }
     await this.model.send(text);

@@ -11,14 +11,16 @@ export type ToWebview =
   | { type: 'streaming'; text: string }
   | { type: 'notice'; notice: Notice }
   | { type: 'state'; snapshot: Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'> }
-  | { type: 'focusInput' };
+  | { type: 'focusInput' }
+  | { type: 'setInput'; text: string };
 
 /** Header menu entries; each runs the palette command of the same name. */
-export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns';
+export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns' | 'rewind';
 
 /** Webview to extension. */
 export type FromWebview =
-  | { type: 'ready' }
+  | { type: 'ready'; draft?: string }
+  | { type: 'draft'; text: string }
   | { type: 'send'; text: string }
   | { type: 'stop' }
   | { type: 'menu'; action: MenuAction }

@@ -37,6 +37,7 @@ const MENU: { action: MenuAction; label: string }[] = [
   { action: 'compact', label: 'Compact context…' },
   { action: 'clear', label: 'Clear conversation' },
   { action: 'maxTurns', label: 'Set max turns…' },
+  { action: 'rewind', label: 'Rewind…' },
 ];
 
 // --- layout -------------------------------------------------------------------------
@@ -201,6 +202,9 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     case 'focusInput':
       input.focus();
       break;
+    case 'setInput':
+      setInput(message.text);
+      break;
   }
 });
 
@@ -332,6 +336,18 @@ function resize(): void {
 
 function saveDraft(): void {
   vscode.setState({ draft: input.value });
+  post({ type: 'draft', text: input.value });
+}
+
+/** The extension puts text into the input (a rewound prompt, to edit and send again). */
+function setInput(text: string): void {
+  input.value = text;
+  suggestionIndex = 0;
+  updateSuggestions();
+  resize();
+  saveDraft();
+  input.focus();
+  input.setSelectionRange(text.length, text.length);
 }
 
 function send(): void {
@@ -397,4 +413,4 @@ stopButton.addEventListener('click', () => post({ type: 'stop' }));
 input.value = vscode.getState()?.draft ?? '';
 resize();
 updateEmpty();
-post({ type: 'ready' });
+post({ type: 'ready', draft: input.value });

@@ -44,6 +44,8 @@ suite('Activation', () => {
       'Compact Context...',
       'Clear Conversation',
       'Set Max Turns...',
+      'Rewind...',
+      'Toggle Trajectory Recording',
       'Stop',
       'Set API Key',
     ]) {

@@ -92,3 +92,66 @@ export async function restart(api: SeriExtensionApi): Promise<void> {
   await waitFor(() => api.model.state === 'running', 'the restarted server to run', 30_000);
   await api.model.load();
 }
+
+/** What a stubbed `vscode.window` was asked, and how to put the real one back. */
+export interface WindowStub {
+  quickPicks: { items: vscode.QuickPickItem[]; options?: vscode.QuickPickOptions }[];
+  /** Modal questions: the message, its detail and its buttons. */
+  questions: { message: string; detail?: string; buttons: string[] }[];
+  warnings: string[];
+  infos: string[];
+  errors: string[];
+  restore(): void;
+}
+
+type Choose = (items: vscode.QuickPickItem[]) => vscode.QuickPickItem | undefined;
+
+/**
+ * Answer QuickPicks and modal questions programmatically, as a user would pick, and
+ * record the notifications: `pick` answers the QuickPicks in order, `answer` the modal
+ * warnings (a button's title, or undefined for Cancel). The extension's code runs as it
+ * does for a user; only the workbench's widgets are replaced. Always `restore()`.
+ */
+export function stubWindow(pick: Choose[], answer: (string | undefined)[] = []): WindowStub {
+  const window = vscode.window as unknown as Record<string, unknown>;
+  const saved = {
+    showQuickPick: window.showQuickPick,
+    showWarningMessage: window.showWarningMessage,
+    showInformationMessage: window.showInformationMessage,
+    showErrorMessage: window.showErrorMessage,
+  };
+  const stub: WindowStub = {
+    quickPicks: [],
+    questions: [],
+    warnings: [],
+    infos: [],
+    errors: [],
+    restore: () => Object.assign(window, saved),
+  };
+  const buttons = (rest: unknown[]): string[] => rest.filter((item): item is string => typeof item === 'string');
+  window.showQuickPick = async (items: vscode.QuickPickItem[] | Thenable<vscode.QuickPickItem[]>, options?: vscode.QuickPickOptions) => {
+    const resolved = await items;
+    stub.quickPicks.push({ items: resolved, options });
+    const choose = pick.shift();
+    assert.ok(choose, `an unexpected QuickPick: ${options?.title ?? ''}`);
+    return choose(resolved);
+  };
+  window.showWarningMessage = async (message: string, ...rest: unknown[]) => {
+    const options = rest[0] as vscode.MessageOptions | undefined;
+    if (typeof options === 'object' && options?.modal) {
+      stub.questions.push({ message, detail: options.detail, buttons: buttons(rest) });
+      return answer.shift();
+    }
+    stub.warnings.push(message);
+    return undefined;
+  };
+  window.showInformationMessage = async (message: string) => {
+    stub.infos.push(message);
+    return undefined;
+  };
+  window.showErrorMessage = async (message: string) => {
+    stub.errors.push(message);
+    return undefined;
+  };
+  return stub;
+}

@@ -172,6 +172,31 @@ suite('ChatModel', () => {
     assert.strictEqual(model.running, false);
   });
 
+  test('/rewind typed in the chat puts the prompt back in the input and notes what was left alone', async () => {
+    const rewound = {
+      status: 'done',
+      command: 'rewind',
+      session: open,
+      rewound: 2,
+      prompt: 'Rename foo\nin every file',
+      restoredFiles: ['a.py'],
+      conflicts: ['b.py'],
+      failed: [{ path: 'c.py', reason: 'it is a folder now' }],
+    };
+    const model = new ChatModel();
+    await model.attach(new FakeServer((command) => (command === 'seri.prompt' ? rewound : view(open, []))));
+    const inputs: string[] = [];
+    model.onDidChange((change) => change.kind === 'input' && inputs.push(change.text));
+    model.noteDraft('half-typed');
+    assert.strictEqual(model.input, 'half-typed');
+    await model.send('/rewind 2');
+    assert.deepStrictEqual(inputs, ['Rename foo\nin every file']);
+    assert.strictEqual(model.input, 'Rename foo\nin every file');
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => [n.level, n.text]), [
+      ['warning', 'Left alone, changed since seri wrote them: b.py. Could not restore c.py: it is a folder now.'],
+    ]);
+  });
+
   test('results from a server that went away are ignored', async () => {
     let release: (value: SessionView) => void = () => undefined;
     const model = new ChatModel();
