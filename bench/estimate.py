@@ -35,11 +35,12 @@ def rescan_estimate(conversation: Conversation) -> int:
     return max(conversation.last_billed or 0, tokens_for_chars(chars))
 
 
-def main() -> None:
+def rows(lengths: tuple[int, ...] = (30, 300, 3000, 30000)) -> list[tuple[int, float, float]]:
+    """(messages, running-total seconds, re-scan seconds) for each history length."""
     frozen = freeze(None, Path("/nonexistent-profile"))
     info = SessionInfo("bench", "/bench", "", "", "", None, None, None, 0)
-    print(f"{'messages':>9} {'running total (us)':>19} {'re-scan (us)':>13} {'ratio':>8}")
-    for length in (30, 300, 3000, 30000):
+    results = []
+    for length in lengths:
         # Only the running totals are timed: no store is written.
         no_store: Any = None
         conversation = Conversation(
@@ -49,7 +50,21 @@ def main() -> None:
         runs = 2000
         ours = timeit.timeit(conversation.estimate_tokens, number=runs) / runs
         baseline = timeit.timeit(lambda c=conversation: rescan_estimate(c), number=20) / 20
-        print(f"{length:>9} {ours * 1e6:>19.2f} {baseline * 1e6:>13.1f} {baseline / ours:>7.0f}x")
+        results.append((length, ours, baseline))
+    return results
+
+
+def render(results: list[tuple[int, float, float]]) -> str:
+    lines = [f"{'messages':>9} {'running total (us)':>19} {'re-scan (us)':>13} {'ratio':>8}"]
+    for length, ours, baseline in results:
+        lines.append(
+            f"{length:>9} {ours * 1e6:>19.2f} {baseline * 1e6:>13.1f} {baseline / ours:>7.0f}x"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    print(render(rows()))
 
 
 if __name__ == "__main__":

@@ -5,25 +5,26 @@ It wires the parts together and delegates: which session is open to the
 the durable record to the store (`store/`). Faces receive its events through their
 `Host`. The engine knows nothing of LSP. Database work runs on one worker thread, so the
 event loop that serves the editor never waits on the disk.
+
+The agent (tools, compaction, the provider and its HTTP client) is imported and built at
+the first task, not when the engine opens: a server that is started, lists sessions or
+shows one and is closed again never loads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seri_lsp.agent.checkpoints import CheckpointKeeper
-from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.rewind import Rewinder, RewindRequest, parse_rewind
-from seri_lsp.agent.tasks import Tasks
 from seri_lsp.agent.workspace import Workspace
-from seri_lsp.context.compaction import CompactionResult, Compactor
 from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.limits import (
+    MAX_MESSAGE_ID,
+    MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
     MAX_TURNS,
     check_session_id,
@@ -35,13 +36,20 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
-from seri_lsp.store.checkpoints import CheckpointStore
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
-from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.store.worker import Worker
+
+if TYPE_CHECKING:
+    from seri_lsp.agent.checkpoints import CheckpointKeeper
+    from seri_lsp.agent.provider import Provider
+    from seri_lsp.agent.rewind import Rewinder
+    from seri_lsp.agent.tasks import Tasks
+    from seri_lsp.context.compaction import CompactionResult
+    from seri_lsp.store.checkpoints import CheckpointStore
 
 
 class Engine:
@@ -66,13 +74,12 @@ class Engine:
         self.io = Worker()
         self.store = SessionStore(db)
         self.workspace = Workspace(workspace_roots)
-        self.provider = Provider(settings.provider)
-        compactor = Compactor(settings.provider, host, self.workspace.normalize)
-        locks = SessionLocks(profile_root)
-        checkpoint_store = CheckpointStore(db)
-        self.checkpoints = CheckpointKeeper(
-            store=checkpoint_store, io=self.io, host=host, project=project, held_here=locks.held
-        )
+        self._provider: Provider | None = None
+        self._tasks: Tasks | None = None
+        self._checkpoints: CheckpointKeeper | None = None
+        self._rewinder: Rewinder | None = None
+        self._locks = SessionLocks(profile_root)
+        self._checkpoint_store: CheckpointStore | None = None
         self.recordings = Recordings(
             store=TrajectoryStore(db),
             sessions=self.store,
@@ -80,46 +87,118 @@ class Engine:
             host=host,
             profile_root=profile_root,
             settings=settings,
-            locks=locks,
-            known_context_window=self.provider.known_context_window,
+            locks=self._locks,
+            known_context_window=self._known_context_window,
         )
         self.sessions = SessionManager(
             project=project,
             store=self.store,
-            locks=locks,
+            locks=self._locks,
             io=self.io,
             host=host,
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
-            context_window=self.provider.context_window,
+            context_window=self._context_window,
             recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
-            on_open=self.checkpoints.retain,
-        )
-        self.tasks = Tasks(
-            provider=self.provider,
-            compactor=compactor,
-            host=host,
-            workspace=self.workspace,
-            store=self.store,
-            io=self.io,
-            profile_root=profile_root,
-            write_permission=settings.write_permission,
-            checkpoints=self.checkpoints,
-            recordings=self.recordings,
-            checks=settings.checks,
-            run_permission=settings.run_permission,
-        )
-        self.rewinder = Rewinder(
-            store=checkpoint_store,
-            sessions=self.sessions,
-            tasks=self.tasks,
-            workspace=self.workspace,
-            host=host,
-            io=self.io,
+            on_open=self._retain_checkpoints,
         )
         self.last_import: ImportReport | None = None
+
+    @property
+    def provider(self) -> Provider:
+        """The model provider, made at its first use (no HTTP client until a call)."""
+        if self._provider is None:
+            from seri_lsp.agent.provider import Provider
+
+            self._provider = Provider(self.settings.provider)
+        return self._provider
+
+    @property
+    def tasks(self) -> Tasks:
+        """What runs prompts and compactions, made (and imported) at the first one."""
+        if self._tasks is None:
+            from seri_lsp.agent.tasks import Tasks
+            from seri_lsp.context.compaction import Compactor
+
+            compactor = Compactor(self.settings.provider, self.host, self.workspace.normalize)
+            self._tasks = Tasks(
+                provider=self.provider,
+                compactor=compactor,
+                host=self.host,
+                workspace=self.workspace,
+                store=self.store,
+                io=self.io,
+                profile_root=self.profile_root,
+                write_permission=self.settings.write_permission,
+                checkpoints=self.checkpoints,
+                recordings=self.recordings,
+                checks=self.settings.checks,
+                run_permission=self.settings.run_permission,
+            )
+        return self._tasks
+
+    @property
+    def checkpoint_store(self) -> CheckpointStore:
+        """The checkpoints in seri.db (made at the first session open, task or rewind)."""
+        if self._checkpoint_store is None:
+            from seri_lsp.store.checkpoints import CheckpointStore
+
+            self._checkpoint_store = CheckpointStore(self.db)
+        return self._checkpoint_store
+
+    @property
+    def checkpoints(self) -> CheckpointKeeper:
+        """Takes and keeps the tasks' checkpoints; made (with the tools) at first use."""
+        if self._checkpoints is None:
+            from seri_lsp.agent.checkpoints import CheckpointKeeper
+
+            self._checkpoints = CheckpointKeeper(
+                store=self.checkpoint_store,
+                io=self.io,
+                host=self.host,
+                project=self.project,
+                held_here=self._locks.held,
+            )
+        return self._checkpoints
+
+    @property
+    def rewinder(self) -> Rewinder:
+        """Rewinds the open session (`agent/rewind.py`), made at the first rewind or list."""
+        if self._rewinder is None:
+            from seri_lsp.agent.rewind import Rewinder
+
+            self._rewinder = Rewinder(
+                store=self.checkpoint_store,
+                sessions=self.sessions,
+                tasks=self.tasks,
+                workspace=self.workspace,
+                host=self.host,
+                io=self.io,
+            )
+        return self._rewinder
+
+    async def _retain_checkpoints(self, info: SessionInfo) -> None:
+        """Checkpoint retention, at every session open."""
+        await self.checkpoints.retain(info)
+
+    def _known_context_window(self) -> int | None:
+        """The window if it is known without asking the provider (None: not yet)."""
+        if self._provider is None:
+            return self.settings.provider.context_window
+        return self._provider.known_context_window()
+
+    async def _context_window(self) -> int:
+        """The model's context window: a setting, else the provider's model list."""
+        if self.settings.provider.context_window is not None:
+            return self.settings.provider.context_window
+        return await self.provider.context_window()
+
+    def _ensure_idle(self) -> None:
+        """Raise Busy if a task is running (none can before the first)."""
+        if self._tasks is not None:
+            self._tasks.ensure_idle()
 
     @classmethod
     def open(
@@ -166,8 +245,10 @@ class Engine:
 
     async def close(self) -> None:
         """Stop any task; release the provider connection, the database and the sessions."""
-        await self.tasks.close()
-        await self.provider.aclose()
+        if self._tasks is not None:
+            await self._tasks.close()
+        if self._provider is not None:
+            await self._provider.aclose()
         self.io.shutdown()
         self.db.close()
         # Only now, with every write done, may another process open our sessions.
@@ -214,12 +295,12 @@ class Engine:
 
     async def new_session(self) -> dict[str, Any]:
         """Start a new, empty session in this project and open it."""
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.new()
 
     async def clear(self) -> dict[str, Any]:
         """`/clear`: a new session; the old one stays in the store, untouched."""
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.new("cleared")
 
     async def continue_session(self, *, or_new: bool = False) -> dict[str, Any] | None:
@@ -228,7 +309,7 @@ class Engine:
         None when the project has none; when all are held elsewhere, a new session with
         `or_new`, else SessionHeld naming the holder.
         """
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.continue_latest(or_new=or_new)
 
     async def resume_session(self, session_id: str) -> dict[str, Any]:
@@ -237,18 +318,28 @@ class Engine:
         UnknownSession if none matches; SessionHeld if another seri process has it open.
         """
         check_session_id("sessionId", session_id)
-        self.tasks.ensure_idle()
+        self._ensure_idle()
         return await self.sessions.resume(session_id)
 
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.list(limit, all_projects)
 
-    async def session_view(self, session_id: str | None) -> dict[str, Any]:
-        """A session with its messages, token usage and path lists (the open one by default)."""
+    async def session_view(
+        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+    ) -> dict[str, Any]:
+        """A session with its messages, token usage and path lists (the open one by default).
+
+        With `limit`, only the newest `limit` messages (before message `before` when
+        given); `hasMore` says whether older ones exist.
+        """
         if session_id is not None:
             check_session_id("sessionId", session_id)
-        return await self.sessions.view(session_id)
+        if limit is not None:
+            check_whole_number("limit", limit, 1, MAX_PAGE_LIMIT)
+        if before is not None:
+            check_whole_number("before", before, 1, MAX_MESSAGE_ID)
+        return await self.sessions.view(session_id, limit=limit, before=before)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
@@ -303,7 +394,7 @@ class Engine:
 
     def cancel(self) -> bool:
         """Stop the running task (or manual compaction); False if nothing was running."""
-        return self.tasks.cancel()
+        return self._tasks is not None and self._tasks.cancel()
 
     # --- checkpoints ------------------------------------------------------------------
 
@@ -315,6 +406,8 @@ class Engine:
         `restore` is "both", "conversation" or "files"; `force` overwrites files changed
         since by something else.
         """
+        from seri_lsp.agent.rewind import RewindRequest
+
         return await self.rewinder.rewind(RewindRequest(steps, restore, force))
 
     async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
@@ -336,6 +429,8 @@ class Engine:
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
         if name == "rewind":
+            from seri_lsp.agent.rewind import parse_rewind
+
             result = await self.rewinder.rewind(parse_rewind(argument))
             return {"status": "done", "command": name, **result}
         if name == "max-turns":

@@ -16,6 +16,10 @@ from seri_lsp.errors import InvalidArgument
 MAX_TURNS = 10_000
 # How many sessions seri.session.list {limit} may ask for.
 MAX_LIST_LIMIT = 10_000
+# How many messages one page of seri.session.get {limit} may hold.
+MAX_PAGE_LIMIT = 10_000
+# A message id (seri.session.get {before}): SQLite's largest integer.
+MAX_MESSAGE_ID = 2**63 - 1
 # A session id (or id prefix) as given to resume/get/show.
 MAX_SESSION_ID_CHARS = 200
 # The text of one prompt (seri.prompt {text}, `seri-lsp run PROMPT`).

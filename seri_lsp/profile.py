@@ -8,8 +8,6 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-import platformdirs
-
 DB_NAME = "seri.db"
 CONFIG_NAME = "config.json"
 
@@ -23,6 +21,8 @@ def resolve_profile_root(
     for candidate in (cli_value, init_value, env.get("SERI_PROFILE_ROOT")):
         if isinstance(candidate, str) and candidate.strip():
             return Path(candidate).expanduser().resolve()
+    import platformdirs  # (with tempfile, shutil, random...) only for the default
+
     return platformdirs.user_data_path("seri").resolve()
 
 

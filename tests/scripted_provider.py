@@ -4,10 +4,16 @@ Tests queue the replies the "model" will give (text, tool calls, usage, errors w
 status and a body, a stream that stalls or breaks off) and read back every request body
 the server under test sent. Replies stream as server-sent events when the request asks
 for `stream: true`, and come whole otherwise, as a real provider does.
+
+Like a real provider it speaks HTTP/1.1 keep-alive: a whole reply has a Content-Length
+and a finished stream (Text, Calls) is sent chunked, so a client that reads each reply
+to its end can send the next request on the same connection. `connections` counts the
+TCP connections accepted, so a test can tell whether a client reuses its connection.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -85,8 +91,9 @@ class Raw:
     `data: <JSON>`, a string verbatim as `data: <string>`, a `Comment` as `: <text>`.
     For a whole (`stream: false`) request, `body` is the reply's body. `end` says how
     the reply stops: "done" (`data: [DONE]`, or the whole body), "close" (the connection
-    closes: no [DONE], or a body shorter than its Content-Length) or "reset" (the same,
-    with a TCP reset instead of a close).
+    closes: no [DONE], or a body shorter than its Content-Length), "reset" (the same,
+    with a TCP reset instead of a close) or, for a stream, "hold" (`data: [DONE]`, then
+    the body never ends: the connection stays open, silent, until the provider stops).
     """
 
     events: list[Any] = field(default_factory=list)
@@ -134,6 +141,12 @@ class ScriptedProvider:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
+        # TCP connections accepted so far (each a new handshake for the client).
+        self.connections = 0
+        # Seconds spent writing chat replies (from the request read to the reply's last
+        # byte): the "model time" a benchmark leaves out of the client's time.
+        self.busy_seconds = 0.0
+        self._sockets: set[socket.socket] = set()
         # Requests being answered now (a Hang counts until released), and the most at once.
         self.active = 0
         self.most_active = 0
@@ -159,6 +172,12 @@ class ScriptedProvider:
                 reply.release.set()
         self._server.shutdown()
         self._server.server_close()
+        # Kept-alive connections end too: their handler threads wait for a next request.
+        with self.received:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def script(self, *replies: Any) -> None:
         """Queue replies, answered in order, one per chat completion request."""
@@ -185,12 +204,28 @@ class ScriptedProvider:
 def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Each SSE event goes out at once (TCP_NODELAY), as a provider's stream does;
+        # Nagle's algorithm would hold it back until the client's delayed ACK (40 ms).
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return
 
+        def setup(self) -> None:
+            super().setup()
+            self.chunked = False
+            with provider.received:
+                provider.connections += 1
+                provider._sockets.add(self.connection)
+
+        def finish(self) -> None:
+            with provider.received:
+                provider._sockets.discard(self.connection)
+            super().finish()
+
         def handle_one_request(self) -> None:
             self.counted = False
+            self.chunked = False
             try:
                 super().handle_one_request()
             finally:
@@ -224,6 +259,14 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": "not found"}})
                 return
+            started = time.perf_counter()
+            try:
+                self._answer(reply, body)
+            finally:
+                with provider.received:
+                    provider.busy_seconds += time.perf_counter() - started
+
+        def _answer(self, reply: Any, body: dict[str, Any]) -> None:
             if isinstance(reply, Respond):
                 reply = reply.decide(body)
             if reply is None:
@@ -269,14 +312,32 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.close_connection = True
 
+        def _start_chunked_events(self) -> None:
+            """An event stream that ends with its last chunk; the connection stays open."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.chunked = True
+
+        def _write(self, data: bytes) -> None:
+            if self.chunked:
+                data = b"%x\r\n%s\r\n" % (len(data), data)
+            self.wfile.write(data)
+
+        def _end_chunked(self) -> None:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
         def _event(self, chunk: dict[str, Any] | str) -> None:
             data = chunk if isinstance(chunk, str) else json.dumps(chunk)
-            self.wfile.write(f"data: {data}\n\n".encode())
+            self._write(f"data: {data}\n\n".encode())
             self.wfile.flush()
 
         def _stream(self, reply: Text | Calls) -> None:
-            self._start_events()
-            self.wfile.write(b": PROCESSING\n\n")
+            self._start_chunked_events()
+            self._write(b": PROCESSING\n\n")
             model = provider.model
             try:
                 if isinstance(reply, Text):
@@ -292,6 +353,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                         self._event(_chunk(model, {"content": piece}))
                         if reply.stall_after is not None and index + 1 == reply.stall_after:
                             reply.release.wait()
+                            # Released without finishing: the body ends unfinished.
+                            self.close_connection = True
                             return
                 else:
                     if reply.text:
@@ -309,7 +372,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 if reply.usage:
                     self._event({"id": "x", "model": model, "choices": [], "usage": reply.usage})
                 self._event("[DONE]")
+                self._end_chunked()
             except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
                 return
 
         def _truncated(self, reply: Truncated) -> None:
@@ -327,8 +392,10 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                             self.wfile.flush()
                         else:
                             self._event(event if isinstance(event, str) else json.dumps(event))
-                    if reply.end == "done":
+                    if reply.end in ("done", "hold"):
                         self._event("[DONE]")
+                    if reply.end == "hold":
+                        provider.stopping.wait()
                 else:
                     raw = reply.body.encode()
                     declared = len(raw) if reply.end == "done" else len(raw) + 100

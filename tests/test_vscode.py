@@ -25,6 +25,10 @@ from typing import Any
 
 import pytest
 
+from seri_lsp.profile import DB_NAME
+from seri_lsp.store.database import Database
+from seri_lsp.store.messages import Message
+from seri_lsp.store.sessions import SessionStore
 from tests.harness import server_env
 from tests.provider_control import ProviderControl
 from tests.scripted_provider import ScriptedProvider, Text
@@ -51,6 +55,13 @@ COMPACT = {
         "Blockers: none\n"
         "Next steps: write the README section"
     ),
+}
+# A session longer than the chat's first page (200 messages): paged in on scrolling up.
+LONG = {
+    "count": 250,
+    "pageSize": 200,
+    "first": "Message 001 of the long session",
+    "last": "Message 250 of the long session",
 }
 RESUME = {
     "otherTitle": "Tell me about the lexer",
@@ -111,6 +122,22 @@ def seed(
     assert done.returncode == 0, done.stderr
 
 
+def seed_long_session(profile: Path, workspace: Path, count: int) -> None:
+    """A session of `count` messages in the store, written directly (a run per exchange
+    would take minutes)."""
+    profile.mkdir(parents=True, exist_ok=True)
+    db = Database.open(profile / DB_NAME)
+    try:
+        store = SessionStore(db)
+        session = store.create(str(workspace))
+        for number in range(1, count + 1):
+            role = "user" if number % 2 else "assistant"
+            text = f"Message {number:03d} of the long session"
+            store.append(session.id, Message(role=role, content=text))
+    finally:
+        db.close()
+
+
 def make_workspace(root: Path, name: str, settings: dict[str, Any] | None = None) -> Path:
     folder = root / name
     (folder / "src").mkdir(parents=True)
@@ -145,6 +172,7 @@ def vscode_run(
                 {"seri.provider.contextWindow": 4000, "seri.provider.keepTokens": 150},
             ),
             "resume": make_workspace(folders, "resume"),
+            "long": make_workspace(folders, "long"),
             "ask": make_workspace(folders, "ask", {"seri.permissions.write": "ask"}),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
@@ -152,6 +180,7 @@ def vscode_run(
             reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
             prompt = f"Write notes on {topic}"
             seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
+        seed_long_session(profile, workspaces["long"], LONG["count"])
         seed(
             provider,
             profile,
@@ -176,7 +205,7 @@ def vscode_run(
             "profileRoot": str(profile),
             "workDir": str(work),
             "workspaces": {name: str(path) for name, path in workspaces.items()},
-            "ui": {"stored": STORED, "compact": COMPACT, "resume": RESUME},
+            "ui": {"stored": STORED, "compact": COMPACT, "resume": RESUME, "long": LONG},
         }
         config_file = work / "config.json"
         config_file.write_text(json.dumps(config, indent=2))
@@ -223,6 +252,10 @@ def test_integration_suites_pass_inside_the_extension_host(vscode_run: VSCodeRun
 
 def test_a_stored_session_is_shown_in_the_chat_on_open(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("a stored session is shown in the chat")
+
+
+def test_a_long_session_pages_in_earlier_messages_on_scrolling_up(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a long session shows its newest page")
 
 
 def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_run: VSCodeRun) -> None:

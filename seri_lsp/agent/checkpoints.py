@@ -16,8 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from seri_lsp.agent.tools import FileChanges
-from seri_lsp.agent.workspace import WorkspacePath
+from seri_lsp.agent.workspace import FileChanges, WorkspacePath
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.errors import StoreBusy
 from seri_lsp.host import Host

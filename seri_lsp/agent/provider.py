@@ -14,6 +14,11 @@ from every response. Errors are typed so the agent loop can tell them apart:
 Provider text enters the engine only through a `Reply` or an error message, and both
 replace lone surrogates (`"\\ud83d"` in a JSON string) by U+FFFD, so nothing the model
 says can break the database or the wire.
+
+One connection serves every call: a reply is read to the end of its body (after
+`[DONE]`, briefly), so httpx can put the connection back in its pool and the next call
+skips the TCP and TLS handshakes. Nothing is built before it is needed: httpx is
+imported and its client (with its certificate bundle) made at the first call.
 """
 
 from __future__ import annotations
@@ -24,18 +29,22 @@ import ipaddress
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-import httpx
 
 from seri_lsp import __version__
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.store.messages import ToolCall
 
+if TYPE_CHECKING:
+    import httpx
+
 MODELS_RETRY_SECONDS = 300.0
+# After `[DONE]`, how long the rest of a reply's body may take to arrive; a body that
+# does not end by then is dropped with its connection (the reply is complete anyway).
+FINISH_BODY_SECONDS = 1.0
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524, 529})
 _TOO_LONG_MARKERS = (
     "context_length_exceeded",
@@ -179,16 +188,25 @@ class Provider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        # Only connecting has its own timeout; `provider.timeout` is a deadline over each
-        # whole attempt (see `_attempt`), so a stream that keeps the connection busy with
-        # keep-alive comments or single bytes cannot outlive it.
-        self._client = httpx.AsyncClient(
-            base_url=settings.base_url.rstrip("/") + "/",
-            timeout=httpx.Timeout(None, connect=min(settings.timeout, 15.0)),
-            headers=self._headers(),
-        )
+        self._http: httpx.AsyncClient | None = None
         self._context_window: int | None = settings.context_window
         self._models_retry_at = 0.0
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The HTTP client with its connection pool, made at the first call."""
+        if self._http is None:
+            import httpx
+
+            # Only connecting has its own timeout; `provider.timeout` is a deadline over
+            # each whole attempt (see `_attempt`), so a stream that keeps the connection
+            # busy with keep-alive comments or single bytes cannot outlive it.
+            self._http = httpx.AsyncClient(
+                base_url=self.settings.base_url.rstrip("/") + "/",
+                timeout=httpx.Timeout(None, connect=min(self.settings.timeout, 15.0)),
+                headers=self._headers(),
+            )
+        return self._http
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -285,19 +303,26 @@ class Provider:
         on_delta: DeltaCallback | None,
         on_thinking: DeltaCallback | None = None,
     ) -> Reply:
+        import httpx
+
         url = self.settings.base_url
         answered = False
+        client = self._client
         try:
             async with (
-                asyncio.timeout(self.settings.timeout),
-                self._client.stream("POST", "chat/completions", json=body) as response,
+                asyncio.timeout(self.settings.timeout) as deadline,
+                client.stream("POST", "chat/completions", json=body) as response,
             ):
                 answered = True
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise self._http_error(response, text)
                 if body.get("stream"):
-                    await _read_stream(response, reply, on_delta, on_thinking)
+                    rest = await _read_stream(response, reply, on_delta, on_thinking)
+                    # The reply is complete: the deadline no longer applies to it, and
+                    # the body's end lets the connection serve the next call.
+                    deadline.reschedule(None)
+                    await _finish_body(rest)
                 else:
                     _read_whole(await response.aread(), reply)
         except TimeoutError as exc:
@@ -360,6 +385,8 @@ class Provider:
             return self._context_window
         if time.monotonic() < self._models_retry_at or self.missing_key is not None:
             return DEFAULT_CONTEXT_WINDOW
+        import httpx
+
         try:
             response = await self._client.get("models", timeout=5.0)
             models = response.json().get("data", []) if response.status_code == 200 else None
@@ -381,8 +408,9 @@ class Provider:
         return window
 
     async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.aclose()
+        """Close the HTTP connection pool (if a call ever opened one)."""
+        if self._http is not None:
+            await self._http.aclose()
 
 
 def _reason(exc: Exception) -> str:
@@ -549,12 +577,29 @@ class _Pieces:
         return clean_text(held)
 
 
+async def _finish_body(rest: AsyncIterator[str]) -> None:
+    """Read what follows `[DONE]` to the end of the body, so the connection is reused.
+
+    A body that does not end within FINISH_BODY_SECONDS, or ends badly, is left: closing
+    the response then drops its connection, and the next call opens a new one.
+    """
+    import httpx
+
+    try:
+        async with asyncio.timeout(FINISH_BODY_SECONDS):
+            async for _ in rest:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
+
+
 async def _read_stream(
     response: httpx.Response,
     reply: Reply,
     on_delta: DeltaCallback | None,
     on_thinking: DeltaCallback | None = None,
-) -> None:
+) -> AsyncIterator[str]:
+    """Read a streamed reply into `reply`; returns the lines after `[DONE]`, unread."""
     calls: dict[int, dict[str, str]] = {}
     content, thinking = _Pieces(), _Pieces()
     finished = False
@@ -571,7 +616,8 @@ async def _read_stream(
             if on_thinking is not None:
                 on_thinking(text)
 
-    async for line in response.aiter_lines():
+    lines = response.aiter_lines()
+    async for line in lines:
         if not line.startswith("data:"):
             continue  # keep-alive comments (": ...") and other SSE fields
         payload = line[5:].strip()
@@ -622,6 +668,7 @@ async def _read_stream(
         )
         for index, slot in sorted(calls.items())
     ]
+    return lines
 
 
 def _add_call_piece(calls: dict[int, dict[str, str]], call: Any, where: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
-from seri_lsp.agent.workspace import PathDenied, Workspace, WorkspacePath
+from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace, WorkspacePath
 from seri_lsp.events import FileChange
 from seri_lsp.host import Host
 from seri_lsp.settings import WritePermission
@@ -176,21 +176,6 @@ class WriteGate:
         if answer is None:
             raise Denied("the user did not answer the permission request")
         raise Denied("the user denied this write")
-
-
-class FileChanges:
-    """Told about each change the write tools make to a file (the task's checkpoint).
-
-    `before` comes once the write is allowed and just before it happens, with the text
-    the tool found (None: the file does not exist yet); `after` comes once the write
-    succeeded, with the file's whole new text. This one ignores both.
-    """
-
-    async def before(self, target: WorkspacePath, current: str | None) -> None:
-        """A write to `target` is about to happen."""
-
-    async def after(self, target: WorkspacePath, text: str) -> None:
-        """`target` now holds `text` (in the editor's buffer when open, else on disk)."""
 
 
 class Toolbox:

@@ -101,3 +101,18 @@ def _containing(path: Path, roots: list[Path]) -> Path | None:
         if path == root or root in path.parents:
             return root
     return None
+
+
+class FileChanges:
+    """Told about each change the write tools make to a file (the task's checkpoint).
+
+    `before` comes once the write is allowed and just before it happens, with the text
+    the tool found (None: the file does not exist yet); `after` comes once the write
+    succeeded, with the file's whole new text. This one ignores both.
+    """
+
+    async def before(self, target: WorkspacePath, current: str | None) -> None:
+        """A write to `target` is about to happen."""
+
+    async def after(self, target: WorkspacePath, text: str) -> None:
+        """`target` now holds `text` (in the editor's buffer when open, else on disk)."""

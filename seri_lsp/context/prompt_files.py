@@ -29,7 +29,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 BUILTIN = "<builtin>/system.md"
@@ -41,6 +40,8 @@ MAX_PROMPT_FILE_BYTES = 1024 * 1024
 
 def builtin_prompt(name: str) -> str:
     """A prompt text shipped with the package (`system`, `summarizer`, `subagent`)."""
+    from importlib import resources  # tempfile, shutil and more: not at start-up
+
     return resources.files("seri_lsp.context.prompts").joinpath(f"{name}.md").read_text("utf-8")
 
 

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze
 from seri_lsp.context.recording import Recordings
-from seri_lsp.errors import SessionHeld
+from seri_lsp.errors import InvalidArgument, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host
 from seri_lsp.store.locks import Holder, SessionLocks
-from seri_lsp.store.messages import tokens_for_chars
-from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.messages import Message, tokens_for_chars
+from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.worker import Worker
 
 
@@ -281,8 +281,15 @@ class SessionManager:
         infos = await self.io(self.store.list, project, limit)
         return [self.wire(info) for info in infos]
 
-    async def view(self, session_id: str | None) -> dict[str, Any]:
-        """A session with its messages, token usage and path lists (the open one by default)."""
+    async def view(
+        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+    ) -> dict[str, Any]:
+        """A session with its messages, token usage and path lists (the open one by default).
+
+        With `limit`, only the newest `limit` messages, and with `before` only those that
+        come before that message (InvalidArgument when it is not one of the session's);
+        `hasMore` says whether older messages exist (always false without `limit`).
+        """
         conversation = self.conversation
         if session_id is not None:
             info = await self.io(self.store.resolve, session_id)
@@ -293,25 +300,75 @@ class SessionManager:
         elif conversation is not None:
             info = conversation.info
         else:
+            if before is not None:
+                raise _not_a_message(before, None)
             return {
                 "session": None,
                 "messages": [],
+                "hasMore": False,
                 "usage": {"estimateTokens": 0, "contextWindow": await self.context_window()},
                 "paths": {"read": [], "modified": []},
             }
         if conversation is not None:
-            info = await self.io(self.store.get, info.id)
-            messages = conversation.messages
+            info, paths = await self.io(self._fresh_info_and_paths, info.id)
+            messages, has_more = page(conversation.messages, limit, before, info.id)
             estimate = conversation.estimate_tokens()
         else:
-            messages = await self.io(self.store.messages, info.id)
-            frozen = await self.io(freeze, self.workspace_root(), self.profile_root)
-            chars = frozen.chars + sum(message.chars for message in messages)
+            root = self.workspace_root()
+            messages, has_more, chars, paths = await self.io(
+                self._read_stored, info.id, limit, before, root
+            )
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
-        paths = await self.io(self.store.paths, info.id)
         return {
             "session": self.wire(info),
             "messages": [message.to_wire() for message in messages],
+            "hasMore": has_more,
             "usage": {"estimateTokens": estimate, "contextWindow": await self.context_window()},
             "paths": paths.to_wire(),
         }
+
+    # On the database thread, in one go: each trip there costs as much as a small read.
+
+    def _fresh_info_and_paths(self, session_id: str) -> tuple[SessionInfo, SessionPaths]:
+        return self.store.get(session_id), self.store.paths(session_id)
+
+    def _read_stored(
+        self, session_id: str, limit: int | None, before: int | None, root: Path | None
+    ) -> tuple[list[Message], bool, int, SessionPaths]:
+        """A page of a session that is not open, its character total, and its paths."""
+        before_seq = None
+        if before is not None:
+            before_seq = self.store.message_seq(session_id, before)
+            if before_seq is None:
+                raise _not_a_message(before, session_id)
+        messages, has_more = self.store.messages_page(session_id, limit, before_seq)
+        _, total_chars = self.store.totals(session_id)
+        frozen = freeze(root, self.profile_root)
+        return messages, has_more, frozen.chars + total_chars, self.store.paths(session_id)
+
+
+def page(
+    messages: Sequence[Message], limit: int | None, before: int | None, session_id: str
+) -> tuple[Sequence[Message], bool]:
+    """The newest `limit` of `messages` (all without a limit) that come before message
+    `before` (when given), and whether older ones exist."""
+    end = len(messages)
+    if before is not None:
+        # Pages are asked from the newest backwards: look from the end.
+        end = next((i for i in range(end - 1, -1, -1) if messages[i].id == before), -1)
+        if end < 0:
+            raise _not_a_message(before, session_id)
+    start = 0 if limit is None else max(0, end - limit)
+    return messages[start:end], start > 0
+
+
+def _not_a_message(before: int, session_id: str | None) -> InvalidArgument:
+    if session_id is None:
+        return InvalidArgument(
+            "before", "before must be the id of a message of the open session; none is open"
+        )
+    return InvalidArgument(
+        "before",
+        f"before must be the id of a message of session {session_id}; {before} is not one "
+        "(give the id of the oldest message you have)",
+    )

@@ -21,6 +21,8 @@ from seri_lsp.limits import (
     MAX_CHOICE_CHARS,
     MAX_FOCUS_CHARS,
     MAX_LIST_LIMIT,
+    MAX_MESSAGE_ID,
+    MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
     MAX_REWIND_STEPS,
     MAX_SESSION_ID_CHARS,
@@ -65,7 +67,9 @@ async def session_list(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
 
 async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
-    return await engine.session_view(session_id or None)
+    limit = optional_int(args, "limit", 1, MAX_PAGE_LIMIT)
+    before = optional_int(args, "before", 1, MAX_MESSAGE_ID)
+    return await engine.session_view(session_id or None, limit=limit, before=before)
 
 
 async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:

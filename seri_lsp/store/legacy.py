@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +22,8 @@ from typing import Any
 from seri_lsp.errors import StoreBusy
 from seri_lsp.limits import lone_surrogate
 from seri_lsp.store.database import format_time, utc_now
-from seri_lsp.store.messages import ROLES, Message, ToolCall
-from seri_lsp.store.sessions import SessionStore, insert_message, make_title
+from seri_lsp.store.messages import ROLES, chars_of
+from seri_lsp.store.sessions import NewMessage, SessionStore, insert_new_messages, make_title
 
 LEGACY_DIR = "sessions"
 
@@ -30,6 +31,9 @@ ProgressCallback = Callable[[int, int, str], None]
 
 _IMPORTED_SQL = "SELECT 1 FROM legacy_imports WHERE path = ? AND size = ? AND mtime_ns = ?"
 _MAX_TOKENS = 2**63 - 1
+# The file is read as UTF-8 (bad bytes replaced), so a lone surrogate can only come from a
+# `\\uD800`-`\\uDFFF` escape: a line without one needs no look at each of its strings.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -176,9 +180,7 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
             report.reason = f"a session with id {header['id']!r} is already in the store"
         else:
             updated = format_time(datetime.fromtimestamp(stat.st_mtime, UTC))
-            title = next(
-                (make_title(m.content) for m in messages if m.role == "user" and m.content), ""
-            )
+            title = next((make_title(m[1]) for m in messages if m[0] == "user" and m[1]), "")
             store.create(
                 header["cwd"],
                 session_id=header["id"],
@@ -187,8 +189,8 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
                 updated_at=updated,
                 conn=tx,
             )
-            for message in messages:
-                insert_message(tx, header["id"], message)
+            # One timestamp for the file's messages (the legacy lines carry none).
+            insert_new_messages(tx, header["id"], messages, utc_now())
             tx.execute(
                 "UPDATE sessions SET last_input_tokens = ? WHERE id = ?",
                 (last_input_tokens, header["id"]),
@@ -228,9 +230,9 @@ def _record_failure(path: Path, store: SessionStore, reason: str) -> FileReport:
 
 def _parse_file(
     path: Path,
-) -> tuple[dict[str, Any] | None, list[Message], list[SkippedLine], int | None]:
+) -> tuple[dict[str, Any] | None, list[NewMessage], list[SkippedLine], int | None]:
     header: dict[str, Any] | None = None
-    messages: list[Message] = []
+    messages: list[NewMessage] = []
     skipped: list[SkippedLine] = []
     last_input_tokens: int | None = None
     with path.open("r", encoding="utf-8", errors="replace") as handle:
@@ -241,7 +243,7 @@ def _parse_file(
                 record = json.loads(raw)
                 if not isinstance(record, dict):
                     raise _BadLine("not a JSON object")
-                bad = lone_surrogate(record)
+                bad = lone_surrogate(record) if _SURROGATE_ESCAPE.search(raw) else None
                 if bad is not None:
                     raise _BadLine(
                         f"text that is not valid Unicode (a lone surrogate escape, {bad})"
@@ -289,7 +291,8 @@ def _parse_time(record: dict[str, Any]) -> str | None:
         return None
 
 
-def _parse_message(record: dict[str, Any]) -> tuple[Message, int | None]:
+def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
+    """A message line as the row it becomes (no Message object: an import makes many)."""
     role = record.get("role")
     if role not in ROLES:
         raise _BadLine(f"unknown role {role!r}")
@@ -301,7 +304,7 @@ def _parse_message(record: dict[str, Any]) -> tuple[Message, int | None]:
     thinking = record.get("thinking")
     if thinking is not None and not isinstance(thinking, str):
         raise _BadLine("thinking is not a string")
-    calls = tuple(_parse_tool_call(call) for call in record.get("tool_calls") or [])
+    calls = [_parse_tool_call(call) for call in record.get("tool_calls") or []]
     if calls and role != "assistant":
         raise _BadLine("only assistant messages may carry tool_calls")
     tool_call_id = record.get("tool_call_id")
@@ -313,17 +316,24 @@ def _parse_message(record: dict[str, Any]) -> tuple[Message, int | None]:
         value = usage.get("input_tokens")
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKENS:
             tokens = value
-    message = Message(
-        role=role,  # type: ignore[arg-type]
-        content=content,
-        thinking=thinking or None,
-        tool_calls=calls,
-        tool_call_id=tool_call_id if role == "tool" else None,
+    thinking = thinking or None
+    arguments = (call["arguments"] for call in calls)
+    message: NewMessage = (
+        role,
+        content,
+        thinking,
+        json.dumps(calls) if calls else None,
+        tool_call_id if role == "tool" else None,
+        None,
+        None,
+        0,
+        chars_of(content, thinking, arguments),
     )
     return message, tokens
 
 
-def _parse_tool_call(call: Any) -> ToolCall:
+def _parse_tool_call(call: Any) -> dict[str, str]:
+    """A tool call as stored: {id, name, arguments} (the arguments as JSON text)."""
     if not isinstance(call, dict):
         raise _BadLine("a tool call is not an object")
     call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
@@ -331,4 +341,4 @@ def _parse_tool_call(call: Any) -> ToolCall:
         raise _BadLine("a tool call lacks its id or name")
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments)
-    return ToolCall(id=call_id, name=name, arguments=arguments)
+    return {"id": call_id, "name": name, "arguments": arguments}

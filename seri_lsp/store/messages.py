@@ -9,6 +9,7 @@ compacted prefix) carries its structured fields beside its text.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -122,9 +123,13 @@ class Message:
 
 def count_chars(message: Message) -> int:
     """Characters that count toward the token estimate for this message."""
-    total = len(message.content) + len(message.thinking or "")
-    total += sum(len(call.arguments) for call in message.tool_calls)
-    return total
+    arguments = (call.arguments for call in message.tool_calls)
+    return chars_of(message.content, message.thinking, arguments)
+
+
+def chars_of(content: str, thinking: str | None, arguments: Iterable[str] = ()) -> int:
+    """Characters that count toward the estimate: text, thinking, tool-call arguments."""
+    return len(content) + len(thinking or "") + sum(len(text) for text in arguments)
 
 
 def tokens_for_chars(chars: int) -> int:

@@ -194,6 +194,31 @@ class SessionStore:
         )
         return [message_from_row(row) for row in rows]
 
+    def messages_page(
+        self, session_id: str, limit: int | None, before_seq: int | None = None
+    ) -> tuple[list[Message], bool]:
+        """The newest `limit` messages (all without a limit) before sequence number
+        `before_seq` (when given), in conversation order, and whether older ones exist."""
+        where, params = "session_id = ?", [session_id]
+        if before_seq is not None:
+            where += " AND seq < ?"
+            params.append(before_seq)
+        if limit is None:
+            rows = self.db.query(f"SELECT * FROM messages WHERE {where} ORDER BY seq", params)
+            return [message_from_row(row) for row in rows], False
+        rows = self.db.query(
+            f"SELECT * FROM messages WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, limit + 1]
+        )
+        has_more = len(rows) > limit
+        return [message_from_row(row) for row in reversed(rows[:limit])], has_more
+
+    def message_seq(self, session_id: str, message_id: int) -> int | None:
+        """The sequence number of a message of this session; None if it has no such message."""
+        row = self.db.query_one(
+            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+        )
+        return row[0] if row else None
+
     def totals(self, session_id: str) -> tuple[int, int]:
         """(message count, total chars) of a session, for the running estimate."""
         row = self.db.query_one(
@@ -292,6 +317,13 @@ class SessionStore:
         return _session_from_row(row)
 
 
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, seq, role, content, thinking, tool_calls,"
+    " tool_call_id, kind, recap, is_error, chars, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 def insert_message(
     conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int | None = None
 ) -> Message:
@@ -302,45 +334,59 @@ def insert_message(
         ).fetchone()
         seq = row[0]
     created = message.created_at or utc_now()
-    tool_calls = (
-        json.dumps([call.to_wire() for call in message.tool_calls]) if message.tool_calls else None
-    )
-    recap = json.dumps(message.recap.to_json()) if message.recap is not None else None
-    cursor = conn.execute(
-        "INSERT INTO messages (session_id, seq, role, content, thinking, tool_calls,"
-        " tool_call_id, kind, recap, is_error, chars, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            session_id,
-            seq,
-            message.role,
-            message.content,
-            message.thinking,
-            tool_calls,
-            message.tool_call_id,
-            message.kind,
-            recap,
-            int(message.is_error),
-            message.chars,
-            created,
-        ),
-    )
+    cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
     assert cursor.lastrowid is not None
     return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
 
 
+# A message as insert_new_messages stores it, in column order: role, content, thinking,
+# tool_calls (JSON text), tool_call_id, kind, recap (JSON text), is_error, chars.
+NewMessage = tuple[str, str, str | None, str | None, str | None, str | None, str | None, int, int]
+
+
+def insert_new_messages(
+    conn: sqlite3.Connection, session_id: str, messages: Sequence[NewMessage], created_at: str
+) -> None:
+    """Insert the messages of a session that has none yet, in one statement, all created
+    at `created_at` (an import): no per-row sequence query, clock read or object."""
+    conn.executemany(
+        _INSERT_MESSAGE,
+        [(session_id, seq, *fields, created_at) for seq, fields in enumerate(messages, start=1)],
+    )
+
+
+def _message_row(session_id: str, seq: int, message: Message, created: str) -> tuple[Any, ...]:
+    tool_calls = (
+        json.dumps([call.to_wire() for call in message.tool_calls]) if message.tool_calls else None
+    )
+    recap = json.dumps(message.recap.to_json()) if message.recap is not None else None
+    return (
+        session_id,
+        seq,
+        message.role,
+        message.content,
+        message.thinking,
+        tool_calls,
+        message.tool_call_id,
+        message.kind,
+        recap,
+        int(message.is_error),
+        message.chars,
+        created,
+    )
+
+
 def message_from_row(row: sqlite3.Row) -> Message:
-    """Rebuild a Message from its `messages` row."""
-    calls = tuple(ToolCall(**call) for call in json.loads(row["tool_calls"] or "[]"))
-    recap = Recap.from_json(json.loads(row["recap"])) if row["recap"] else None
+    """Rebuild a Message from its `messages` row (empty columns are not decoded)."""
+    tool_calls, recap = row["tool_calls"], row["recap"]
     return Message(
         role=row["role"],
         content=row["content"],
         thinking=row["thinking"],
-        tool_calls=calls,
+        tool_calls=tuple(ToolCall(**call) for call in json.loads(tool_calls)) if tool_calls else (),
         tool_call_id=row["tool_call_id"],
         kind=row["kind"],
-        recap=recap,
+        recap=Recap.from_json(json.loads(recap)) if recap else None,
         is_error=bool(row["is_error"]),
         id=row["id"],
         seq=row["seq"],

@@ -8,11 +8,12 @@ local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 -- One message a page: a server that pages history shows the newest message first.
 require("seri").setup(vim.tbl_extend("force", H.options(), { chat = { page_size = 1 } }))
 
----History pages: a server that pages shows the newest message and a "load earlier
----messages" line, and <CR> on it brings the page before; one that sends everything at
----once shows it all. Either way the whole conversation ends up shown.
+---History pages: the server pages, so the chat shows the newest message and a "load
+---earlier messages" line, and <CR> on it brings the page before, until the first
+---message is shown and the line goes.
 local function load_all()
   local chat_win = vim.fn.bufwinid(require("seri.chat").state.buf)
+  H.truthy(H.chat_line("load earlier messages"), "the newest page first, then a load line")
   for _ = 1, 5 do
     local line = H.chat_line("load earlier messages")
     if not line then

@@ -119,6 +119,30 @@ async function storedSession({ page, config, shot }) {
   await shot('stored-session-after-reload');
 }
 
+async function longSession({ page, config, shot }) {
+  const seeded = config.ui.long;
+  await openChat(page);
+  const view = chat(page);
+  await view.locator('.row.assistant', { hasText: seeded.last }).waitFor({ timeout: 30_000 });
+  // The newest page only (200 messages), with the way to earlier ones.
+  const rows = view.locator('#transcript .row[data-id]');
+  expect((await rows.count()) === seeded.pageSize, `the newest ${seeded.pageSize} messages first, got ${await rows.count()}`);
+  expect((await view.locator('.row.user', { hasText: seeded.first }).count()) === 0, 'the first message is not loaded yet');
+  await view.locator('#transcript button.older').waitFor({ state: 'visible', timeout: 10_000 });
+  await shot('long-session-newest-page');
+
+  // Scrolled to the top, the chat asks for the page before; it is the last one.
+  await view.locator('#transcript').evaluate((box) => {
+    box.scrollTop = 0;
+  });
+  await view.locator('.row.user', { hasText: seeded.first }).waitFor({ timeout: 20_000 });
+  expect((await rows.count()) === seeded.count, `every message once loaded, got ${await rows.count()}`);
+  await view.locator('#transcript button.older').waitFor({ state: 'hidden', timeout: 10_000 });
+  const ids = await rows.evaluateAll((found) => found.map((row) => Number(row.dataset.id)));
+  expect(ids.every((id, index) => index === 0 || id > ids[index - 1]), 'the messages in order');
+  await shot('long-session-all-pages');
+}
+
 async function promptWithTool({ page, config, shot }) {
   const answer = [
     'The app **prints** a greeting:',
@@ -307,6 +331,7 @@ async function writePermission({ page, config, shot }) {
 
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
+  ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
   ['a prompt with a tool call streams its reply and shows the tool row', 'tools', promptWithTool],
   ['Rewind... from the palette puts the prompt back in the chat input', 'tools', rewindFromPalette, { continues: true }],
   ['Compact Context... from the palette shows the recap card and lowers the status bar percentage', 'compact', compactFromPalette],

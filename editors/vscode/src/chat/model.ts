@@ -324,7 +324,9 @@ export class ChatModel {
       if (generation !== this.generation || this.session?.id !== sessionId) {
         return;
       }
-      const fresh = view.messages.filter((message) => !this.ids.has(message.id) && message.id < before);
+      // Not "id < before": a recap comes first although it was stored (numbered) after
+      // the messages it kept. A server that ignores `before` sends only known ids.
+      const fresh = view.messages.filter((message) => !this.ids.has(message.id));
       fresh.forEach((message) => this.ids.add(message.id));
       this.messages = [...fresh, ...this.messages];
       this.hasMore = view.hasMore === true && fresh.length > 0;

@@ -134,6 +134,25 @@ suite('ChatModel', () => {
     assert.strictEqual(server.calls.length, 3, 'no request once everything is shown');
   });
 
+  test('a page holding the recap, numbered after the messages it kept, is shown', async () => {
+    // Conversation order: the recap (id 90) first, then the kept messages 40 to 45.
+    const all = [message(90, 'user', 'recap', { kind: 'recap' }), ...[40, 41, 42, 43, 44, 45].map((id) => message(id, 'user', `m${id}`))];
+    const server = new FakeServer((_command, args) => {
+      const end = typeof args.before === 'number' ? all.findIndex((m) => m.id === args.before) : all.length;
+      const start = Math.max(0, end - (args.limit as number));
+      return view(open, all.slice(start, end), { hasMore: start > 0 });
+    });
+    const model = new ChatModel();
+    const real = server.execute.bind(server);
+    server.execute = <T>(command: string, args: object = {}) => real<T>(command, { ...args, limit: 3 });
+    await model.attach(server);
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [43, 44, 45]);
+    await model.loadOlder();
+    await model.loadOlder();
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [90, 40, 41, 42, 43, 44, 45]);
+    assert.strictEqual(model.snapshot().hasMore, false);
+  });
+
   test('a server that ignores paging (no hasMore) is read whole, once', async () => {
     const server = new FakeServer(() => view(open, [message(1, 'user', 'a')]));
     const model = new ChatModel();

@@ -1,0 +1,288 @@
+"""Figures about engine time, measured in-process: the tool turn, connections, the import.
+
+The tool turn runs a real task through `Engine.prompt` against the scripted provider of
+the tests (`tests/scripted_provider.py`, on 127.0.0.1, in a process of its own so its
+threads do not compete with the engine for the interpreter lock): 20 turns that each
+read a file, then a final answer, 21 model calls. The model's time is what the provider
+spends writing its replies (`busy_seconds`); it is left out of ours and of the baseline
+alike. The baseline replays the very request bodies the engine sent
+(the same history) as one streamed httpx request each on a kept-alive connection, runs
+the tool (reads the file) and INSERTs and COMMITs each step's row (the reply, the tool
+result) with raw sqlite3 on a database of the same schema and settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.history import SOURCE, write_legacy_file
+from bench.measure import Figure, interleaved, ratio_figure
+from bench.provider_process import CALLS, ProviderProcess
+from seri_lsp.engine import Engine
+from seri_lsp.host import Host
+from seri_lsp.profile import DB_NAME
+from seri_lsp.settings import load_settings
+from seri_lsp.store.database import Database, utc_now
+from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.sessions import SessionStore
+
+
+class ToolTurn:
+    """The engine and the bare client, each against the same scripted provider."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.profile = root / "engine-profile"
+        self.workspace = root / "engine-workspace"
+        (self.workspace / "src").mkdir(parents=True, exist_ok=True)
+        (self.workspace / "src" / "app.py").write_text(SOURCE)
+        self.provider = ProviderProcess()
+        options = {
+            "provider": {
+                "baseUrl": self.provider.base_url,
+                "model": self.provider.model,
+                "apiKey": "bench",
+                "contextWindow": 1_000_000,
+                "timeout": 60,
+            },
+            "maxTurns": 100,
+            "resumeOnOpen": False,
+        }
+        settings, problems = load_settings(self.profile, options)
+        assert not problems, problems
+        self.engine = Engine.open(
+            profile_root=self.profile,
+            settings=settings,
+            project=str(self.workspace.resolve()),
+            workspace_roots=[self.workspace.resolve()],
+            host=Host(),
+        )
+        self.bodies: list[dict[str, Any]] = []
+        self.first_task_connections = -1
+        self.connections = -1
+        self.bare_db = self._bare_database()
+        self.bare_client: Any = None
+
+    def _bare_database(self) -> sqlite3.Connection:
+        folder = self.root / "bare-profile"
+        folder.mkdir(parents=True, exist_ok=True)
+        Database.open(folder / DB_NAME).close()  # seri's schema
+        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        now = utc_now()
+        conn.execute(
+            "INSERT INTO sessions (id, project, created_at, updated_at) VALUES ('bare', '/', ?, ?)",
+            (now, now),
+        )
+        self.bare_seq = 0
+        return conn
+
+    async def ours(self) -> float:
+        """Engine time of one task (21 model calls), the model's time left out."""
+        await self.engine.new_session()
+        self.provider.script()
+        connections, busy, _ = self.provider.stats()
+        started = time.perf_counter()
+        outcome = await self.engine.prompt("Why does every handler answer 200?")
+        took = time.perf_counter() - started
+        assert outcome["status"] == "done" and outcome["turns"] == CALLS, outcome
+        now_connections, now_busy, requests = self.provider.stats()
+        self.connections = now_connections - connections
+        if self.first_task_connections < 0:
+            self.first_task_connections = self.connections
+            self.bodies = requests
+        return took - (now_busy - busy)
+
+    async def baseline(self) -> float:
+        """The same task done bare, the model's time left out."""
+        import httpx
+
+        if self.bare_client is None:
+            self.bare_client = httpx.AsyncClient(base_url=self.provider.base_url + "/")
+            await self.bare_client.get("models")  # the connection is open and kept alive
+        self.provider.script()
+        _, busy, _ = self.provider.stats()
+        started = time.perf_counter()
+        self._insert("user", "Why does every handler answer 200?", None, None)
+        for body in self.bodies:
+            calls: list[dict[str, Any]] = []
+            text = ""
+            async with self.bare_client.stream("POST", "chat/completions", json=body) as reply:
+                async for line in reply.aiter_lines():
+                    if not line.startswith("data: ") or line == "data: [DONE]":
+                        continue
+                    chunk = json.loads(line[6:])
+                    for choice in chunk["choices"]:
+                        delta = choice["delta"]
+                        text += delta.get("content") or ""
+                        calls += delta.get("tool_calls") or []
+            ids = [call["id"] for call in calls if call.get("id")]
+            self._insert("assistant", text, json.dumps(calls) if calls else None, None)
+            for call_id in ids:
+                result = (self.workspace / "src" / "app.py").read_text()
+                self._insert("tool", result, None, call_id)
+        took = time.perf_counter() - started
+        _, now_busy, _ = self.provider.stats()
+        return took - (now_busy - busy)
+
+    def _insert(self, role: str, content: str, calls: str | None, call_id: str | None) -> None:
+        self.bare_seq += 1
+        self.bare_db.execute("BEGIN IMMEDIATE")
+        self.bare_db.execute(
+            "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id,"
+            " chars, created_at) VALUES ('bare', ?, ?, ?, ?, ?, ?, ?)",
+            (self.bare_seq, role, content, calls, call_id, len(content), utc_now()),
+        )
+        self.bare_db.execute("COMMIT")
+
+    async def close(self) -> None:
+        if self.bare_client is not None:
+            await self.bare_client.aclose()
+        await self.engine.close()
+        self.bare_db.close()
+        self.provider.stop()
+
+
+def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
+    """The connections of one task, and engine time per tool turn against the bare turn."""
+
+    async def run() -> list[Figure]:
+        bench = ToolTurn(root)
+        try:
+            await bench.ours()  # the first task: connections counted, bodies recorded
+            await bench.baseline()
+            mine: list[float] = []
+            theirs: list[float] = []
+            for index in range(repetitions):
+                if index % 2 == 0:
+                    mine.append(await bench.ours() / CALLS)
+                    theirs.append(await bench.baseline() / CALLS)
+                else:
+                    theirs.append(await bench.baseline() / CALLS)
+                    mine.append(await bench.ours() / CALLS)
+            await bench.ours()
+            later = bench.connections
+        finally:
+            await bench.close()
+        opened = bench.first_task_connections
+        connections = Figure(
+            f"model calls that open a new TCP connection (a task of {CALLS} calls)",
+            opened,
+            CALLS,
+            "",
+            "1 per task, then reused",
+            opened <= 1 and later == 0,
+            text=f"{opened} of {CALLS} (a later task: {later})",
+        )
+        turn = ratio_figure(
+            "engine time per tool turn, model time excluded / the same turn done bare",
+            mine,
+            theirs,
+            unit="s",
+            limit=1.2,
+        )
+        return [connections, turn]
+
+    return asyncio.run(run())
+
+
+# --- legacy import ---------------------------------------------------------------------
+
+IMPORT_FILES, IMPORT_MESSAGES = 10, 1_000
+
+
+def import_figure(root: Path, repetitions: int) -> Figure:
+    """Legacy import throughput against raw json.loads + executemany, 10 x 1,000 messages."""
+    sources = root / "import-sources"
+    project = root / "import-project"
+    project.mkdir(parents=True, exist_ok=True)
+    files = [
+        write_legacy_file(sources / f"s{n}.jsonl", f"import-{n}", project, IMPORT_MESSAGES)
+        for n in range(IMPORT_FILES)
+    ]
+
+    def fresh_profile() -> Path:
+        folder = Path(tempfile.mkdtemp(prefix="import-", dir=root))
+        (folder / "sessions").mkdir()
+        for path in files:
+            shutil.copy2(path, folder / "sessions" / path.name)
+        Database.open(folder / DB_NAME).close()
+        return folder
+
+    def ours() -> float:
+        folder = fresh_profile()
+        db = Database.open(folder / DB_NAME)
+        try:
+            store = SessionStore(db)
+            started = time.perf_counter()
+            pending, _ = find_pending(folder, store)
+            report = import_files(pending, store)
+            took = time.perf_counter() - started
+        finally:
+            db.close()
+            shutil.rmtree(folder)
+        assert sum(f.messages for f in report.files) == IMPORT_FILES * IMPORT_MESSAGES
+        return took
+
+    def baseline() -> float:
+        folder = fresh_profile()
+        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            started = time.perf_counter()
+            for path in sorted((folder / "sessions").glob("*.jsonl")):
+                with path.open("rb") as handle:
+                    records = [json.loads(line) for line in handle]
+                session = records[0]["id"]
+                now = utc_now()
+                rows = [
+                    (
+                        session,
+                        seq,
+                        r["role"],
+                        r.get("content") or "",
+                        json.dumps(r["tool_calls"]) if r.get("tool_calls") else None,
+                        r.get("tool_call_id"),
+                        len(r.get("content") or ""),
+                        now,
+                    )
+                    for seq, r in enumerate(records[1:], start=1)
+                ]
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute(
+                    "INSERT INTO sessions (id, project, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?)",
+                    (session, records[0]["cwd"], now, now),
+                )
+                conn.executemany(
+                    "INSERT INTO messages (session_id, seq, role, content, tool_calls,"
+                    " tool_call_id, chars, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                conn.execute("COMMIT")
+            took = time.perf_counter() - started
+        finally:
+            conn.close()
+            shutil.rmtree(folder)
+        return took
+
+    total = IMPORT_FILES * IMPORT_MESSAGES
+    ours()
+    mine, theirs = interleaved(ours, baseline, repetitions)
+    return ratio_figure(
+        "legacy import throughput / raw json.loads + executemany",
+        [total / took for took in mine],
+        [total / took for took in theirs],
+        unit="msg/s",
+        limit=0.7,
+        higher_is_better=True,
+    )
