@@ -131,7 +131,10 @@ async def test_resume_on_open_continues_the_latest_session_nobody_holds(lsp) -> 
     second = await lsp()
     change = await wait_until(lambda: second.seri["seri/sessionChanged"])
     assert (change[0]["reason"], change[0]["session"]["id"]) == ("continued", older)
-    note = next(m for m in logged(second) if f"Continued session {older}" in m)
+    # The log line and the notification are two messages: wait for the line.
+    [note] = await wait_until(
+        lambda: [m for m in logged(second) if f"Continued session {older}" in m]
+    )
     assert newer in note and f"pid {pid_of(first)}" in note
 
     third = await lsp()
