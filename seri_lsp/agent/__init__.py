@@ -1,4 +1,4 @@
-"""Acting: tasks and their loop, provider, tools, workspace boundary, cancel, checkpoints, rewind.
+"""Acting: tasks and their loop, provider, tools, workspace, cancel, checkpoints, rewind, checks.
 
 May depend on the context, the store, events, host and settings: never on the engine or a face.
 """

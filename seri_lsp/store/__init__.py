@@ -1,4 +1,4 @@
-"""The durable record: seri.db, migrations, sessions, messages, checkpoints, the legacy import.
+"""The durable record: seri.db, migrations, sessions, messages, checkpoints, recordings, legacy.
 
-May depend on the shared top-level modules (errors, faults) only: never context, agent or engine.
+May depend on the shared top-level modules (errors, faults, limits) only: never context or above.
 """
