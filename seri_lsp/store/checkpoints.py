@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seri_lsp.store.database import Database, utc_now
+from seri_lsp.store.sessions import remove_messages
 
 # Sessions per project whose checkpoints are kept (the most recently touched ones).
 KEEP_SESSIONS = 20
@@ -274,9 +275,7 @@ class CheckpointStore:
                         (sha, keeper["checkpoint_id"], path),
                     )
             old += _delete_checkpoints(tx, [c.id for c in removed])
-            tx.execute(
-                "DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, cut_seq)
-            )
+            remove_messages(tx, session_id, "seq >= ?", (cut_seq,))
             compacted_since = tx.execute(
                 "SELECT 1 FROM messages WHERE session_id = ? AND kind = 'recap' AND created_at > ?",
                 (session_id, cut["created_at"]),

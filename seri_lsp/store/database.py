@@ -14,6 +14,10 @@ before use.
 
 A write that waits longer than the busy timeout (10 s; `SERI_BUSY_TIMEOUT_MS` sets it in
 milliseconds, for tests) raises `StoreBusy`, which the faces answer as a refusal.
+
+`SERI_TRACE_SQL=<file>` appends every statement the process runs on `seri.db` to that
+file, one per line, so a test (or a curious user) can see what an action reads and
+writes: that opening a session does not read its messages, for one.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import sqlite3
 import stat
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -35,6 +39,7 @@ from seri_lsp.store.migrations import MIGRATIONS
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 BUSY_TIMEOUT_ENV = "SERI_BUSY_TIMEOUT_MS"
+TRACE_SQL_ENV = "SERI_TRACE_SQL"
 MAX_BUSY_TIMEOUT_MS = 600_000
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -154,6 +159,9 @@ class Database:
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
+        trace = os.environ.get(TRACE_SQL_ENV)
+        if trace:
+            conn.set_trace_callback(_sql_tracer(Path(trace)))
         conn.execute(f"PRAGMA busy_timeout={timeout}")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
@@ -229,6 +237,14 @@ class Database:
         with self._lock, busy_as_store_busy():
             return self._conn.execute(sql, params).fetchall()
 
+    def query_tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read and return all its rows as plain tuples (cheaper than Rows, for
+        reads of many rows)."""
+        with self._lock, busy_as_store_busy():
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """Run a read and return its first row, if any."""
         with self._lock, busy_as_store_busy():
@@ -238,6 +254,18 @@ class Database:
         """Close the connection."""
         with self._lock:
             self._conn.close()
+
+
+def _sql_tracer(path: Path) -> Callable[[str], None]:
+    """A trace callback that appends each statement to `path`, one line each."""
+    lock = threading.Lock()
+
+    def trace(statement: str) -> None:
+        line = " ".join(statement.split()) + "\n"
+        with lock, path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(line)
+
+    return trace
 
 
 def _check_header(path: Path) -> None:

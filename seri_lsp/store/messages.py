@@ -79,25 +79,18 @@ class Message:
 
     def to_wire(self) -> dict[str, Any]:
         """The message as `seri.session.get` and `seri/message` send it."""
-        wire: dict[str, Any] = {
-            "id": self.id,
-            "createdAt": self.created_at,
-            "role": self.role,
-            "content": self.content,
-        }
-        if self.thinking:
-            wire["thinking"] = self.thinking
-        if self.tool_calls:
-            wire["tool_calls"] = [call.to_wire() for call in self.tool_calls]
-        if self.tool_call_id is not None:
-            wire["tool_call_id"] = self.tool_call_id
-        if self.kind:
-            wire["kind"] = self.kind
-        if self.recap is not None:
-            wire["recap"] = self.recap.to_json()
-        if self.is_error:
-            wire["isError"] = True
-        return wire
+        return wire_message(
+            self.id,
+            self.created_at,
+            self.role,
+            self.content,
+            self.thinking,
+            [call.to_wire() for call in self.tool_calls],
+            self.tool_call_id,
+            self.kind,
+            self.recap.to_json() if self.recap is not None else None,
+            self.is_error,
+        )
 
     def to_provider(self) -> dict[str, Any]:
         """The message as an OpenAI-compatible chat completions request carries it."""
@@ -119,6 +112,45 @@ class Message:
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id
         return out
+
+
+def wire_message(
+    id: int | None,
+    created_at: str | None,
+    role: str,
+    content: str,
+    thinking: str | None,
+    tool_calls: list[dict[str, str]],
+    tool_call_id: str | None,
+    kind: str | None,
+    recap: dict[str, object] | None,
+    is_error: bool | int,
+) -> dict[str, Any]:
+    """A message as the wire carries it (`tool_calls` and `recap` in their wire forms):
+    the one place that says which fields a message shows, from a `Message` or straight
+    from its stored row."""
+    wire: dict[str, Any] = {"id": id, "createdAt": created_at, "role": role, "content": content}
+    if thinking:
+        wire["thinking"] = thinking
+    if tool_calls:
+        wire["tool_calls"] = tool_calls
+    if tool_call_id is not None:
+        wire["tool_call_id"] = tool_call_id
+    if kind:
+        wire["kind"] = kind
+    if recap is not None:
+        wire["recap"] = recap
+    if is_error:
+        wire["isError"] = True
+    return wire
+
+
+def request_json(value: Any) -> bytes:
+    """`value` encoded as a request body carries it: UTF-8 JSON, compact, as httpx
+    encodes a `json=` body (non-ASCII characters as themselves, no NaN)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+        "utf-8"
+    )
 
 
 def count_chars(message: Message) -> int:

@@ -234,6 +234,20 @@ def m006_trajectories(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM session_events")
 
 
+def m007_session_totals(conn: sqlite3.Connection) -> None:
+    # Running totals of each session's messages (how many, and their characters), kept
+    # in the transactions that add or remove messages, so opening or listing a session
+    # never counts its history. Filled in here for the sessions that exist.
+    conn.execute("ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE sessions ADD COLUMN total_chars INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        "UPDATE sessions SET"
+        " message_count = (SELECT COUNT(*) FROM messages m WHERE m.session_id = sessions.id),"
+        " total_chars = (SELECT COALESCE(SUM(chars), 0) FROM messages m"
+        "   WHERE m.session_id = sessions.id)"
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
@@ -241,4 +255,5 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "session_paths_and_rules", m004_session_paths_and_rules),
     (5, "checkpoints", m005_checkpoints),
     (6, "trajectories", m006_trajectories),
+    (7, "session_totals", m007_session_totals),
 ]

@@ -8,21 +8,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seri_lsp import faults
 from seri_lsp.errors import UnknownSession
 from seri_lsp.store.database import Database, utc_now
-from seri_lsp.store.messages import Message, Recap, ToolCall
+from seri_lsp.store.messages import Message, Recap, ToolCall, wire_message
 
 TITLE_LENGTH = 80
 
+# A session's row with its running totals (kept with every change of its messages, so
+# reading a session never counts them).
 _SESSION_COLUMNS = """
     s.id, s.project, s.title, s.created_at, s.updated_at, s.max_turns, s.parent_id,
-    s.last_input_tokens,
-    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+    s.last_input_tokens, s.message_count, s.total_chars
 """
 
 
@@ -39,6 +40,8 @@ class SessionInfo:
     parent_id: str | None
     last_input_tokens: int | None
     message_count: int
+    # The characters of its messages (the running total behind the token estimate).
+    total_chars: int = 0
 
     def to_wire(self, default_max_turns: int) -> dict[str, Any]:
         """The `session` object of the LSP contract; maxTurns is the budget in force."""
@@ -212,6 +215,22 @@ class SessionStore:
         has_more = len(rows) > limit
         return [message_from_row(row) for row in reversed(rows[:limit])], has_more
 
+    def wire_page(
+        self, session_id: str, limit: int | None, before_seq: int | None = None
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """`messages_page`, each message straight from its row to its wire form (no
+        Message in between: a view of a long session reads many)."""
+        where, params = "session_id = ?", [session_id]
+        if before_seq is not None:
+            where += " AND seq < ?"
+            params.append(before_seq)
+        sql = f"SELECT {_WIRE_COLUMNS} FROM messages WHERE {where} ORDER BY seq"
+        if limit is None:
+            return [_wire_from_row(row) for row in self.db.query_tuples(sql, params)], False
+        rows = self.db.query_tuples(sql + " DESC LIMIT ?", [*params, limit + 1])
+        has_more = len(rows) > limit
+        return [_wire_from_row(row) for row in reversed(rows[:limit])], has_more
+
     def message_seq(self, session_id: str, message_id: int) -> int | None:
         """The sequence number of a message of this session; None if it has no such message."""
         row = self.db.query_one(
@@ -220,24 +239,49 @@ class SessionStore:
         return row[0] if row else None
 
     def totals(self, session_id: str) -> tuple[int, int]:
-        """(message count, total chars) of a session, for the running estimate."""
+        """(message count, total chars) of a session: its running totals, not a count."""
         row = self.db.query_one(
-            "SELECT COUNT(*), COALESCE(SUM(chars), 0) FROM messages WHERE session_id = ?",
-            (session_id,),
+            "SELECT message_count, total_chars FROM sessions WHERE id = ?", (session_id,)
         )
-        assert row is not None
-        return row[0], row[1]
+        return (row[0], row[1]) if row is not None else (0, 0)
 
     def append(self, session_id: str, message: Message) -> Message:
         """Store a message at the end of the session; the first prompt names the session."""
+        return self.write_step(session_id, (message,))[0]
+
+    def write_step(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        *,
+        billed: int | None = None,
+        read: Iterable[str] = (),
+        modified: Iterable[str] = (),
+        rules: Iterable[str] = (),
+        also: Callable[[sqlite3.Connection], None] | None = None,
+        label: str = "step",
+    ) -> list[Message]:
+        """Store one step of a turn in one transaction, and return its messages as stored.
+
+        The messages go at the end of the session (the first prompt names it), with the
+        running totals; `billed` (when given) becomes the last billed input-token count;
+        the paths and the glob rules delivered are noted; `also(tx)` writes whatever
+        else belongs to the step (its recording events) in the same transaction. All of
+        it commits together or none of it does (`SERI_CRASH_AT=<label>.in_transaction`
+        stops the process just before the commit).
+        """
         with self.db.transaction() as tx:
-            stored = insert_message(tx, session_id, message)
-            if message.role == "user" and message.kind is None:
-                tx.execute(
-                    "UPDATE sessions SET title = ? WHERE id = ? AND title = ''",
-                    (make_title(message.content), session_id),
+            stored = append_messages(tx, session_id, messages, billed=billed)
+            note_paths(tx, session_id, read, modified)
+            fired = [(session_id, rule) for rule in rules]
+            if fired:
+                tx.executemany(
+                    "INSERT OR IGNORE INTO session_rules_fired (session_id, rule) VALUES (?, ?)",
+                    fired,
                 )
-            _touch(tx, session_id)
+            if also is not None:
+                also(tx)
+            faults.crash_point(f"{label}.in_transaction")
         return stored
 
     def replace_prefix(
@@ -254,10 +298,7 @@ class SessionStore:
         ids = [m.id for m in evicted]
         with self.db.transaction() as tx:
             placeholders = ",".join("?" for _ in ids)
-            tx.execute(
-                f"DELETE FROM messages WHERE session_id = ? AND id IN ({placeholders})",
-                (session_id, *ids),
-            )
+            remove_messages(tx, session_id, f"id IN ({placeholders})", ids)
             faults.crash_point("compaction.in_transaction")
             stored = insert_message(tx, session_id, recap, seq=seq)
             tx.execute("UPDATE sessions SET last_input_tokens = NULL WHERE id = ?", (session_id,))
@@ -271,18 +312,7 @@ class SessionStore:
     ) -> None:
         """Note paths the tools touched; once modified, a path stays modified."""
         with self.db.transaction() as tx:
-            for path in read:
-                tx.execute(
-                    "INSERT OR IGNORE INTO session_paths (session_id, path, modified)"
-                    " VALUES (?, ?, 0)",
-                    (session_id, path),
-                )
-            for path in modified:
-                tx.execute(
-                    "INSERT INTO session_paths (session_id, path, modified) VALUES (?, ?, 1)"
-                    " ON CONFLICT (session_id, path) DO UPDATE SET modified = 1",
-                    (session_id, path),
-                )
+            note_paths(tx, session_id, read, modified)
 
     def paths(self, session_id: str) -> SessionPaths:
         """The read and modified path lists, each in first-touched order."""
@@ -327,16 +357,104 @@ _INSERT_MESSAGE = (
 def insert_message(
     conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int | None = None
 ) -> Message:
-    """Insert a message inside an open transaction; it goes last unless `seq` is given."""
+    """Insert a message inside an open transaction; it goes last unless `seq` is given.
+
+    The session's running totals (message count, characters) count it.
+    """
     if seq is None:
-        row = conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        seq = row[0]
+        seq = _last_seq(conn, session_id) + 1
     created = message.created_at or utc_now()
     cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
     assert cursor.lastrowid is not None
+    conn.execute(
+        "UPDATE sessions SET message_count = message_count + 1, total_chars = total_chars + ?"
+        " WHERE id = ?",
+        (message.chars, session_id),
+    )
     return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
+
+
+def append_messages(
+    conn: sqlite3.Connection,
+    session_id: str,
+    messages: Sequence[Message],
+    *,
+    billed: int | None = None,
+) -> list[Message]:
+    """Insert messages at the end of a session inside an open transaction.
+
+    One statement keeps the session's running totals and its time of last use, names
+    it after its first prompt (when it has no title yet) and, with `billed`, sets the
+    last billed input-token count.
+    """
+    seq = _last_seq(conn, session_id)
+    stored = []
+    for message in messages:
+        seq += 1
+        created = message.created_at or utc_now()
+        cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
+        assert cursor.lastrowid is not None
+        stored.append(message.stored(id=cursor.lastrowid, seq=seq, created_at=created))
+    prompt = next((m for m in messages if m.role == "user" and m.kind is None), None)
+    title = make_title(prompt.content) if prompt is not None else None
+    conn.execute(
+        "UPDATE sessions SET message_count = message_count + ?, total_chars = total_chars + ?,"
+        " updated_at = ?, title = CASE WHEN title = '' AND ? IS NOT NULL THEN ? ELSE title END,"
+        " last_input_tokens = COALESCE(?, last_input_tokens) WHERE id = ?",
+        (
+            len(messages),
+            sum(m.chars for m in messages),
+            stored[-1].created_at if stored else utc_now(),
+            title,
+            title,
+            billed,
+            session_id,
+        ),
+    )
+    return stored
+
+
+def remove_messages(
+    conn: sqlite3.Connection, session_id: str, where: str, params: Sequence[Any]
+) -> None:
+    """Delete the session's messages that match `where`, keeping its running totals."""
+    condition = f"session_id = ? AND {where}"
+    row = conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM(chars), 0) FROM messages WHERE {condition}",
+        (session_id, *params),
+    ).fetchone()
+    conn.execute(f"DELETE FROM messages WHERE {condition}", (session_id, *params))
+    conn.execute(
+        "UPDATE sessions SET message_count = message_count - ?, total_chars = total_chars - ?"
+        " WHERE id = ?",
+        (row[0], row[1], session_id),
+    )
+
+
+def note_paths(
+    conn: sqlite3.Connection, session_id: str, read: Iterable[str], modified: Iterable[str]
+) -> None:
+    """Note paths the tools touched inside an open transaction (modified wins)."""
+    rows = [(session_id, path) for path in read]
+    if rows:
+        conn.executemany(
+            "INSERT OR IGNORE INTO session_paths (session_id, path, modified) VALUES (?, ?, 0)",
+            rows,
+        )
+    rows = [(session_id, path) for path in modified]
+    if rows:
+        conn.executemany(
+            "INSERT INTO session_paths (session_id, path, modified) VALUES (?, ?, 1)"
+            " ON CONFLICT (session_id, path) DO UPDATE SET modified = 1",
+            rows,
+        )
+
+
+def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return row[0]
 
 
 # A message as insert_new_messages stores it, in column order: role, content, thinking,
@@ -352,6 +470,11 @@ def insert_new_messages(
     conn.executemany(
         _INSERT_MESSAGE,
         [(session_id, seq, *fields, created_at) for seq, fields in enumerate(messages, start=1)],
+    )
+    conn.execute(
+        "UPDATE sessions SET message_count = message_count + ?, total_chars = total_chars + ?"
+        " WHERE id = ?",
+        (len(messages), sum(fields[8] for fields in messages), session_id),
     )
 
 
@@ -395,6 +518,33 @@ def message_from_row(row: sqlite3.Row) -> Message:
     )
 
 
+_WIRE_COLUMNS = (
+    "id, created_at, role, content, thinking, tool_calls, tool_call_id, kind, recap, is_error"
+)
+
+
+def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A message's wire form from its `_WIRE_COLUMNS` row (as `Message.to_wire` gives)."""
+    message_id, created_at, role, content, thinking, calls, call_id, kind, recap, error = row
+    return wire_message(
+        message_id,
+        created_at,
+        role,
+        content,
+        thinking,
+        [
+            {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}
+            for call in json.loads(calls)
+        ]
+        if calls
+        else [],
+        call_id,
+        kind,
+        Recap.from_json(json.loads(recap)).to_json() if recap else None,
+        error,
+    )
+
+
 def make_title(text: str) -> str:
     """A one-line title from a prompt."""
     line = " ".join(text.split())
@@ -416,4 +566,5 @@ def _session_from_row(row: sqlite3.Row) -> SessionInfo:
         parent_id=row["parent_id"],
         last_input_tokens=row["last_input_tokens"],
         message_count=row["message_count"],
+        total_chars=row["total_chars"],
     )

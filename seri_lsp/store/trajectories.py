@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import time
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -119,28 +120,8 @@ class TrajectoryStore:
     ) -> None:
         """Add event number `seq`. A recording pruned meanwhile by another process is
         started again under its id and header, so the events that follow are kept."""
-        now = utc_now()
         with self.db.transaction() as tx:
-            updated = tx.execute(
-                "UPDATE trajectories SET updated_at = ? WHERE id = ?", (now, trajectory_id)
-            ).rowcount
-            if not updated:
-                tx.execute(
-                    "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (
-                        trajectory_id,
-                        session_id,
-                        header.get("startedAt") or now,
-                        now,
-                        _dumps(header),
-                    ),
-                )
-            tx.execute(
-                "INSERT INTO trajectory_events (trajectory_id, seq, kind, data, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (trajectory_id, seq, kind, _dumps(data), now),
-            )
+            write_events(tx, trajectory_id, session_id, header, [(seq, kind, data)])
 
     def update_header(self, trajectory_id: str, header: dict[str, Any]) -> None:
         """Replace the header (a value learnt after the start, such as the window)."""
@@ -269,6 +250,38 @@ class TrajectoryStore:
                 tx.execute(f"DELETE FROM trajectory_events WHERE trajectory_id IN ({marks})", chunk)
                 tx.execute(f"DELETE FROM trajectories WHERE id IN ({marks})", chunk)
         return len(ids)
+
+
+def write_events(
+    conn: sqlite3.Connection,
+    trajectory_id: str,
+    session_id: str,
+    header: dict[str, Any],
+    events: Sequence[tuple[int, str, dict[str, Any]]],
+) -> None:
+    """Add events `(seq, kind, data)` to a recording inside an open transaction.
+
+    A recording pruned meanwhile by another process is started again under its id and
+    header, so the events that follow are kept.
+    """
+    if not events:
+        return
+    now = utc_now()
+    # The header is encoded only when the recording has to be started again.
+    updated = conn.execute(
+        "UPDATE trajectories SET updated_at = ? WHERE id = ?", (now, trajectory_id)
+    ).rowcount
+    if not updated:
+        conn.execute(
+            "INSERT INTO trajectories (id, session_id, started_at, updated_at, header)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (trajectory_id, session_id, header.get("startedAt") or now, now, _dumps(header)),
+        )
+    conn.executemany(
+        "INSERT INTO trajectory_events (trajectory_id, seq, kind, data, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(trajectory_id, seq, kind, _dumps(data), now) for seq, kind, data in events],
+    )
 
 
 def cutoff_for(days: float, now: datetime | None = None) -> str:
