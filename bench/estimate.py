@@ -44,7 +44,7 @@ def rows(lengths: tuple[int, ...] = (30, 300, 3000, 30000)) -> list[tuple[int, f
         # Only the running totals are timed: no store is written.
         no_store: Any = None
         conversation = Conversation(
-            info, history(length), frozen, set(), store=no_store, io=no_store, emit=print
+            info, frozen, set(), store=no_store, io=no_store, emit=print, messages=history(length)
         )
         assert conversation.estimate_tokens() == rescan_estimate(conversation)
         runs = 2000

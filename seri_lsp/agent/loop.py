@@ -8,8 +8,9 @@ Whatever way it ends, every tool call the model made gets exactly one stored res
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,7 @@ from seri_lsp.agent.provider import (
 )
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor, Summariser
-from seri_lsp.context.conversation import Conversation
-from seri_lsp.context.pairing import repair_tool_pairs
+from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
 from seri_lsp.host import Host
@@ -64,19 +64,6 @@ def retry_recorder(conversation: Conversation, host: Host) -> RetryCallback:
         await conversation.record_event("retry", notice.to_json())
 
     return record
-
-
-async def record_call(conversation: Conversation, call: ToolCall) -> None:
-    """Record a tool call as the model made it, before it runs."""
-    arguments = call.parsed_arguments()
-    await conversation.record_event(
-        "tool_call",
-        {
-            "id": call.id,
-            "name": call.name,
-            "arguments": arguments if arguments is not None else call.arguments,
-        },
-    )
 
 
 async def record_compaction_failed(
@@ -175,8 +162,10 @@ class AgentLoop:
         conversation = self.conversation
         turns = 0
         status, error, final_text = "done", None, ""
-        await conversation.append(Message(role="user", content=prompt))
-        await conversation.record_event("task_started", {"prompt": prompt})
+        await conversation.load()  # the history, read at the first task after the open
+        step = Step([Message(role="user", content=prompt)], label="prompt")
+        step.record("task_started", {"prompt": prompt})
+        await conversation.commit(step)
         async with self.host.progress("seri: working") as progress:
             try:
                 while True:
@@ -202,6 +191,7 @@ class AgentLoop:
                                 status, error = "failed", verdict.error
                         break
                     await self._run_tools(assistant)
+                await conversation.settle()
             except TaskCancelled:
                 status, error = "cancelled", "Cancelled by the user."
                 await self._store_partial_reply()
@@ -218,14 +208,15 @@ class AgentLoop:
 
     # --- model calls -------------------------------------------------------------------
 
-    async def _request_messages(self) -> list[dict[str, Any]]:
+    async def _request_messages(self) -> list[bytes]:
+        """The request's messages, encoded (kept as the history grows, not rebuilt)."""
         conversation = self.conversation
-        messages, repairs = repair_tool_pairs(conversation.messages)
+        messages, repairs = conversation.request()
         for repair in repairs:
             self.host.log("warning", f"Repaired the request history: {repair}.")
         if repairs:
             await conversation.record_event("repair", {"repairs": repairs})
-        return [conversation.system_message()] + [m.to_provider() for m in messages]
+        return messages
 
     async def _send(self) -> Reply:
         conversation = self.conversation
@@ -290,6 +281,7 @@ class AgentLoop:
                 f"provider.contextWindow to the model's real window (now {window}), or "
                 "start a new session (/clear)."
             )
+        await conversation.settle()
         plan = self.compactor.plan(conversation)
         if plan is None:
             await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
@@ -317,6 +309,7 @@ class AgentLoop:
         estimate = conversation.estimate_tokens()
         if estimate * 2 < window:
             return
+        await conversation.settle()  # the plan reads the history as committed
         plan = self.compactor.plan(conversation)
         if plan is None:
             self.host.log(
@@ -340,17 +333,31 @@ class AgentLoop:
             await record_compaction_failed(conversation, "auto", str(exc), len(plan.evicted))
 
     async def _store_reply(self, reply: Reply) -> Message:
-        conversation = self.conversation
-        await record_usage(conversation, reply.usage, "turn")
-        self._reply = None
-        return await conversation.append(
-            Message(
-                role="assistant",
-                content=reply.content,
-                thinking=reply.thinking or None,
-                tool_calls=tuple(reply.tool_calls),
-            )
+        """The reply's step: the message with its usage, billed count and the call events
+        of its first tools (recorded before they run), in one transaction."""
+        assistant = Message(
+            role="assistant",
+            content=reply.content,
+            thinking=reply.thinking or None,
+            tool_calls=tuple(reply.tool_calls),
         )
+        step = Step([assistant], label="reply")
+        if reply.usage is not None:
+            step.billed = reply.usage.input_tokens
+            step.record(
+                "usage",
+                {
+                    "purpose": "turn",
+                    "inputTokens": reply.usage.input_tokens,
+                    "outputTokens": reply.usage.output_tokens,
+                },
+            )
+        units = tool_units(assistant.tool_calls)
+        if units:
+            record_calls(step, units[0])
+        self._reply = None
+        [stored] = await self.conversation.commit(step)
+        return stored
 
     async def _store_partial_reply(self) -> None:
         """After a cancel mid-stream, keep what the model had said (its calls were incomplete)."""
@@ -363,48 +370,63 @@ class AgentLoop:
     # --- tools -------------------------------------------------------------------------
 
     async def _run_tools(self, assistant: Message) -> None:
+        """Run the reply's tool calls in order (a run of `task` calls side by side).
+
+        Each result is one step: the tool message with its recording events and the
+        paths it touched, and the call events of the next tools (recorded before they
+        run); the last step also delivers the glob rules the results fired.
+        """
         conversation = self.conversation
-        calls = list(assistant.tool_calls)
+        units = tool_units(assistant.tool_calls)
         rules: list[Message] = []
-        index = 0
-        while index < len(calls):
+        fired: list[str] = []
+        for number, unit in enumerate(units):
             self.scope.check()
-            if calls[index].name == "task":
+            for call in unit:
+                self.host.emit(ToolStarted(conversation.id, call))
+            if unit[0].name == "task":
                 # Subagents share this task's cancel scope and run side by side.
-                end = index
-                while end < len(calls) and calls[end].name == "task":
-                    end += 1
-                batch = calls[index:end]
-                for call in batch:
-                    self.host.emit(ToolStarted(conversation.id, call))
-                    await record_call(conversation, call)
-                outcomes = await asyncio.gather(*(self.toolbox.run(call) for call in batch))
-                for call, outcome in zip(batch, outcomes, strict=True):
-                    rules += await self._store_result(call, outcome)
-                index = end
+                outcomes = list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
             else:
-                self.host.emit(ToolStarted(conversation.id, calls[index]))
-                await record_call(conversation, calls[index])
-                outcome = await self.scope.run(self.toolbox.run(calls[index]))
-                rules += await self._store_result(calls[index], outcome)
-                index += 1
-        for rule in rules:
-            await conversation.append(rule)
+                outcomes = [await self.scope.run(self.toolbox.run(unit[0]))]
+            following = units[number + 1] if number + 1 < len(units) else None
+            for position, (call, outcome) in enumerate(zip(unit, outcomes, strict=True)):
+                step = self._result_step(call, outcome)
+                for rule, message in self._rules_for(outcome.read + outcome.modified, fired):
+                    fired.append(rule)
+                    rules.append(message)
+                if position == len(unit) - 1 and following is not None:
+                    record_calls(step, following)
+                elif position == len(unit) - 1:
+                    step.messages += rules
+                    step.rules = fired
+                    # The turn's last step commits while the next model call goes out:
+                    # the call changes nothing, and the results reach the editor (and
+                    # the loop's next write) only once committed.
+                    await conversation.commit_soon(step)
+                    continue
+                await conversation.commit(step)
         self.scope.check()
 
-    async def _store_result(self, call: ToolCall, outcome: ToolOutcome) -> list[Message]:
+    def _result_step(self, call: ToolCall, outcome: ToolOutcome) -> Step:
+        """A tool result's step: its message, recording events and paths."""
         conversation = self.conversation
         if outcome.change is not None:
             self.host.emit(FileChanged(conversation.id, call.id, outcome.change))
-        await conversation.append(
-            Message(
-                role="tool",
-                content=outcome.content,
-                tool_call_id=call.id,
-                is_error=outcome.is_error,
-            )
+        step = Step(
+            [
+                Message(
+                    role="tool",
+                    content=outcome.content,
+                    tool_call_id=call.id,
+                    is_error=outcome.is_error,
+                )
+            ],
+            read=list(outcome.read),
+            modified=list(outcome.modified),
+            label="result",
         )
-        await conversation.record_event(
+        step.record(
             "tool_result",
             {
                 "id": call.id,
@@ -413,18 +435,14 @@ class AgentLoop:
                 "isError": outcome.is_error,
             },
         )
-        if outcome.read or outcome.modified:
-            await conversation.add_paths(outcome.read, outcome.modified)
         if outcome.modified and not outcome.is_error and self.checks is not None:
             self.checks.note_modified()
         path = (call.parsed_arguments() or {}).get("path")
         if outcome.denial is not None:
-            await conversation.record_event(
-                "denial", {"tool": call.name, "path": path, "reason": outcome.denial}
-            )
+            step.record("denial", {"tool": call.name, "path": path, "reason": outcome.denial})
             self.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
         if outcome.edit_via is not None:
-            await conversation.record_event(
+            step.record(
                 "edit",
                 {
                     "tool": call.name,
@@ -435,7 +453,7 @@ class AgentLoop:
                 },
             )
         elif call.name in WRITE_TOOLS and outcome.is_error and outcome.denial is None:
-            await conversation.record_event(
+            step.record(
                 "edit",
                 {
                     "tool": call.name,
@@ -446,39 +464,73 @@ class AgentLoop:
                     "reason": outcome.content,
                 },
             )
-        return await self._rules_for(outcome.read + outcome.modified)
+        return step
 
-    async def _rules_for(self, paths: tuple[str, ...]) -> list[Message]:
-        """Glob rules that the touched paths fire for the first time in this session."""
+    def _rules_for(self, paths: tuple[str, ...], fired: list[str]) -> list[tuple[str, Message]]:
+        """Glob rules that the touched paths fire for the first time in this session
+        (`fired`: those this turn's earlier results fired, not stored yet)."""
         conversation = self.conversation
-        messages = []
+        found = []
         for rule in conversation.frozen.glob_rules:
-            if rule.path in conversation.fired_rules:
+            if rule.path in conversation.fired_rules or rule.path in fired:
                 continue
             path = next((p for p in paths if rule.matches(p)), None)
             if path is None:
                 continue
-            await conversation.mark_rule_fired(rule.path)
-            messages.append(Message(role="user", content=rule.as_message(path), kind="rule"))
-        return messages
+            message = Message(role="user", content=rule.as_message(path), kind="rule")
+            found.append((rule.path, message))
+        return found
 
     async def _answer_open_calls(self, status: str) -> None:
         """Give every unanswered call of the last assistant message an explicit result."""
+        with contextlib.suppress(StoreBusy):  # what it held was not stored: answered here
+            await self.conversation.settle()
         messages = self.conversation.messages
-        last = next((m for m in reversed(messages) if m.role == "assistant"), None)
-        if last is None or not last.tool_calls:
+        position = next(
+            (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None
+        )
+        if position is None or not messages[position].tool_calls:
             return
-        position = messages.index(last)
+        last = messages[position]
         answered = {m.tool_call_id for m in messages[position + 1 :] if m.role == "tool"}
         reason = {
             "cancelled": "Cancelled: the user stopped the task before this call finished.",
         }.get(status, f"Not run: the task ended ({status}) before this call ran.")
+        step = Step(label="result")
         for call in last.tool_calls:
             if call.id not in answered:
-                await self.conversation.append(
+                step.messages.append(
                     Message(role="tool", content=reason, tool_call_id=call.id, is_error=True)
                 )
-                await self.conversation.record_event(
+                step.record(
                     "tool_result",
                     {"id": call.id, "name": call.name, "content": reason, "isError": True},
                 )
+        if step.messages:
+            await self.conversation.commit(step)
+
+
+def tool_units(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
+    """The calls of a reply as they run: one at a time, but a run of `task` calls
+    (subagents) together."""
+    units: list[list[ToolCall]] = []
+    for call in calls:
+        if call.name == "task" and units and units[-1][0].name == "task":
+            units[-1].append(call)
+        else:
+            units.append([call])
+    return units
+
+
+def record_calls(step: Step, calls: Sequence[ToolCall]) -> None:
+    """Record tool calls as the model made them, in the step that precedes their run."""
+    for call in calls:
+        arguments = call.parsed_arguments()
+        step.record(
+            "tool_call",
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments": arguments if arguments is not None else call.arguments,
+            },
+        )

@@ -36,7 +36,7 @@ from urllib.parse import urlparse
 
 from seri_lsp import __version__
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
-from seri_lsp.store.messages import ToolCall
+from seri_lsp.store.messages import ToolCall, request_json
 
 if TYPE_CHECKING:
     import httpx
@@ -57,6 +57,7 @@ _TOO_LONG_MARKERS = (
 # Host names that stay on this machine or the local network: no API key is needed there.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 _SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT, Tailscale
+_JSON_BODY = {"Content-Type": "application/json"}
 
 
 def clean_text(text: str) -> str:
@@ -191,6 +192,8 @@ class Provider:
         self._http: httpx.AsyncClient | None = None
         self._context_window: int | None = settings.context_window
         self._models_retry_at = 0.0
+        # Encoded request bodies around their messages, by the tools offered.
+        self._frames: dict[tuple[int, ...], tuple[bytes, bytes, tuple[Any, ...]]] = {}
 
     @property
     def _client(self) -> httpx.AsyncClient:
@@ -250,9 +253,32 @@ class Provider:
             body["stream_options"] = {"include_usage": True}
         return body
 
+    def encode_body(
+        self,
+        messages: Sequence[dict[str, Any] | bytes],
+        tools: Sequence[dict[str, Any]] | None,
+    ) -> bytes:
+        """The body `request_body` describes, encoded as httpx would encode it. A message
+        given as bytes is already encoded; everything around the messages is encoded
+        once for a given set of tools and kept."""
+        key = tuple(id(tool) for tool in tools or ())
+        frame = self._frames.get(key)
+        if frame is None:
+            encoded = request_json(self.request_body([], tools))
+            marker = b'"messages":[]'
+            assert encoded.count(marker) == 1
+            head, tail = encoded.split(marker)
+            if len(self._frames) >= 8:
+                self._frames.clear()
+            # The tools are kept with their frame, so no other object can take their ids.
+            frame = (head + b'"messages":[', b"]" + tail, tuple(tools or ()))
+            self._frames[key] = frame
+        pieces = [m if isinstance(m, bytes) else request_json(m) for m in messages]
+        return b"".join((frame[0], b",".join(pieces), frame[1]))
+
     async def complete(
         self,
-        messages: Sequence[dict[str, Any]],
+        messages: Sequence[dict[str, Any] | bytes],
         tools: Sequence[dict[str, Any]] | None = None,
         *,
         reply: Reply | None = None,
@@ -272,7 +298,7 @@ class Provider:
             # A provider on the internet refuses a call without a key anyway; saying so
             # before sending names the setting instead of the provider's own wording.
             raise MissingApiKey(self.missing_key)
-        body = self.request_body(messages, tools)
+        body = self.encode_body(messages, tools)
         attempt = 0
         while True:
             target = reply if reply is not None else Reply()
@@ -298,7 +324,7 @@ class Provider:
 
     async def _attempt(
         self,
-        body: dict[str, Any],
+        body: bytes,
         reply: Reply,
         on_delta: DeltaCallback | None,
         on_thinking: DeltaCallback | None = None,
@@ -311,13 +337,15 @@ class Provider:
         try:
             async with (
                 asyncio.timeout(self.settings.timeout) as deadline,
-                client.stream("POST", "chat/completions", json=body) as response,
+                client.stream(
+                    "POST", "chat/completions", content=body, headers=_JSON_BODY
+                ) as response,
             ):
                 answered = True
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise self._http_error(response, text)
-                if body.get("stream"):
+                if self.settings.stream:
                     rest = await _read_stream(response, reply, on_delta, on_thinking)
                     # The reply is complete: the deadline no longer applies to it, and
                     # the body's end lets the connection serve the next call.

@@ -295,14 +295,15 @@ class Rewinder:
             cut = chosen[-1]
             if request.restore == "files":
                 await self.io(self.store.files_restored, [c.id for c in chosen], written)
+                conversation.info = await self.io(self.sessions.store.get, conversation.id)
             else:
                 state = await self.io(self.store.truncate, conversation.id, cut.prompt_seq, written)
                 conversation.forget_from(
                     cut.prompt_seq,
+                    info=await self.io(self.sessions.store.get, conversation.id),
                     last_billed=state.get("lastInputTokens"),
                     fired_rules=set(state.get("rules", [])),
                 )
-            conversation.info = await self.io(self.sessions.store.get, conversation.id)
             session = self.sessions.wire(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
         if request.restore != "files":

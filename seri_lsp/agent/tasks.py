@@ -150,6 +150,8 @@ class Tasks:
     ) -> CompactionResult:
         """Compact `conversation` now, without waiting for the 50% trigger."""
         self.ensure_idle()
+        if conversation is not None:
+            await conversation.load()
         plan = self.compactor.plan(conversation) if conversation is not None else None
         if conversation is None or plan is None:
             self.host.show("info", NOT_ENOUGH)
@@ -265,7 +267,7 @@ class Tasks:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
         frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
         child = Conversation(
-            info, [], frozen, set(), store=self.store, io=self.io, emit=self.host.emit
+            info, frozen, set(), store=self.store, io=self.io, emit=self.host.emit, messages=[]
         )
         await self.recordings.start(
             child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id

@@ -1,34 +1,86 @@
-"""An open session: its history in memory, its frozen prompt, its running totals.
+"""An open session: its frozen prompt, its running totals, and its history once needed.
 
-Opening a session reads its messages once; from then on every change goes to the store
-and to this in-memory copy together, and the character total is kept incrementally, so
-the token estimate before each model call costs nothing.
+Opening a session reads none of its messages. The token estimate comes from running
+totals stored with the session (its message count and characters, kept by every
+transaction that adds or removes messages), and the history is read from the store
+the first time something needs it: `await conversation.load()`, which a task (and a
+compaction) calls before it starts. Until then `conversation.messages` raises
+`HistoryNotLoaded`, so nothing can read a history that is not there; a view of the
+open session reads its page from the store instead. Once loaded, every change goes to
+the store and to this in-memory copy together.
+
+Every write is a step (`commit`): the messages of one step of a turn, with its
+recording events, the billed token count, the paths its tools touched and the glob
+rules it delivered, commit in one transaction; only then are the messages told to the
+face (`seri/message`), so a message an editor was shown survives a kill.
+
+What the next request carries is kept as the history grows (`PairedHistory`): every
+message checked for whole tool-call pairs and encoded once, so a model call neither
+re-checks nor re-encodes the history before it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from seri_lsp import faults
+from seri_lsp.context.pairing import PairedHistory
 from seri_lsp.context.prompt_files import FrozenPrompt
 from seri_lsp.context.recording import Recorder
 from seri_lsp.events import Event, MessageStored
-from seri_lsp.store.messages import Message, tokens_for_chars
+from seri_lsp.store.messages import Message, request_json, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.worker import Worker
+
+
+class HistoryNotLoaded(RuntimeError):
+    """Something read `Conversation.messages` before `await conversation.load()` (a bug)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"The history of session {session_id} is not loaded; await conversation.load() "
+            "before reading conversation.messages."
+        )
+
+
+@dataclass
+class Step:
+    """What one step of a turn stores, in one transaction: its messages (in order), its
+    recording events (in order), the billed input-token count of a reply, the paths its
+    tools read and modified, and the glob rules it delivered."""
+
+    messages: list[Message] = field(default_factory=list)
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    billed: int | None = None
+    read: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
+    # Names the step's crash points (`SERI_CRASH_AT=<label>.in_transaction`, `.committed`).
+    label: str = "step"
+
+    def record(self, kind: str, data: dict[str, Any]) -> None:
+        """A recording event of this step."""
+        self.events.append((kind, data))
+
+
+def _request_json(message: Message) -> bytes:
+    return request_json(message.to_provider())
 
 
 class Conversation:
     """A session opened in this process.
 
     It writes through `store` on the `io` worker thread and tells the face about every
-    stored message through `emit`.
+    stored message through `emit`. `messages` holds the history when given (a new
+    session's: `[]`); None means it is read at the first `load()`.
     """
 
     def __init__(
         self,
         info: SessionInfo,
-        messages: list[Message],
         frozen: FrozenPrompt,
         fired_rules: set[str],
         *,
@@ -36,17 +88,29 @@ class Conversation:
         io: Worker,
         emit: Callable[[Event], None],
         recorder: Recorder | None = None,
+        messages: list[Message] | None = None,
     ) -> None:
         self.info = info
-        self.messages = messages
         self.frozen = frozen
         self.fired_rules = fired_rules
-        self.chars = sum(message.chars for message in messages)
+        self._messages = messages
+        # Running totals of the stored history: they make the estimate, loaded or not.
+        self.chars = info.total_chars if messages is None else sum(m.chars for m in messages)
         self.last_billed: int | None = info.last_input_tokens
-        # Messages appended since the last compaction was committed (on open: everything
-        # the recap does not stand for). A compaction needs at least one, so compacting
-        # can never repeat itself without the conversation having moved on.
-        self.appended_since_compaction = sum(1 for m in messages if not m.is_recap)
+        # Messages appended since the last compaction was committed (on load: everything
+        # the recap does not stand for); None until the history is loaded. A compaction
+        # needs at least one, so compacting can never repeat itself without the
+        # conversation having moved on.
+        self.appended_since_compaction: int | None = None
+        if messages is not None:
+            self.appended_since_compaction = sum(1 for m in messages if not m.is_recap)
+        self._paired: PairedHistory | None = None
+        self._system_json: bytes | None = None
+        self._loading: asyncio.Lock | None = None
+        # A step written without waiting (`commit_soon`), until it has committed.
+        self._pending: asyncio.Future[list[Message]] | None = None
+        self._pending_messages: list[Message] = []
+        self._pending_error: BaseException | None = None
         self._store = store
         self._io = io
         self._emit = emit
@@ -57,6 +121,33 @@ class Conversation:
     def id(self) -> str:
         return self.info.id
 
+    # --- the history ------------------------------------------------------------------
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the history is in memory (`messages` may be read)."""
+        return self._messages is not None
+
+    @property
+    def messages(self) -> list[Message]:
+        """The history, oldest first, as committed (and told to the face);
+        HistoryNotLoaded before `load()`."""
+        if self._messages is None:
+            raise HistoryNotLoaded(self.id)
+        return self._messages
+
+    async def load(self) -> list[Message]:
+        """Read the history from the store, the first time; after that it costs nothing."""
+        if self._messages is None:
+            if self._loading is None:
+                self._loading = asyncio.Lock()
+            async with self._loading:
+                if self._messages is None:
+                    messages = await self._io(self._store.messages, self.id)
+                    self._messages = messages
+                    self.appended_since_compaction = sum(1 for m in messages if not m.is_recap)
+        return self._messages
+
     def estimate_tokens(self) -> int:
         """max(last billed input tokens, ceil(chars / 4)) over what the next call sends."""
         local = tokens_for_chars(self.frozen.chars + self.chars)
@@ -66,20 +157,121 @@ class Conversation:
         """The frozen system message, identical on every request of this open session."""
         return {"role": "system", "content": self.frozen.system}
 
+    def request(self) -> tuple[list[bytes], list[str]]:
+        """What the next model call sends: the system message and the history, each as
+        encoded request JSON, every tool call answered and every result matched (with
+        the repairs that took, for the log). Needs the history loaded."""
+        if self._paired is None:
+            history = [*self.messages, *self._pending_messages]
+            self._paired = PairedHistory(history, encode=_request_json)
+        if self._system_json is None:
+            self._system_json = request_json(self.system_message())
+        pieces, repairs = self._paired.encoded_request()
+        return [self._system_json, *pieces], repairs
+
+    # --- writing ----------------------------------------------------------------------
+
+    async def commit(self, step: Step) -> list[Message]:
+        """Store one step in one transaction, then tell the face about its messages."""
+        await self.settle()
+        stored = await self._write(step)
+        self._counted(step.messages)
+        self._committed(step, stored)
+        return stored
+
+    async def commit_soon(self, step: Step) -> None:
+        """Queue one step's transaction and go on without waiting for it.
+
+        Its messages count at once in the totals and in what the next request carries
+        (`request()`); they join `messages`, and the face is told about them, when the
+        transaction has committed. Every other write, and `settle()`, waits for it
+        first (the database thread runs writes in order anyway); `settle()` raises its
+        error, if it failed. A model call may go out meanwhile; whatever reads the
+        history itself (a compaction's plan) settles first.
+        """
+        await self.settle()
+        written = self._write(step)
+        self._counted(step.messages)
+        if self._paired is not None:
+            for message in step.messages:
+                self._paired.add(message)
+        self._pending, self._pending_messages = written, list(step.messages)
+
+        def done(future: asyncio.Future[list[Message]]) -> None:
+            self._pending_messages = []
+            if future.cancelled() or future.exception() is not None:
+                self._pending_error = (
+                    asyncio.CancelledError() if future.cancelled() else future.exception()
+                )
+                self._counted(step.messages, undo=True)
+                self._paired = None  # rebuilt from what was committed
+                return
+            # The request history has them already (added when queued).
+            self._committed(step, future.result(), paired=False)
+
+        written.add_done_callback(done)
+
+    async def settle(self) -> None:
+        """Wait for a step queued by `commit_soon`; raise its error if it failed."""
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending.done():
+            # Shielded: whoever waits may be cancelled, the write goes on regardless.
+            await asyncio.wait([asyncio.shield(pending)])
+        error, self._pending_error = self._pending_error, None
+        if error is not None:
+            raise error
+
     async def append(self, message: Message) -> Message:
         """Store a message at the end of the session and tell the face."""
-        stored = await self._io(self._store.append, self.id, message)
-        self.messages.append(stored)
-        self.chars += stored.chars
-        self.appended_since_compaction += 1
-        self._emit(MessageStored(self.id, stored))
+        [stored] = await self.commit(Step([message]))
         return stored
+
+    def _write(self, step: Step) -> asyncio.Future[list[Message]]:
+        recorder = self.recorder
+        also = None
+        if recorder is not None and step.events:
+            also = recorder.writer([recorder.number(kind, data) for kind, data in step.events])
+        return self._io(
+            self._store.write_step,
+            self.id,
+            step.messages,
+            billed=step.billed,
+            read=step.read,
+            modified=step.modified,
+            rules=step.rules,
+            also=also,
+            label=step.label,
+        )
+
+    def _counted(self, messages: Sequence[Message], *, undo: bool = False) -> None:
+        """The running totals count the messages of a step (or no longer do)."""
+        sign = -1 if undo else 1
+        self.chars += sign * sum(message.chars for message in messages)
+        if self.appended_since_compaction is not None:
+            self.appended_since_compaction += sign * len(messages)
+
+    def _committed(self, step: Step, stored: list[Message], *, paired: bool = True) -> None:
+        """A step's transaction committed: the history and the face learn of it."""
+        faults.crash_point(f"{step.label}.committed")
+        if self._messages is not None:
+            self._messages.extend(stored)
+        if paired and self._paired is not None:
+            for message in stored:
+                self._paired.add(message)
+        if step.billed is not None:
+            self.last_billed = step.billed
+        self.fired_rules.update(step.rules)
+        for message in stored:
+            self._emit(MessageStored(self.id, message))
 
     async def replace_prefix(self, replaced: Sequence[Message], recap: Message) -> Message:
         """Commit a compaction: the recap replaces the earlier recap and the evicted."""
+        await self.settle()
+        messages = self.messages
         stored = await self._io(self._store.replace_prefix, self.id, replaced, recap)
         gone = {message.id for message in replaced}
-        self.messages = [stored, *(m for m in self.messages if m.id not in gone)]
+        self._messages = [stored, *(m for m in messages if m.id not in gone)]
+        self._paired = None
         self.chars += stored.chars - sum(message.chars for message in replaced)
         # The billed count described the history before the cut; it no longer applies.
         self.last_billed = None
@@ -87,19 +279,28 @@ class Conversation:
         self._emit(MessageStored(self.id, stored))
         return stored
 
-    def forget_from(self, seq: int, *, last_billed: int | None, fired_rules: set[str]) -> None:
+    def forget_from(
+        self, seq: int, *, info: SessionInfo, last_billed: int | None, fired_rules: set[str]
+    ) -> None:
         """A rewind removed the messages from position `seq` on (already in the store).
 
-        The running totals follow: the character count, the billed count and the glob
-        rules delivered go back to what they were before the removed prompt.
+        The running totals follow (`info` is the session as the rewind left it): the
+        character count, the billed count and the glob rules delivered go back to what
+        they were before the removed prompt.
         """
-        kept = [m for m in self.messages if m.seq is None or m.seq < seq]
-        removed = len(self.messages) - len(kept)
-        self.messages = kept
-        self.chars = sum(message.chars for message in kept)
+        if self._messages is not None:
+            kept = [m for m in self._messages if m.seq is None or m.seq < seq]
+            removed = len(self._messages) - len(kept)
+            self._messages = kept
+            assert self.appended_since_compaction is not None
+            self.appended_since_compaction = max(0, self.appended_since_compaction - removed)
+        self._paired = None
+        self.info = info
+        self.chars = info.total_chars
         self.last_billed = last_billed
         self.fired_rules = set(fired_rules)
-        self.appended_since_compaction = max(0, self.appended_since_compaction - removed)
+
+    # --- recording --------------------------------------------------------------------
 
     async def record_event(self, kind: str, data: dict[str, Any]) -> None:
         """Record a non-message happening (retry, denial, usage, ...) in the session's
@@ -115,7 +316,10 @@ class Conversation:
     async def record_usage(
         self, purpose: str, input_tokens: int | None, output_tokens: int | None
     ) -> None:
-        """Record billed tokens; a turn's input count becomes the new estimate floor."""
+        """Record billed tokens; a turn's input count becomes the new estimate floor.
+
+        (A turn's reply records its usage with its step instead: `Step.billed`.)
+        """
         if purpose == "turn" and input_tokens is not None:
             self.last_billed = input_tokens
             await self._io(self._store.set_last_input_tokens, self.id, input_tokens)
@@ -124,14 +328,11 @@ class Conversation:
             {"purpose": purpose, "inputTokens": input_tokens, "outputTokens": output_tokens},
         )
 
+    # --- paths ------------------------------------------------------------------------
+
     async def add_paths(self, read: Iterable[str], modified: Iterable[str]) -> None:
         """Note the paths a tool read or modified, for the session's path lists."""
         await self._io(self._store.add_paths, self.id, tuple(read), tuple(modified))
-
-    async def mark_rule_fired(self, rule: str) -> None:
-        """Remember that a glob rule was delivered, so it arrives only once per session."""
-        self.fired_rules.add(rule)
-        await self._io(self._store.mark_rule_fired, self.id, rule)
 
     async def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(read, modified) paths of this session's tools."""

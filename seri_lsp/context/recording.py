@@ -22,11 +22,13 @@ A recording in progress (here, or in another live seri process) is never pruned.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
+import sqlite3
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -49,6 +51,7 @@ from seri_lsp.store.trajectories import (
     TrajectoryStore,
     cutoff_for,
     prune_legacy_files,
+    write_events,
 )
 from seri_lsp.store.worker import Worker
 
@@ -59,6 +62,8 @@ HEADER_FORMAT = 1
 _SECRET_PARTS = ("key", "token", "secret", "pass", "auth", "sig", "credential")
 # How many pruned items the log names before it only counts.
 _LOG_NAMES = 10
+# An event numbered in its recording and elided: (seq, kind, data).
+Numbered = tuple[int, str, dict[str, Any]]
 
 
 # --- elision ----------------------------------------------------------------------------
@@ -78,6 +83,28 @@ def value_bytes(value: Any) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def size_bound(value: Any) -> float:
+    """An upper bound of `value_bytes(value)` that costs no encoding (inf: unknown).
+
+    A character takes at most 4 UTF-8 bytes, and at most 6 in JSON (`\\u001f`); a key
+    and its value add at most 6 (the quotes of a key that is no string, the colon and
+    the separator with their spaces) and a container its brackets.
+    """
+    if isinstance(value, str):
+        return 6 * len(value) + 2
+    if value is None or isinstance(value, bool):
+        return 5
+    if isinstance(value, int):
+        return len(str(value)) if abs(value) < 10**30 else float("inf")
+    if isinstance(value, float):
+        return 32
+    if isinstance(value, dict):
+        return 2 + sum(size_bound(k) + size_bound(v) + 6 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 2 + sum(size_bound(item) + 2 for item in value)
+    return float("inf")
+
+
 def elide_value(value: Any, limit: int) -> Any:
     """`value` with every part over `limit` bytes replaced by an elision marker.
 
@@ -85,6 +112,8 @@ def elide_value(value: Any, limit: int) -> Any:
     the container itself only when it is still over the limit after that, so a tool
     call's small `path` survives its large `content`.
     """
+    if size_bound(value) <= limit:
+        return value  # no part of it can be over the limit: nothing to measure
     if isinstance(value, str):
         size = value_bytes(value)
         return elided(size) if size > limit else value
@@ -186,16 +215,25 @@ class Recorder:
 
     async def record(self, kind: str, data: dict[str, Any]) -> None:
         """Append one event (numbered now, so events keep the order they were made in)."""
-        self._seq += 1
-        value = elide_event(data, self.elide_bytes)
+        seq, kind, value = self.number(kind, data)
         await self.io(
-            self.store.append,
-            self.trajectory_id,
-            self.session_id,
-            self.header,
-            self._seq,
-            kind,
-            value,
+            self.store.append, self.trajectory_id, self.session_id, self.header, seq, kind, value
+        )
+
+    def number(self, kind: str, data: dict[str, Any]) -> Numbered:
+        """An event numbered now and elided, to be written with a step (`writer`)."""
+        self._seq += 1
+        return self._seq, kind, elide_event(data, self.elide_bytes)
+
+    def writer(self, events: Sequence[Numbered]) -> Callable[[sqlite3.Connection], None]:
+        """What writes numbered events inside a step's transaction (on the database
+        thread), so they commit with the step's messages."""
+        return functools.partial(
+            write_events,
+            trajectory_id=self.trajectory_id,
+            session_id=self.session_id,
+            header=self.header,
+            events=events,
         )
 
     async def note_context_window(self, window: int) -> None:

@@ -1,7 +1,8 @@
 """Which session this process has open, and the turn budget in force for it.
 
-Opening a session reads its messages and freezes its prompt files once; reopening the
-session that is already open keeps that frozen prompt. Every change of the open session
+Opening a session freezes its prompt files once and reads none of its messages (they
+wait for the first prompt, `Conversation.load`); reopening the session that is already
+open keeps that frozen prompt. Every change of the open session
 is announced to the face (`SessionChanged`).
 
 One session, one window: the open session is held with an OS file lock (`store/locks`),
@@ -120,7 +121,7 @@ class SessionManager:
         except BaseException:
             self.locks.release(session_id)
             raise
-        return await self._open(info, reason)
+        return await self._open(info, reason, new=True)
 
     async def continue_latest(self, *, or_new: bool = False) -> dict[str, Any] | None:
         """Open the project's most recently touched session that no other process holds.
@@ -212,7 +213,7 @@ class SessionManager:
         if self.conversation is None or self.conversation.id != session_id:
             self.locks.release(session_id)
 
-    async def _open(self, info: SessionInfo, reason: str) -> dict[str, Any]:
+    async def _open(self, info: SessionInfo, reason: str, *, new: bool = False) -> dict[str, Any]:
         current = self.conversation
         if current is not None and current.id == info.id:
             # Still open in this process: its frozen prompt (and recording) stay as they were.
@@ -221,7 +222,7 @@ class SessionManager:
             return self._announce(current.info, reason)
         await self._acquire(info.id)
         try:
-            messages = await self.io(self.store.messages, info.id)
+            # No message is read: the history waits for the first prompt or view.
             fired = await self.io(self.store.fired_rules, info.id)
             frozen = await self.io(freeze, self.workspace_root(), self.profile_root)
             info = await self.io(self.store.touch, info.id)
@@ -230,7 +231,13 @@ class SessionManager:
             raise
         self._warn_about(frozen.warnings)
         conversation = Conversation(
-            info, messages, frozen, fired, store=self.store, io=self.io, emit=self.host.emit
+            info,
+            frozen,
+            fired,
+            store=self.store,
+            io=self.io,
+            emit=self.host.emit,
+            messages=[] if new else None,  # a new session's history is known: empty
         )
         self.conversation = conversation
         if current is not None:
@@ -309,9 +316,17 @@ class SessionManager:
                 "usage": {"estimateTokens": 0, "contextWindow": await self.context_window()},
                 "paths": {"read": [], "modified": []},
             }
-        if conversation is not None:
+        messages: list[dict[str, Any]]
+        if conversation is not None and (conversation.loaded or limit is None):
+            # The whole history is a view that needs it: it stays loaded for the next one
+            # (and for the next prompt). A page of a history not loaded comes from the store.
+            await conversation.load()
             info, paths = await self.io(self._fresh_info_and_paths, info.id)
-            messages, has_more = page(conversation.messages, limit, before, info.id)
+            loaded, has_more = page(conversation.messages, limit, before, info.id)
+            messages = [message.to_wire() for message in loaded]
+            estimate = conversation.estimate_tokens()
+        elif conversation is not None:
+            info, messages, has_more, paths = await self.io(self._read_open, info.id, limit, before)
             estimate = conversation.estimate_tokens()
         else:
             root = self.workspace_root()
@@ -321,7 +336,7 @@ class SessionManager:
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
         return {
             "session": self.wire(info),
-            "messages": [message.to_wire() for message in messages],
+            "messages": messages,
             "hasMore": has_more,
             "usage": {"estimateTokens": estimate, "contextWindow": await self.context_window()},
             "paths": paths.to_wire(),
@@ -332,19 +347,31 @@ class SessionManager:
     def _fresh_info_and_paths(self, session_id: str) -> tuple[SessionInfo, SessionPaths]:
         return self.store.get(session_id), self.store.paths(session_id)
 
+    def _read_open(
+        self, session_id: str, limit: int | None, before: int | None
+    ) -> tuple[SessionInfo, list[dict[str, Any]], bool, SessionPaths]:
+        """The open session (not loaded): its row, a page of it, and its paths."""
+        messages, has_more = self._page(session_id, limit, before)
+        return self.store.get(session_id), messages, has_more, self.store.paths(session_id)
+
     def _read_stored(
         self, session_id: str, limit: int | None, before: int | None, root: Path | None
-    ) -> tuple[list[Message], bool, int, SessionPaths]:
+    ) -> tuple[list[dict[str, Any]], bool, int, SessionPaths]:
         """A page of a session that is not open, its character total, and its paths."""
+        messages, has_more = self._page(session_id, limit, before)
+        _, total_chars = self.store.totals(session_id)
+        frozen = freeze(root, self.profile_root)
+        return messages, has_more, frozen.chars + total_chars, self.store.paths(session_id)
+
+    def _page(
+        self, session_id: str, limit: int | None, before: int | None
+    ) -> tuple[list[dict[str, Any]], bool]:
         before_seq = None
         if before is not None:
             before_seq = self.store.message_seq(session_id, before)
             if before_seq is None:
                 raise _not_a_message(before, session_id)
-        messages, has_more = self.store.messages_page(session_id, limit, before_seq)
-        _, total_chars = self.store.totals(session_id)
-        frozen = freeze(root, self.profile_root)
-        return messages, has_more, frozen.chars + total_chars, self.store.paths(session_id)
+        return self.store.wire_page(session_id, limit, before_seq)
 
 
 def page(
