@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 # How long a stop waits for the requests in flight (a cancelled task storing its end).
 DRAIN_SECONDS = 5.0
 _HEADER_LIMIT = 1 << 16
+# What a pipe to the editor may hold (Linux's limit for unprivileged processes).
+PIPE_BYTES = 1 << 20
 # How much of a message too large to read is kept, to find its id.
 _HEAD_BYTES = 4096
 
@@ -176,7 +178,9 @@ def serve_stdio(
     stdout: BinaryIO | None = None,
 ) -> int:
     """Serve on standard input and output; returns the exit status."""
-    protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    out = stdout or sys.stdout.buffer
+    widen_pipe(out.fileno())
+    protocol.set_writer(StdoutWriter(out))
     fd = (stdin or sys.stdin.buffer).fileno()
 
     async def connect(stopper: Stopper) -> None:
@@ -188,6 +192,17 @@ def serve_stdio(
         await read_messages(reader, protocol)
 
     return run_loop(run(protocol, connect, close))
+
+
+def widen_pipe(fd: int) -> None:
+    """Let the pipe behind `fd` hold 1 MiB where the system allows it (Linux), so a large
+    answer goes out in a few writes instead of one per 64 KiB the editor has read."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError, ValueError):
+        pass  # not a pipe, not Linux, or a lower limit: the default size serves
 
 
 def serve_tcp(
