@@ -72,12 +72,6 @@ class Host:
         return self.document_text(path)
 
     @property
-    def reads_files(self) -> bool:
-        """Whether `read_file` asks the editor (a request it sees) rather than reading
-        the open documents this process holds, or the disk."""
-        return False
-
-    @property
     def writes_files(self) -> bool:
         """Whether the tools write (and create) files through `write_file` rather than
         with `apply_edit` and the disk."""

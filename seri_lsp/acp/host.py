@@ -228,10 +228,6 @@ class AcpHost(Host):
     def writes_files(self) -> bool:
         return self._writes and self.session_id is not None
 
-    @property
-    def reads_files(self) -> bool:
-        return self._reads and self.session_id is not None
-
     async def write_file(self, path: Path, text: str) -> EditResult:
         assert self.session_id is not None
         try:

@@ -35,9 +35,6 @@ from seri_lsp.store.messages import Message, ToolCall
 
 logger = logging.getLogger(__name__)
 
-# Tools that only read: the first of a reply's calls may start while the reply commits.
-READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "grep"})
-
 
 class Notices:
     """What the user was already shown during one task (its subagents included).
@@ -155,8 +152,6 @@ class AgentLoop:
         # The checks run when the model finishes a task that changed files (top level only).
         self.checks = checks
         self._reply: Reply | None = None
-        # The first tool call of the stored reply, started while the reply committed.
-        self._head_start: asyncio.Future[ToolOutcome] | None = None
         self._streamed = False  # whether the model call in flight streamed any text
 
     async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
@@ -360,26 +355,9 @@ class AgentLoop:
         units = tool_units(assistant.tool_calls)
         if units:
             record_calls(step, units[0])
-            self._head_start = self._start_early(units[0])
         self._reply = None
-        try:
-            [stored] = await self.conversation.commit(step)
-        except BaseException:
-            early, self._head_start = self._head_start, None
-            await _abandon(early)
-            raise
+        [stored] = await self.conversation.commit(step)
         return stored
-
-    def _start_early(self, unit: list[ToolCall]) -> asyncio.Future[ToolOutcome] | None:
-        """A first call that only reads starts while its reply commits: it changes
-        nothing, and every change a tool makes is preceded by a write that the database
-        thread runs after the reply's (a checkpoint's "before"), so nothing it does can
-        get ahead of the store. Not when reading asks the editor (ACP), which would hear
-        of the read before the call."""
-        call = unit[0]
-        if len(unit) > 1 or call.name not in READ_ONLY_TOOLS or self.host.reads_files:
-            return None
-        return asyncio.ensure_future(self.scope.run(self.toolbox.run(call)))
 
     async def _store_partial_reply(self) -> None:
         """After a cancel mid-stream, keep what the model had said (its calls were incomplete)."""
@@ -402,55 +380,33 @@ class AgentLoop:
         units = tool_units(assistant.tool_calls)
         rules: list[Message] = []
         fired: list[str] = []
-        early, self._head_start = self._head_start, None
-        try:
-            for number, unit in enumerate(units):
-                self.scope.check()
-                for call in unit:
-                    self.host.emit(ToolStarted(conversation.id, call))
-                if number == 0 and early is not None:
-                    run, early = early, None
-                    outcomes = [await run]
-                else:
-                    outcomes = await self._run_unit(unit)
-                following = units[number + 1] if number + 1 < len(units) else None
-                await self._store_results(unit, outcomes, following, rules, fired)
-        finally:
-            await _abandon(early)
+        for number, unit in enumerate(units):
+            self.scope.check()
+            for call in unit:
+                self.host.emit(ToolStarted(conversation.id, call))
+            if unit[0].name == "task":
+                # Subagents share this task's cancel scope and run side by side.
+                outcomes = list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
+            else:
+                outcomes = [await self.scope.run(self.toolbox.run(unit[0]))]
+            following = units[number + 1] if number + 1 < len(units) else None
+            for position, (call, outcome) in enumerate(zip(unit, outcomes, strict=True)):
+                step = self._result_step(call, outcome)
+                for rule, message in self._rules_for(outcome.read + outcome.modified, fired):
+                    fired.append(rule)
+                    rules.append(message)
+                if position == len(unit) - 1 and following is not None:
+                    record_calls(step, following)
+                elif position == len(unit) - 1:
+                    step.messages += rules
+                    step.rules = fired
+                    # The turn's last step commits while the next model call goes out:
+                    # the call changes nothing, and the results reach the editor (and
+                    # the loop's next write) only once committed.
+                    await conversation.commit_soon(step)
+                    continue
+                await conversation.commit(step)
         self.scope.check()
-
-    async def _run_unit(self, unit: list[ToolCall]) -> list[ToolOutcome]:
-        if unit[0].name == "task":
-            # Subagents share this task's cancel scope and run side by side.
-            return list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
-        return [await self.scope.run(self.toolbox.run(unit[0]))]
-
-    async def _store_results(
-        self,
-        unit: list[ToolCall],
-        outcomes: list[ToolOutcome],
-        following: list[ToolCall] | None,
-        rules: list[Message],
-        fired: list[str],
-    ) -> None:
-        """One step per result of `unit`; `following` is the next unit of calls."""
-        conversation = self.conversation
-        for position, (call, outcome) in enumerate(zip(unit, outcomes, strict=True)):
-            step = self._result_step(call, outcome)
-            for rule, message in self._rules_for(outcome.read + outcome.modified, fired):
-                fired.append(rule)
-                rules.append(message)
-            if position == len(unit) - 1 and following is not None:
-                record_calls(step, following)
-            elif position == len(unit) - 1:
-                step.messages += rules
-                step.rules = fired
-                # The turn's last step commits while the next model call goes out:
-                # the call changes nothing, and the results reach the editor (and
-                # the loop's next write) only once committed.
-                await conversation.commit_soon(step)
-                continue
-            await conversation.commit(step)
 
     def _result_step(self, call: ToolCall, outcome: ToolOutcome) -> Step:
         """A tool result's step: its message, recording events and paths."""
@@ -552,15 +508,6 @@ class AgentLoop:
                 )
         if step.messages:
             await self.conversation.commit(step)
-
-
-async def _abandon(run: asyncio.Future[ToolOutcome] | None) -> None:
-    """Stop an early tool run that nobody will wait for."""
-    if run is None:
-        return
-    run.cancel()
-    with contextlib.suppress(BaseException):
-        await run
 
 
 def tool_units(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
