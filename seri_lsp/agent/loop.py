@@ -8,7 +8,6 @@ Whatever way it ends, every tool call the model made gets exactly one stored res
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -191,7 +190,6 @@ class AgentLoop:
                                 status, error = "failed", verdict.error
                         break
                     await self._run_tools(assistant)
-                await conversation.settle()
             except TaskCancelled:
                 status, error = "cancelled", "Cancelled by the user."
                 await self._store_partial_reply()
@@ -281,7 +279,6 @@ class AgentLoop:
                 f"provider.contextWindow to the model's real window (now {window}), or "
                 "start a new session (/clear)."
             )
-        await conversation.settle()
         plan = self.compactor.plan(conversation)
         if plan is None:
             await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
@@ -309,7 +306,6 @@ class AgentLoop:
         estimate = conversation.estimate_tokens()
         if estimate * 2 < window:
             return
-        await conversation.settle()  # the plan reads the history as committed
         plan = self.compactor.plan(conversation)
         if plan is None:
             self.host.log(
@@ -400,11 +396,6 @@ class AgentLoop:
                 elif position == len(unit) - 1:
                     step.messages += rules
                     step.rules = fired
-                    # The turn's last step commits while the next model call goes out:
-                    # the call changes nothing, and the results reach the editor (and
-                    # the loop's next write) only once committed.
-                    await conversation.commit_soon(step)
-                    continue
                 await conversation.commit(step)
         self.scope.check()
 
@@ -483,8 +474,6 @@ class AgentLoop:
 
     async def _answer_open_calls(self, status: str) -> None:
         """Give every unanswered call of the last assistant message an explicit result."""
-        with contextlib.suppress(StoreBusy):  # what it held was not stored: answered here
-            await self.conversation.settle()
         messages = self.conversation.messages
         position = next(
             (i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "assistant"), None

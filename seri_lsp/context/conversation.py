@@ -107,10 +107,6 @@ class Conversation:
         self._paired: PairedHistory | None = None
         self._system_json: bytes | None = None
         self._loading: asyncio.Lock | None = None
-        # A step written without waiting (`commit_soon`), until it has committed.
-        self._pending: asyncio.Future[list[Message]] | None = None
-        self._pending_messages: list[Message] = []
-        self._pending_error: BaseException | None = None
         self._store = store
         self._io = io
         self._emit = emit
@@ -130,8 +126,7 @@ class Conversation:
 
     @property
     def messages(self) -> list[Message]:
-        """The history, oldest first, as committed (and told to the face);
-        HistoryNotLoaded before `load()`."""
+        """The history, oldest first; HistoryNotLoaded before `load()`."""
         if self._messages is None:
             raise HistoryNotLoaded(self.id)
         return self._messages
@@ -162,8 +157,7 @@ class Conversation:
         encoded request JSON, every tool call answered and every result matched (with
         the repairs that took, for the log). Needs the history loaded."""
         if self._paired is None:
-            history = [*self.messages, *self._pending_messages]
-            self._paired = PairedHistory(history, encode=_request_json)
+            self._paired = PairedHistory(self.messages, encode=_request_json)
         if self._system_json is None:
             self._system_json = request_json(self.system_message())
         pieces, repairs = self._paired.encoded_request()
@@ -173,53 +167,22 @@ class Conversation:
 
     async def commit(self, step: Step) -> list[Message]:
         """Store one step in one transaction, then tell the face about its messages."""
-        await self.settle()
         stored = await self._write(step)
-        self._counted(step.messages)
-        self._committed(step, stored)
-        return stored
-
-    async def commit_soon(self, step: Step) -> None:
-        """Queue one step's transaction and go on without waiting for it.
-
-        Its messages count at once in the totals and in what the next request carries
-        (`request()`); they join `messages`, and the face is told about them, when the
-        transaction has committed. Every other write, and `settle()`, waits for it
-        first (the database thread runs writes in order anyway); `settle()` raises its
-        error, if it failed. A model call may go out meanwhile; whatever reads the
-        history itself (a compaction's plan) settles first.
-        """
-        await self.settle()
-        written = self._write(step)
-        self._counted(step.messages)
+        faults.crash_point(f"{step.label}.committed")
+        self.chars += sum(message.chars for message in stored)
+        if self._messages is not None:
+            self._messages.extend(stored)
+            assert self.appended_since_compaction is not None
+            self.appended_since_compaction += len(stored)
         if self._paired is not None:
-            for message in step.messages:
+            for message in stored:
                 self._paired.add(message)
-        self._pending, self._pending_messages = written, list(step.messages)
-
-        def done(future: asyncio.Future[list[Message]]) -> None:
-            self._pending_messages = []
-            if future.cancelled() or future.exception() is not None:
-                self._pending_error = (
-                    asyncio.CancelledError() if future.cancelled() else future.exception()
-                )
-                self._counted(step.messages, undo=True)
-                self._paired = None  # rebuilt from what was committed
-                return
-            # The request history has them already (added when queued).
-            self._committed(step, future.result(), paired=False)
-
-        written.add_done_callback(done)
-
-    async def settle(self) -> None:
-        """Wait for a step queued by `commit_soon`; raise its error if it failed."""
-        pending, self._pending = self._pending, None
-        if pending is not None and not pending.done():
-            # Shielded: whoever waits may be cancelled, the write goes on regardless.
-            await asyncio.wait([asyncio.shield(pending)])
-        error, self._pending_error = self._pending_error, None
-        if error is not None:
-            raise error
+        if step.billed is not None:
+            self.last_billed = step.billed
+        self.fired_rules.update(step.rules)
+        for message in stored:
+            self._emit(MessageStored(self.id, message))
+        return stored
 
     async def append(self, message: Message) -> Message:
         """Store a message at the end of the session and tell the face."""
@@ -243,30 +206,8 @@ class Conversation:
             label=step.label,
         )
 
-    def _counted(self, messages: Sequence[Message], *, undo: bool = False) -> None:
-        """The running totals count the messages of a step (or no longer do)."""
-        sign = -1 if undo else 1
-        self.chars += sign * sum(message.chars for message in messages)
-        if self.appended_since_compaction is not None:
-            self.appended_since_compaction += sign * len(messages)
-
-    def _committed(self, step: Step, stored: list[Message], *, paired: bool = True) -> None:
-        """A step's transaction committed: the history and the face learn of it."""
-        faults.crash_point(f"{step.label}.committed")
-        if self._messages is not None:
-            self._messages.extend(stored)
-        if paired and self._paired is not None:
-            for message in stored:
-                self._paired.add(message)
-        if step.billed is not None:
-            self.last_billed = step.billed
-        self.fired_rules.update(step.rules)
-        for message in stored:
-            self._emit(MessageStored(self.id, message))
-
     async def replace_prefix(self, replaced: Sequence[Message], recap: Message) -> Message:
         """Commit a compaction: the recap replaces the earlier recap and the evicted."""
-        await self.settle()
         messages = self.messages
         stored = await self._io(self._store.replace_prefix, self.id, replaced, recap)
         gone = {message.id for message in replaced}
