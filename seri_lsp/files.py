@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -46,6 +45,8 @@ def atomic_write_bytes(
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(target))
     if mode is None and current is not None:
         mode = stat.S_IMODE(current.st_mode)
+    import secrets  # only when needed: not at start-up
+
     temp = folder / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(temp, flags, 0o666)  # the kernel applies the umask

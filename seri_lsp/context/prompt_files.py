@@ -23,7 +23,6 @@ own files in the profile are not confined.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -276,4 +275,6 @@ def _read(path: Path, warnings: list[str]) -> str | None:
 
 
 def _sha256(text: str) -> str:
+    import hashlib  # only when needed: not at start-up
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

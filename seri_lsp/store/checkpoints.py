@@ -19,7 +19,6 @@ Everything here is synchronous; the engine runs it on its database thread.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
@@ -35,6 +34,8 @@ KEEP_SESSIONS = 20
 
 def sha256_of(data: bytes) -> str:
     """The key a content is stored under."""
+    import hashlib  # only when needed: not at start-up
+
     return hashlib.sha256(data).hexdigest()
 
 

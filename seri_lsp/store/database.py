@@ -22,6 +22,7 @@ writes: that opening a session does not read its messages, for one.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import stat
@@ -354,7 +355,8 @@ def _check_is_seri(conn: sqlite3.Connection) -> None:
     known = max(version for version, _, _ in MIGRATIONS)
     if versions and max(versions) > known:
         return  # a newer seri's database: refused with its own message after this
-    applied = _schema_after(versions)
+    every = frozenset(version for version, _, _ in MIGRATIONS)
+    applied = _schema_after(None if versions == every else frozenset(versions))
     for table, columns in applied.items():
         if table not in tables:
             raise _NotSeri(f"its {table} table is missing")
@@ -369,8 +371,10 @@ def _check_is_seri(conn: sqlite3.Connection) -> None:
             raise _NotSeri(f"it has a {table} table that seri did not make")
 
 
-def _schema_after(versions: set[int] | None) -> dict[str, set[str]]:
-    """Table -> column names after the given migrations (all of them when None)."""
+@functools.cache
+def _schema_after(versions: frozenset[int] | None) -> dict[str, set[str]]:
+    """Table -> column names after the given migrations (all of them when None); worked
+    out once per process (it replays the migrations in memory)."""
     conn = sqlite3.connect(":memory:")
     try:
         conn.execute(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -142,6 +141,8 @@ class SessionLocks:
     def _path(self, session_id: str) -> Path:
         name = session_id
         if not _SAFE_NAME.fullmatch(name):
+            import hashlib  # only when needed: not at start-up
+
             digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass"))
             name = f"sha256-{digest.hexdigest()}"
         return self.folder / f"{name}.lock"
