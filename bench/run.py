@@ -18,13 +18,16 @@ figures and their baselines:
   pygls server answering its one command (`bench/bare_server.py`).
 - resume: `seri.session.resume` of a 10,000-message session against a 100-message one,
   and against reading and json-decoding the history's JSONL file.
-- session.get: of the open 10,000-message session, all and `{limit: 100}`, against raw
-  SELECT + decode + JSON encode of the same messages.
+- session.get: of the open 10,000-message session, `{limit: 100}` just after its
+  resume (the page comes from the store) and then all of it (the first read loads the
+  history; the timed ones follow), against raw SELECT + decode + JSON encode of the
+  same messages.
 - import: legacy import of 10 files of 1,000 messages against raw json.loads +
   executemany, as a throughput.
 - memory: peak RSS of the server after resuming the 10,000-message session and reading
-  it (in one `seri.session.get`, and in pages of 200 as the editors read it) against a
-  bare pygls server's after its first answer.
+  it as the editors do (the newest page of 200, then each earlier page on demand, back
+  to the first message) against a bare pygls server's after its first answer; and, for
+  comparison only, after one `seri.session.get` of all 10,000 (which loads the history).
 - estimate: `bench/estimate.py`, the pre-call token estimate against re-counting.
 """
 
