@@ -197,7 +197,10 @@ def too_big(display: str, size: str, lines: int | None) -> DiskError:
 
 def read_whole(path: Path, display: str, *, stop: Stop) -> str:
     """A whole text file, if it is small enough; DiskError (offering line ranges) if not."""
-    fd, info = open_regular(path, display)
+    try:
+        fd, info = open_regular(path, display)
+    except FileNotFoundError:
+        raise DiskError(f"{display} does not exist.") from None
     try:
         if info.st_size > MAX_READ_BYTES:
             raise too_big(display, size_text(info.st_size), line_count(fd, info.st_size, stop))

@@ -251,8 +251,6 @@ class Toolbox:
         elif lines is not None:
             text = await self.threads.run(disk.read_range, target.real, target.display, lines)
         else:
-            if not target.real.exists():
-                raise ToolError(f"{target.display} does not exist.")
             text = await self.threads.run(disk.read_whole, target.real, target.display)
         return ToolOutcome(text, read=(target.display,))
 

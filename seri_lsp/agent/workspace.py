@@ -49,11 +49,11 @@ class Workspace:
             raise PathDenied(f"{raw!r} is not a valid path")
         if self.root is None:
             raise PathDenied("no workspace folder is open, so no file can be touched")
-        given = Path(raw)
-        lexical = Path(os.path.normpath(given if given.is_absolute() else self.root / given))
+        absolute = os.path.isabs(raw)
+        lexical = Path(os.path.normpath(raw if absolute else os.path.join(self.root, raw)))
         home = _containing(lexical, self.roots)
         if home is None:
-            kind = "absolute path" if given.is_absolute() else "path"
+            kind = "absolute path" if absolute else "path"
             raise PathDenied(
                 f"the {kind} {raw!r} is outside the workspace ({self._describe_roots()})"
             )
@@ -97,8 +97,12 @@ class Workspace:
 
 
 def _containing(path: Path, roots: list[Path]) -> Path | None:
+    # Both sides are normalised and absolute, so comparing their text is enough (and
+    # much cheaper than walking `path.parents`).
+    text = str(path)
     for root in roots:
-        if path == root or root in path.parents:
+        prefix = str(root)
+        if text == prefix or text.startswith(prefix.rstrip(os.sep) + os.sep):
             return root
     return None
 

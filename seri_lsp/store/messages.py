@@ -145,12 +145,14 @@ def wire_message(
     return wire
 
 
+# One encoder, built once: json.dumps builds a new one at every call given options.
+_REQUEST_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def request_json(value: Any) -> bytes:
     """`value` encoded as a request body carries it: UTF-8 JSON, compact, as httpx
     encodes a `json=` body (non-ASCII characters as themselves, no NaN)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-        "utf-8"
-    )
+    return _REQUEST_ENCODER.encode(value).encode("utf-8")
 
 
 def count_chars(message: Message) -> int:
