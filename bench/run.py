@@ -1,6 +1,6 @@
 """Print every performance figure as a ratio against its baseline, measured in this run.
 
-    python -m bench            # the full run: a few minutes on 2 cores
+    python -m bench            # the full run: under a minute on 2 cores
     python -m bench --quick    # fewer repetitions, for a quick look
     python bench/run.py        # the same as python -m bench
 
