@@ -35,24 +35,9 @@ from acp.schema import (
 )
 
 from tests.harness import server_env
-from tests.scripted_provider import ScriptedProvider
 
 HOLD = "hold"  # a permission answer that never comes (the user walked away)
 TIMEOUT = 20.0
-
-
-def provider_config(provider: ScriptedProvider, **extra: Any) -> dict[str, Any]:
-    """Provider settings that point the agent at the scripted provider."""
-    return {
-        "baseUrl": provider.base_url,
-        "model": provider.model,
-        "apiKey": "test-key",
-        "timeout": 10,
-        "maxRetries": 2,
-        "retryBaseDelay": 0.01,
-        "retryMaxDelay": 0.05,
-        **extra,
-    }
 
 
 def write_config(profile_root: Path, settings: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 from pytest_lsp import LanguageClient
 
-from tests.harness import start_server, stop_server
+from tests.harness import provider_config, start_server, stop_server
 from tests.scripted_provider import ScriptedProvider
 
 
@@ -41,17 +41,7 @@ def provider_options(
     provider: ScriptedProvider, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Initialization options that point the server at the scripted provider."""
-    settings = {
-        "baseUrl": provider.base_url,
-        "model": provider.model,
-        "apiKey": "test-key",
-        "timeout": 10,
-        "maxRetries": 2,
-        "retryBaseDelay": 0.01,
-        "retryMaxDelay": 0.05,
-    }
-    settings.update(extra or {})
-    return {"provider": settings}
+    return {"provider": provider_config(provider, **(extra or {}))}
 
 
 StartServer = Callable[..., Awaitable[LanguageClient]]

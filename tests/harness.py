@@ -135,6 +135,20 @@ async def seri_async(
     return await asyncio.to_thread(seri, *args, cwd=cwd, env=env)
 
 
+def provider_config(provider: Any, /, **extra: Any) -> dict[str, Any]:
+    """Provider settings that point seri at the scripted provider (quick retries)."""
+    return {
+        "baseUrl": provider.base_url,
+        "model": provider.model,
+        "apiKey": "test-key",
+        "timeout": 10,
+        "maxRetries": 2,
+        "retryBaseDelay": 0.01,
+        "retryMaxDelay": 0.05,
+        **extra,
+    }
+
+
 def cli_env(provider: Any, profile_root: Path) -> dict[str, str]:
     """The environment that points the command line at the scripted provider and a profile."""
     return {

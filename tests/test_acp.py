@@ -20,8 +20,9 @@ from acp.schema import (
 )
 
 from seri_lsp import __version__
-from tests.acp_client import HOLD, provider_config, start_acp, until, within, write_config
+from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.agent_helpers import events
+from tests.harness import provider_config
 from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
 COMMANDS = {"compact", "clear", "rewind", "max-turns", "trajectory"}

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.acp_client import provider_config, write_config
+from tests.acp_client import write_config
 from tests.agent_helpers import prompt
-from tests.harness import SERI_NOTIFICATIONS, server_env
+from tests.harness import SERI_NOTIFICATIONS, provider_config, server_env
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 # What the LSP contract lets the server send (besides answers and progress requests).

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from acp import RequestError
 
-from tests.acp_client import provider_config, start_acp, until, write_config
-from tests.harness import command
+from tests.acp_client import start_acp, until, write_config
+from tests.harness import command, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 SUMMARY = (

@@ -652,19 +652,7 @@ async def _read_stream(
         if payload == "[DONE]":
             finished = True
             break
-        try:
-            chunk = json.loads(payload)
-        except json.JSONDecodeError as exc:
-            raise MalformedReply(
-                f"The provider sent an unexpected reply shape: a chunk that is not JSON "
-                f"({payload[:200]!r})."
-            ) from exc
-        if not isinstance(chunk, dict):
-            raise _shape("a stream chunk", "a JSON object", chunk)
-        if chunk.get("error") is not None:
-            raise _stream_error(chunk)
-        if isinstance(chunk.get("usage"), dict):
-            reply.usage = _usage(chunk["usage"])
+        chunk = _reply_object(payload, "a stream chunk", "a chunk that is not JSON", reply)
         for number, choice in enumerate(_array(chunk.get("choices"), "choices")):
             where = f"choices[{number}]"
             choice = _object(choice, where)
@@ -711,20 +699,27 @@ def _add_call_piece(calls: dict[int, dict[str, str]], call: Any, where: str) -> 
     slot["args"] += _arguments(function.get("arguments"), f"{where}.function.arguments")
 
 
-def _read_whole(raw: bytes, reply: Reply) -> None:
+def _reply_object(text: str | bytes, what: str, not_json: str, reply: Reply) -> dict[str, Any]:
+    """A reply (or a stream chunk of one) as the JSON object it must be (`not_json` says
+    what it was otherwise); an error it carries is raised, its usage kept in `reply`."""
     try:
-        data = json.loads(raw)
+        data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        shown = text[:200].decode("utf-8", "replace") if isinstance(text, bytes) else text[:200]
         raise MalformedReply(
-            "The provider sent an unexpected reply shape: the reply is not JSON "
-            f"({raw[:200].decode('utf-8', 'replace')!r})."
+            f"The provider sent an unexpected reply shape: {not_json} ({shown!r})."
         ) from exc
     if not isinstance(data, dict):
-        raise _shape("the reply", "a JSON object", data)
+        raise _shape(what, "a JSON object", data)
     if data.get("error") is not None:
         raise _stream_error(data)
     if isinstance(data.get("usage"), dict):
         reply.usage = _usage(data["usage"])
+    return data
+
+
+def _read_whole(raw: bytes, reply: Reply) -> None:
+    data = _reply_object(raw, "the reply", "the reply is not JSON", reply)
     choices = _array(data.get("choices"), "choices")
     if not choices:
         raise ProviderHTTPError(

@@ -333,6 +333,21 @@ function M.load_earlier()
   end)
 end
 
+---Start showing `session` afresh: nothing of the previous one stays; its newest page
+---is fetched.
+---@param project seri.Project
+---@param session seri.Session?
+---@param reason string?
+local function show_session(project, session, reason)
+  state.session = session
+  state.reason = reason
+  state.stream = ""
+  state.messages, state.seen = {}, {}
+  state.has_more = false
+  redraw()
+  M.reload(project)
+end
+
 ---@param event seri.Event
 ---@param project seri.Project
 ---@param params table?
@@ -352,13 +367,7 @@ local function on_event(event, project, params)
   end
   params = params or {}
   if event == "session" then
-    state.session = params.session
-    state.reason = params.reason
-    state.stream = ""
-    state.messages, state.seen = {}, {}
-    state.has_more = false
-    redraw()
-    M.reload(project)
+    show_session(project, params.session, params.reason)
   elseif event == "message" then
     if state.load_token then
       table.insert(state.backlog, params)
@@ -467,13 +476,7 @@ function M.bind(project)
   vim.b[state.input].seri_root = project.root
   if state.root ~= project.root or not (state.loaded or state.load_token) then
     state.root = project.root
-    state.session = project.session
-    state.reason = project.reason
-    state.stream = ""
-    state.messages, state.seen = {}, {}
-    state.has_more = false
-    redraw()
-    M.reload(project)
+    show_session(project, project.session, project.reason)
   end
 end
 

@@ -213,14 +213,27 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
   M.refresh_usage(project)
 end
 
-handlers["seri/message"] = function(_, params, ctx)
-  local project = project_of(ctx)
-  if not project or type(params) ~= "table" then
-    return
+---A notification passed on as it is: to the chat (`event`), then as a `User` autocmd
+---(`pattern`); with `refresh`, the usage is asked for again afterwards.
+---@param event seri.Event
+---@param pattern string
+---@param refresh boolean
+---@return lsp.Handler
+local function forward(event, pattern, refresh)
+  return function(_, params, ctx)
+    local project = project_of(ctx)
+    if not project or type(params) ~= "table" then
+      return
+    end
+    emit(event, project, params)
+    user_event(pattern, params)
+    if refresh then
+      M.refresh_usage(project)
+    end
   end
-  emit("message", project, params)
-  user_event("SeriMessage", params)
 end
+
+handlers["seri/message"] = forward("message", "SeriMessage", false)
 
 handlers["seri/delta"] = function(_, params, ctx)
   local project = project_of(ctx)
@@ -229,25 +242,8 @@ handlers["seri/delta"] = function(_, params, ctx)
   end
 end
 
-handlers["seri/compacted"] = function(_, params, ctx)
-  local project = project_of(ctx)
-  if not project or type(params) ~= "table" then
-    return
-  end
-  emit("compacted", project, params)
-  user_event("SeriCompacted", params)
-  M.refresh_usage(project)
-end
-
-handlers["seri/turnEnded"] = function(_, params, ctx)
-  local project = project_of(ctx)
-  if not project or type(params) ~= "table" then
-    return
-  end
-  emit("turn_ended", project, params)
-  user_event("SeriTurnEnded", params)
-  M.refresh_usage(project)
-end
+handlers["seri/compacted"] = forward("compacted", "SeriCompacted", true)
+handlers["seri/turnEnded"] = forward("turn_ended", "SeriTurnEnded", true)
 
 -- `$/progress` goes through Neovim's own handler (LspProgress, vim.lsp.status(), fidget),
 -- and also marks the project as working while a progress is open.
