@@ -27,6 +27,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from seri_lsp import __version__
 from seri_lsp.context import trajectory_view
@@ -502,5 +503,25 @@ async def _run(args: argparse.Namespace) -> int:
     error = result.get("error")
     if error and error not in host.shown:
         print(f"seri-lsp: {error}", file=sys.stderr)
-    print(f"\n[{result.get('status', 'done')}] session {session['id']}", file=sys.stderr)
+    said = _said(result)
+    if said:
+        print(said, flush=True)
+    # A slash command may have moved to another session (/clear, /new, /resume).
+    now = result.get("session")
+    current = now["id"] if isinstance(now, dict) and "id" in now else session["id"]
+    print(f"\n[{result.get('status', 'done')}] session {current}", file=sys.stderr)
     return 0 if result.get("status", "done") == "done" else 1
+
+
+def _said(result: dict[str, Any]) -> str | None:
+    """What a slash command did, in words (the editors show their own)."""
+    if result.get("command") == "rewind":
+        from seri_lsp.agent.rewind import plural
+
+        lines = [f"Rewound {plural(result['rewound'])}."]
+        if result.get("restoredFiles"):
+            lines.append("Restored: " + ", ".join(result["restoredFiles"]) + ".")
+        if "prompt" in result:
+            lines.append(f"The prompt was: {result['prompt']}")
+        return "\n".join(lines)
+    return None

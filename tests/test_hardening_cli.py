@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import provider_options
 from tests.harness import cli_env, seri, server_env
-from tests.scripted_provider import Error, Hang, ScriptedProvider, Text
+from tests.scripted_provider import Calls, Error, Hang, ScriptedProvider, Text
 from tests.test_hardening_face import INVALID_REQUEST, RawServer, error_of
 from tests.test_turn_budget import looping
 
@@ -299,6 +299,44 @@ def test_continue_before_the_subcommand_is_honoured(
     assert seri("--continue", "run", "second", cwd=workspace, env=env).returncode == 0
     sent = provider.requests[1]["messages"]
     assert [m["content"] for m in sent[1:]] == ["first", "one", "second"]
+
+
+def test_rewind_from_the_terminal_says_what_it_did(
+    provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    (workspace / "notes.txt").write_text("old\n")
+    provider.script(
+        Calls([("e1", "edit", {"path": "notes.txt", "old_text": "old", "new_text": "new"})]),
+        Text("edited"),
+    )
+    env = cli_env(provider, profile_root)
+    # No terminal to ask on: a config that allows writes without asking.
+    profile_root.mkdir(parents=True, exist_ok=True)
+    (profile_root / "config.json").write_text('{"permissions": {"write": "allow"}}')
+    first = seri("run", "make it new", cwd=workspace, env=env)
+    assert first.returncode == 0, first.stderr
+    assert (workspace / "notes.txt").read_text() == "new\n"
+    rewound = seri("--continue", "run", "/rewind", cwd=workspace, env=env)
+    assert rewound.returncode == 0, rewound.stderr
+    assert "Rewound 1 prompt." in rewound.stdout
+    assert "Restored: notes.txt." in rewound.stdout
+    assert "The prompt was: make it new" in rewound.stdout
+    assert (workspace / "notes.txt").read_text() == "old\n"
+
+
+def test_clear_from_the_terminal_names_the_new_session(
+    provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    provider.script(Text("hello"))
+    env = cli_env(provider, profile_root)
+    first = seri("run", "hi", cwd=workspace, env=env)
+    old = first.stderr.strip().splitlines()[-1].split()[-1]
+    cleared = seri("--continue", "run", "/clear", cwd=workspace, env=env)
+    assert cleared.returncode == 0, cleared.stderr
+    new = cleared.stderr.strip().splitlines()[-1].split()[-1]
+    assert new != old
+    listed = seri("sessions", "--json", cwd=workspace, env=env)
+    assert new in listed.stdout
 
 
 def test_run_continue_with_nothing_to_continue_says_so_first(
