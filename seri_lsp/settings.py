@@ -9,6 +9,7 @@ file must not keep the editor from starting.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -130,6 +131,36 @@ def _boolean(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _stop_sequences(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+# What each sampling knob must be; a value that is not is warned about and not sent
+# (the provider would refuse the whole request for it).
+_SAMPLING_CHECKS: dict[str, tuple[Check, str]] = {
+    "temperature": (_finite_number, "a number"),
+    "topP": (_finite_number, "a number"),
+    "topK": (_non_negative_int, "a whole number, 0 or more"),
+    "minP": (_finite_number, "a number"),
+    "maxTokens": (_positive_int, "a positive integer"),
+    "seed": (_whole_number, "a whole number"),
+    "frequencyPenalty": (_finite_number, "a number"),
+    "presencePenalty": (_finite_number, "a number"),
+    "repetitionPenalty": (_finite_number, "a number"),
+    "stop": (_stop_sequences, "a string or a list of strings"),
+}
+
+
 # setting name, python name, check, description for messages
 _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
     ("baseUrl", "base_url", _text, "a URL"),
@@ -187,8 +218,17 @@ def load_settings(
                     break
     sampling = {}
     for name, request_field in SAMPLING_KNOBS.items():
-        if provider_raw.get(name) is not None:
-            sampling[request_field] = provider_raw[name]
+        value = provider_raw.get(name)
+        if value is None:
+            continue
+        check, description = _SAMPLING_CHECKS[name]
+        if check(value):
+            sampling[request_field] = value
+        else:
+            problems.append(
+                f"Setting provider.{name} must be {description}, got {value!r}; "
+                "not sent to the provider."
+            )
     provider = ProviderSettings(sampling=sampling, **provider_values)
 
     values: dict[str, Any] = {}

@@ -72,6 +72,32 @@ def test_sampling_knobs_pin_and_effort_are_kept_as_given(tmp_path: Path) -> None
     assert settings.provider.provider == pin
 
 
+def test_sampling_knobs_of_the_wrong_type_are_named_and_not_sent(tmp_path: Path) -> None:
+    settings, problems = load_settings(
+        tmp_path,
+        {
+            "provider": {
+                "temperature": "hot",
+                "topP": 0.5,
+                "topK": -1,
+                "maxTokens": 0,
+                "seed": 1.5,
+                "stop": ["###", 3],
+                "presencePenalty": True,
+            }
+        },
+        env={},
+    )
+    assert dict(settings.provider.sampling) == {"top_p": 0.5}
+    named = ["temperature", "topK", "maxTokens", "seed", "presencePenalty", "stop"]
+    assert len(problems) == len(named)
+    for name, problem in zip(named, problems, strict=True):
+        assert f"provider.{name}" in problem and "not sent" in problem
+    assert "'hot'" in problems[0]
+    good, none = load_settings(tmp_path, {"provider": {"stop": "END", "seed": -3}}, env={})
+    assert none == [] and dict(good.provider.sampling) == {"stop": "END", "seed": -3}
+
+
 def test_bad_values_fall_back_to_defaults_with_a_message(tmp_path: Path) -> None:
     settings, problems = load_settings(
         tmp_path,
