@@ -82,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreError, SeriError) as exc:
         print(f"seri-lsp: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a profile root that is a file, or cannot be made
+        print(f"seri-lsp: {exc}", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("seri-lsp: interrupted.", file=sys.stderr)
         return 130

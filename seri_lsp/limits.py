@@ -54,6 +54,15 @@ def check_text(field: str, value: str, max_chars: int) -> str:
     return value
 
 
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (a valid pair is joined)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def lone_surrogate(value: Any) -> str | None:
     """The first lone surrogate in a JSON value (keys included), escaped (`\\ud83d`), or None.
 

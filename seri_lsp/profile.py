@@ -33,8 +33,9 @@ def ensure_profile_root(root: Path) -> Path:
     files seri keeps in it are private on their own.
     """
     if not root.exists():
-        root.mkdir(parents=True, mode=0o700)
-    elif not root.is_dir():
+        # Another process starting at the same moment may make it first.
+        root.mkdir(parents=True, mode=0o700, exist_ok=True)
+    if not root.is_dir():
         raise NotADirectoryError(f"The profile root {root} exists but is not a folder.")
     if stat.S_IMODE(root.stat().st_mode) != 0o700:
         with contextlib.suppress(PermissionError):

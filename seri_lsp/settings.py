@@ -116,7 +116,12 @@ def _non_negative_int(value: Any) -> bool:
 
 
 def _positive_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and value > 0
+        and math.isfinite(value)
+    )
 
 
 def _non_negative_number(value: Any) -> bool:
@@ -124,7 +129,17 @@ def _non_negative_number(value: Any) -> bool:
 
 
 def _text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
+    return isinstance(value, str) and bool(value.strip()) and lone_surrogate(value) is None
+
+
+def _url(value: Any) -> bool:
+    """An http(s) URL (httpx can call nothing else)."""
+    return _text(value) and value.strip().lower().startswith(("http://", "https://"))
+
+
+def _header_text(value: Any) -> bool:
+    """Text an HTTP header can carry: printable ASCII (an API key)."""
+    return _text(value) and all(" " <= ch <= "~" for ch in value)
 
 
 def _boolean(value: Any) -> bool:
@@ -163,8 +178,8 @@ _SAMPLING_CHECKS: dict[str, tuple[Check, str]] = {
 
 # setting name, python name, check, description for messages
 _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
-    ("baseUrl", "base_url", _text, "a URL"),
-    ("apiKey", "api_key", _text, "a string"),
+    ("baseUrl", "base_url", _url, "an http:// or https:// URL"),
+    ("apiKey", "api_key", _header_text, "a string of printable ASCII characters"),
     ("model", "model", _text, "a model id"),
     ("contextWindow", "context_window", _positive_int, "a positive integer"),
     ("keepTokens", "keep_tokens", _positive_int, "a positive integer"),
@@ -177,6 +192,13 @@ _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
     ("retryBaseDelay", "retry_base_delay", _non_negative_number, "a number of seconds"),
     ("retryMaxDelay", "retry_max_delay", _non_negative_number, "a number of seconds"),
 ]
+
+# What a value from the environment must be, by setting.
+_ENV_CHECKS: dict[str, tuple[Check, str]] = {
+    "base_url": (_url, "an http:// or https:// URL"),
+    "model": (_text, "a model id"),
+    "api_key": (_header_text, "a string of printable ASCII characters"),
+}
 
 _PROVIDER_ENV = {
     "base_url": ("SERI_BASE_URL",),
@@ -211,11 +233,18 @@ def load_settings(
     for attr, names in _PROVIDER_ENV.items():
         if attr not in provider_values:
             for env_name in names:
-                if env.get(env_name):
-                    provider_values[attr] = env[env_name]
-                    if attr == "api_key":
-                        provider_values["api_key_source"] = env_name
-                    break
+                if not env.get(env_name):
+                    continue
+                check, description = _ENV_CHECKS[attr]
+                if not check(env[env_name]):
+                    problems.append(
+                        f"{env_name} must be {description}, got {env[env_name]!r}; ignored."
+                    )
+                    continue
+                provider_values[attr] = env[env_name]
+                if attr == "api_key":
+                    provider_values["api_key_source"] = env_name
+                break
     sampling = {}
     for name, request_field in SAMPLING_KNOBS.items():
         value = provider_raw.get(name)
@@ -369,7 +398,7 @@ def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem |
     """
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (no profile folder: said elsewhere)
         return {}, None
     except OSError as exc:
         return None, ConfigProblem(path, f"cannot be read ({exc.strerror})")

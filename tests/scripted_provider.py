@@ -141,6 +141,9 @@ class ScriptedProvider:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
+        # Seconds between the bytes of the model list (None: it is sent at once); a
+        # provider that trickles its /models answer.
+        self.models_drip: float | None = None
         # TCP connections accepted so far (each a new handshake for the client).
         self.connections = 0
         # Seconds spent writing chat replies (from the request read to the reply's last
@@ -241,6 +244,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 if provider.context_length is not None:
                     data.append({"id": provider.model, "context_length": provider.context_length})
                 data.append({"id": "other/model", "context_length": 4096})
+                if provider.models_drip is not None:
+                    self._trickle(json.dumps({"data": data}).encode(), provider.models_drip)
+                    return
                 self._json(200, {"data": data})
             else:
                 self._json(404, {"error": {"message": "not found"}})
@@ -292,6 +298,21 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 self._stream(reply)
             else:
                 self._json(200, _whole(reply, provider.model))
+
+        def _trickle(self, body: bytes, interval: float) -> None:
+            """Send `body` one byte every `interval` seconds (until the client goes)."""
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:
+                if provider.stopping.wait(interval):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return
 
         def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
             data = payload if isinstance(payload, bytes | str) else json.dumps(payload)

@@ -301,6 +301,25 @@ def test_continue_before_the_subcommand_is_honoured(
     assert [m["content"] for m in sent[1:]] == ["first", "one", "second"]
 
 
+@pytest.mark.parametrize("kind", ["a file", "cannot be made"])
+def test_a_profile_root_that_cannot_be_used_is_one_line_not_a_traceback(
+    tmp_path: Path, workspace: Path, kind: str
+) -> None:
+    root = tmp_path / "profile-file"
+    if kind == "a file":
+        root.write_text("not a folder")
+    else:
+        (tmp_path / "blocker").write_text("x")
+        root = tmp_path / "blocker" / "profile"
+    for args in (("sessions",), ("run", "hello")):
+        result = seri(*args, "--profile-root", str(root), cwd=workspace)
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("seri-lsp: "), result.stderr
+        assert str(root) in lines[0] or "blocker" in lines[0]
+
+
 def test_rewind_from_the_terminal_says_what_it_did(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:

@@ -134,6 +134,7 @@ STREAM_SHAPES = {
     "chunk a JSON string": ('"hello"', "a stream chunk should be a JSON object, got a string"),
     "chunk a number": ("42", "a stream chunk should be a JSON object, got a number"),
     "chunk not JSON": ("{not json", "a chunk that is not JSON"),
+    "chunk nested too deep": ("[" * 100_000, "a chunk that is not JSON"),
 }
 
 
@@ -531,3 +532,57 @@ async def test_a_too_long_error_mid_stream_resets_before_compacting_and_resendin
     texts = [("RESET" if d.get("reset") else d["text"]) for d in client.seri["seri/delta"]]
     assert texts[first:] == ["Start of", "RESET", "fits"]
     assert (await messages(client))[-1]["content"] == "fits"
+
+
+async def test_hostile_numbers_and_nesting_in_a_reply_lose_nothing(
+    agent, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("deep", "read_file", "[" * 50_000)], usage={"prompt_tokens": 10**30}),
+        Text("still here", usage={"prompt_tokens": -5, "completion_tokens": 10**40}),
+    )
+    client = await agent()
+    result = await prompt(client, "go")
+    assert result["status"] == "done", result
+    stored = await messages(client)
+    calls = [m for m in stored if m["role"] == "assistant" and m.get("tool_calls")]
+    assert calls, stored  # the reply with the absurd usage was kept
+    [answer] = [m for m in stored if m["role"] == "tool"]
+    assert answer["isError"] and "not a JSON object" in answer["content"]
+    assert stored[-1]["content"] == "still here"
+    await assert_still_answers(client, provider)
+
+
+async def test_a_model_list_that_trickles_does_not_hold_up_a_prompt(
+    agent, provider: ScriptedProvider
+) -> None:
+    provider.models_drip = 0.5  # a whole second per two bytes: minutes for the list
+    client = await agent()
+    provider.script(Text("answered"))
+    started = time.monotonic()
+    result = await prompt(client, "hello")
+    assert result["status"] == "done", result
+    assert time.monotonic() - started < 15
+    view = await command(client, "seri.session.get", {"limit": 1})
+    assert view["usage"]["contextWindow"] == 128_000  # the default, the list never came
+
+
+@pytest.mark.parametrize(
+    "setting, value, named",
+    [
+        ("baseUrl", "localhost:11434/v1", "provider.baseUrl"),
+        ("apiKey", "clé-secrète", "provider.apiKey"),
+        ("timeout", 1e400, "provider.timeout"),
+        ("model", "bad\udcffmodel", "provider.model"),
+    ],
+)
+async def test_provider_settings_that_cannot_work_are_named_at_start(
+    agent, provider: ScriptedProvider, setting: str, value: Any, named: str
+) -> None:
+    client = await agent(provider_extra={setting: value})
+    await wait_until(lambda: any(named in m.message for m in client.messages))
+    if setting != "baseUrl":  # (without it, the default provider on the internet is used)
+        # The bad value is not used: the prompt reaches the scripted provider.
+        provider.script(Text("fine"))
+        result = await prompt(client, "hello")
+        assert result["status"] == "done", result

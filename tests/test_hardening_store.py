@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +230,50 @@ async def test_a_busy_database_is_a_refusal_not_an_internal_error(lsp, profile_r
     assert second != first
     # The failed attempts released the session locks they took.
     assert sorted(p.name for p in (profile_root / "locks").iterdir()) == [f"{second}.lock"]
+
+
+async def test_a_database_busy_as_a_task_ends_still_ends_the_turn_for_the_editor(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    stalled = Text("a long reply " * 5, stall_after=1)
+    provider.script(stalled, Text("ok"))
+    client = await agent(env={"SERI_BUSY_TIMEOUT_MS": "300"})
+    running = asyncio.ensure_future(command(client, "seri.prompt", {"text": "hello"}))
+    await wait_until(lambda: client.seri["seri/delta"])
+    other = sqlite3.connect(profile_root / "seri.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process writes while the reply ends
+        stalled.release.set()
+        with pytest.raises(Exception, match="busy"):
+            await running
+        # The editor still hears that the task ended (it drops the unstored text there).
+        ended = await wait_until(lambda: client.seri["seri/turnEnded"])
+        assert ended[-1]["status"] == "failed"
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert (await command(client, "seri.prompt", {"text": "again"}))["status"] == "done"
+
+
+def _open_and_close(path: str, start: float) -> str:
+    while time.time() < start:
+        pass
+    try:
+        Database.open(Path(path)).close()
+    except Exception as exc:  # reported back to the test
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_processes_opening_a_new_profile_at_once_all_succeed(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(6) as pool:
+        for trial in range(3):
+            folder = tmp_path / f"profile-{trial}"
+            folder.mkdir()
+            start = time.time() + 1.0
+            args = [(str(folder / "seri.db"), start)] * 6
+            assert pool.starmap(_open_and_close, args) == ["ok"] * 6
 
 
 # --- broken files ---------------------------------------------------------------------

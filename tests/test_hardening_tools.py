@@ -595,3 +595,74 @@ def test_a_failed_atomic_write_leaves_no_temp_file_and_a_link_stays_a_link(tmp_p
     with pytest.raises(UnicodeEncodeError):
         atomic_write_text(real, "half \ud83d")
     assert real.read_text() == "new" and temp_files(tmp_path) == []
+
+
+# --- hostile names and trees --------------------------------------------------------------
+
+
+async def test_a_path_that_is_not_valid_text_is_a_failed_result_not_a_failed_task(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        Calls(
+            [
+                ("r", "read_file", '{"path": "a\\ud83d.txt"}'),
+                ("l", "list_dir", '{"path": "\\udcff"}'),
+                ("g", "grep", '{"pattern": "x", "path": "b\\ud83d"}'),
+            ]
+        ),
+        Text("ok"),
+    )
+    client = await agent()
+    outcome = await prompt(client, "read it")
+    assert outcome["status"] == "done", outcome
+    results = tool_results(await messages(client))
+    for call_id in ("r", "l", "g"):
+        assert results[call_id]["isError"], results[call_id]
+        assert "not a valid path" in results[call_id]["content"]
+
+
+async def test_file_names_that_are_not_utf8_are_listed_and_searched(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / os.fsdecode(b"bad\xff.txt")).write_text("needle here\n")
+    (workspace / "good.txt").write_text("needle too\n")
+    provider.script(
+        Calls([("l", "list_dir", {"path": "."}), ("g", "grep", {"pattern": "needle"})]),
+        Text("ok"),
+    )
+    client = await agent()
+    outcome = await prompt(client, "look")
+    assert outcome["status"] == "done", outcome
+    results = tool_results(await messages(client))
+    assert not results["l"].get("isError") and "bad\ufffd.txt" in results["l"]["content"]
+    assert "good.txt" in results["l"]["content"]
+    assert "bad\ufffd.txt:1: needle here" in results["g"]["content"]
+    assert "good.txt:1: needle too" in results["g"]["content"]
+
+
+async def test_grep_walks_a_tree_deeper_than_the_recursion_limit(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    folders = [workspace]
+    for _ in range(1_100):  # deeper than Python's default recursion limit (1,000)
+        folders.append(folders[-1] / "d")
+        os.mkdir(folders[-1])
+    (folders[-1] / "deep.txt").write_text("needle at the bottom\n")
+    (folders[-1] / ".gitignore").write_text("ignored.txt\n")
+    (folders[-1] / "ignored.txt").write_text("needle ignored\n")
+    provider.script(Calls([("g", "grep", {"pattern": "needle"})]), Text("ok"))
+    try:
+        client = await agent()
+        outcome = await prompt(client, "find it")
+        found = tool_results(await messages(client))["g"]
+    finally:
+        # Removed here, bottom up: pytest's own clean-up (shutil.rmtree) recurses.
+        for name in ("deep.txt", ".gitignore", "ignored.txt"):
+            (folders[-1] / name).unlink()
+        for folder in reversed(folders[1:]):
+            os.rmdir(folder)
+    assert outcome["status"] == "done", outcome
+    assert not found.get("isError"), found["content"][:300]
+    assert found["content"].endswith("deep.txt:1: needle at the bottom")
+    assert "ignored" not in found["content"]

@@ -198,10 +198,17 @@ class AgentLoop:
             except Exception as exc:  # a bug must end the task, not the server
                 logger.exception("The task failed unexpectedly")
                 status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
-            await self._answer_open_calls(status)
+            try:
+                await self._answer_open_calls(status)
+            except StoreBusy as exc:
+                status, error = "failed", str(exc)
         outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
-        await conversation.record_event("task_ended", outcome.to_wire())
-        self.host.emit(TurnEnded(conversation.id, status, turns))
+        try:
+            await conversation.record_event("task_ended", outcome.to_wire())
+        finally:
+            # The faces learn that the task ended even when its last record could not
+            # be written (they drop streamed text that was not stored).
+            self.host.emit(TurnEnded(conversation.id, status, turns))
         return outcome
 
     # --- model calls -------------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from seri_lsp import __version__
+from seri_lsp.limits import clean_text
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.store.messages import ToolCall, request_json
 
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
     import httpx
 
 MODELS_RETRY_SECONDS = 300.0
+# The whole /models answer must arrive within this (it only sizes the window).
+MODELS_SECONDS = 5.0
+# The largest token count kept from a provider's usage report (SQLite's integer range).
+MAX_TOKEN_COUNT = 2**63 - 1
 # After `[DONE]`, how long the rest of a reply's body may take to arrive; a body that
 # does not end by then is dropped with its connection (the reply is complete anyway).
 FINISH_BODY_SECONDS = 1.0
@@ -58,15 +63,6 @@ _TOO_LONG_MARKERS = (
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 _SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")  # carrier-grade NAT, Tailscale
 _JSON_BODY = {"Content-Type": "application/json"}
-
-
-def clean_text(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD (a valid pair is joined)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def is_local_url(url: str) -> bool:
@@ -374,6 +370,18 @@ class Provider:
             raise ProviderUnreachable(
                 f"Could not reach the provider at {url}: {_reason(exc)}."
             ) from exc
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise ProviderUnreachable(
+                f"provider.baseUrl {clean_text(url)!r} is not a URL seri can call "
+                f"({_reason(exc)}); it must start with http:// or https://."
+            ) from exc
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+            # Header values (the API key) must be plain ASCII text.
+            raise ProviderUnreachable(
+                "The request could not be sent: the API key or another provider setting "
+                f"holds characters an HTTP header cannot carry ({_reason(exc)}). Check "
+                "provider.apiKey."
+            ) from exc
         return reply
 
     def _timed_out(self, answered: bool) -> ProviderTimeout:
@@ -416,9 +424,21 @@ class Provider:
         import httpx
 
         try:
-            response = await self._client.get("models", timeout=5.0)
-            models = response.json().get("data", []) if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+            # A deadline for the whole answer, not only for each read: a server that
+            # trickles its model list must not hold up the first call.
+            async with asyncio.timeout(MODELS_SECONDS):
+                response = await self._client.get("models", timeout=MODELS_SECONDS)
+                body = await response.aread()
+            data = json.loads(body) if response.status_code == 200 else None
+            models = data.get("data", []) if isinstance(data, dict) else None
+        except (
+            httpx.HTTPError,
+            httpx.InvalidURL,
+            TimeoutError,
+            ValueError,
+            RecursionError,
+            UnicodeError,
+        ):
             models = None
         if not isinstance(models, list):
             # Unreachable or no model list: use the default, and ask again only after a
@@ -704,7 +724,7 @@ def _reply_object(text: str | bytes, what: str, not_json: str, reply: Reply) -> 
     what it was otherwise); an error it carries is raised, its usage kept in `reply`."""
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         shown = text[:200].decode("utf-8", "replace") if isinstance(text, bytes) else text[:200]
         raise MalformedReply(
             f"The provider sent an unexpected reply shape: {not_json} ({shown!r})."
@@ -753,7 +773,10 @@ def _read_whole(raw: bytes, reply: Reply) -> None:
 def _usage(data: dict[str, Any]) -> Usage:
     def number(key: str) -> int | None:
         value = data.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None
+        # A count the store can keep (SQLite integers are 64-bit); anything else is noise.
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
 
     return Usage(
         input_tokens=number("prompt_tokens") or number("input_tokens"),

@@ -179,6 +179,7 @@ class _Ignores:
 
     def __init__(self, root: Path, stop: Stop) -> None:
         self.root = root
+        self._root_prefix = str(root).rstrip(os.sep) + os.sep
         self.stop = stop
         self._specs: dict[Path, list[tuple[Path, pathspec.PathSpec]]] = {}
         base: list[tuple[Path, pathspec.PathSpec]] = []
@@ -192,23 +193,36 @@ class _Ignores:
         cached = self._specs.get(folder)
         if cached is not None:
             return cached
-        if folder == self.root or self.root not in folder.parents:
-            inherited = list(self._base)
-        else:
-            inherited = list(self.rules_for(folder.parent))
-        own = _spec_from(folder / ".gitignore")
-        rules = [*inherited, (folder, own)] if own is not None else inherited
-        self._specs[folder] = rules
+        # Up to the nearest folder already known (or the root), then down again: a loop,
+        # not recursion, so a tree a thousand folders deep is no different.
+        missing = [folder]
+        while self._below_root(missing[-1]):
+            parent = missing[-1].parent
+            if parent in self._specs:
+                break
+            missing.append(parent)
+        top = missing[-1]
+        rules = list(self._specs[top.parent]) if self._below_root(top) else list(self._base)
+        for each in reversed(missing):
+            own = _spec_from(each / ".gitignore")
+            rules = [*rules, (each, own)] if own is not None else list(rules)
+            self._specs[each] = rules
         return rules
+
+    def _below_root(self, folder: Path) -> bool:
+        """Whether `folder` lies inside the root (not the root itself). Compared as text:
+        both are absolute and normalised, and walking `parents` costs the depth."""
+        return str(folder).startswith(self._root_prefix)
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
         """Whether git would ignore `path` (the last rule that matches decides)."""
         verdict = False
+        text = str(path)
         for base, spec in self.rules_for(path.parent):
-            try:
-                relative = path.relative_to(base).as_posix()
-            except ValueError:
+            prefix = str(base).rstrip(os.sep) + os.sep
+            if not text.startswith(prefix):
                 continue
+            relative = text[len(prefix) :].replace(os.sep, "/")
             result = spec.check_file(relative + "/" if is_dir else relative)
             if result.include is not None:
                 verdict = result.include
@@ -237,16 +251,42 @@ def _walk(target: Path, ignores: _Ignores, stop: Stop) -> Iterator[Path]:
     if not os.path.isdir(target):
         yield target
         return
-    for folder_name, dirs, files in os.walk(target):
+    # Depth first, each folder's files before its subfolders, all in name order (as
+    # os.walk goes, but with a stack of its own: os.walk recurses, and a deep enough
+    # tree would exhaust Python's recursion limit).
+    pending = [target]
+    while pending:
         stop.check()
-        folder = Path(folder_name)
-        kept = []
-        for name in sorted(dirs):
-            if name in SKIPPED_DIRS or ignores.ignored(folder / name, is_dir=True):
-                continue
-            kept.append(name)
-        dirs[:] = kept
-        for name in sorted(files):
+        folder = pending.pop()
+        dirs, files = _entries(folder)
+        for name in files:
             path = folder / name
             if not ignores.ignored(path, is_dir=False):
                 yield path
+        kept = [
+            folder / name
+            for name in dirs
+            if name not in SKIPPED_DIRS and not ignores.ignored(folder / name, is_dir=True)
+        ]
+        pending.extend(reversed(kept))
+
+
+def _entries(folder: Path) -> tuple[list[str], list[str]]:
+    """(subfolders to enter, other names) of a folder, each in name order; a folder
+    that cannot be read has none. Links to folders are not entered (as os.walk)."""
+    dirs, files = [], []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                    linked = is_dir and entry.is_symlink()
+                except OSError:
+                    is_dir, linked = False, False
+                if is_dir and not linked:
+                    dirs.append(entry.name)
+                elif not is_dir:
+                    files.append(entry.name)
+    except OSError:
+        return [], []
+    return sorted(dirs), sorted(files)

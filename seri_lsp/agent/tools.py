@@ -15,17 +15,23 @@ tool works and a cancel stops the tool at once. Files on disk are written atomic
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from seri_lsp.agent import disk, search
+from seri_lsp.agent.cancel import TaskCancelled
 from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
 from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace, WorkspacePath
 from seri_lsp.events import FileChange
 from seri_lsp.host import Host
+from seri_lsp.limits import clean_text
 from seri_lsp.settings import WritePermission
 from seri_lsp.store.messages import ToolCall
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -228,13 +234,23 @@ class Toolbox:
                 is_error=True,
             )
         try:
-            return await getattr(self, f"_{call.name}")(args)
+            outcome: ToolOutcome = await getattr(self, f"_{call.name}")(args)
         except Denied as exc:
-            return ToolOutcome(f"Denied: {exc}.", is_error=True, denial=str(exc))
+            return ToolOutcome(f"Denied: {clean_text(str(exc))}.", is_error=True, denial=str(exc))
         except (ToolError, DiskError, search.PatternError) as exc:
-            return ToolOutcome(f"Error: {exc}", is_error=True)
+            return ToolOutcome(f"Error: {clean_text(str(exc))}", is_error=True)
         except OSError as exc:
-            return ToolOutcome(f"Error: {exc.strerror or exc} ({call.name}).", is_error=True)
+            reason = clean_text(str(exc.strerror or exc))
+            return ToolOutcome(f"Error: {reason} ({call.name}).", is_error=True)
+        except (asyncio.CancelledError, TaskCancelled):
+            raise
+        except Exception as exc:  # a bug, or input nobody foresaw: a failed call, not a failed task
+            logger.exception("The %s tool failed unexpectedly", call.name)
+            reason = clean_text(f"{type(exc).__name__}: {exc}")
+            return ToolOutcome(f"Error: {call.name} failed unexpectedly ({reason}).", is_error=True)
+        # Names on disk and editor buffers may hold text that is not valid Unicode (a
+        # file name that is not UTF-8): what is stored and sent must be.
+        return replace(outcome, content=clean_text(outcome.content))
 
     # --- the tools ----------------------------------------------------------------
 

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from seri_lsp.limits import clean_text, lone_surrogate
+
 
 class PathDenied(Exception):
     """A path lies outside the workspace; the message is the reason."""
@@ -45,8 +47,8 @@ class Workspace:
         """Check a model-supplied path and return where it leads; PathDenied if outside."""
         if not isinstance(raw, str) or not raw.strip():
             raise PathDenied("a path is required")
-        if "\x00" in raw:
-            raise PathDenied(f"{raw!r} is not a valid path")
+        if "\x00" in raw or lone_surrogate(raw) is not None:
+            raise PathDenied(f"{clean_text(raw)!r} is not a valid path (it is not valid text)")
         if self.root is None:
             raise PathDenied("no workspace folder is open, so no file can be touched")
         absolute = os.path.isabs(raw)

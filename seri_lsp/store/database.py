@@ -122,12 +122,13 @@ class Database:
         version of seri-lsp.
         """
         _check_header(path)
-        if not path.exists():
+        try:
             # Create the file ourselves so it is 0600 from its first byte.
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            os.close(fd)
-        else:
+        except FileExistsError:  # there already, perhaps made a moment ago by another process
             _inspect(path)
+        else:
+            os.close(fd)
         _make_private(path)
         db = cls(path)
         try:

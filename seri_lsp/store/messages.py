@@ -38,7 +38,7 @@ class ToolCall:
         """The arguments as an object, or None when the model sent invalid JSON."""
         try:
             value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested too deep is invalid too
             return None
         return value if isinstance(value, dict) else None
 
