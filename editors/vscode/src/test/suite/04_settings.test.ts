@@ -87,9 +87,9 @@ suite('Settings', () => {
     const first = api.server.start();
     assert.strictEqual(api.server.start(), first, 'the second start joins the first');
     await api.server.stop();
-    assert.strictEqual(api.server.isRunning, false);
-    assert.strictEqual(api.model.state, 'stopped');
     await first;
+    assert.strictEqual(api.server.isRunning, false, 'the start did not outlive the stop');
+    assert.strictEqual(api.model.state, 'stopped');
     await restart(api);
     assert.strictEqual(api.model.state, 'running');
   });
