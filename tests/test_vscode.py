@@ -44,6 +44,9 @@ STORED = {
     "title": "Explain the tokenizer",
     "prompt": "Explain the tokenizer",
     "reply": "The tokenizer splits the source into words and symbols.",
+    # Failing checks handed back to the model: a folded block, never the user's words.
+    "checkHeading": "Checks failed: tests",
+    "checkOutput": "FAILED tests/test_tokenizer.py::test_split",
 }
 COMPACT = {
     "reply": "Part one of the parser notes",
@@ -138,6 +141,23 @@ def seed_long_session(profile: Path, workspace: Path, count: int) -> None:
         db.close()
 
 
+def seed_check_failure(profile: Path, workspace: Path, output: str) -> None:
+    """Append a `kind: "check"` message, as the checks store one, to the latest session."""
+    db = Database.open(profile / DB_NAME)
+    try:
+        store = SessionStore(db)
+        session = store.latest(str(workspace))
+        assert session is not None
+        text = (
+            "The checks failed after your changes (round 1 of 3):\n\n"
+            f"tests: `pytest -q` exited with 1 after 0.4 s.\n```\n{output}\n```\n\n"
+            "Fix what they report. They run again when you finish after changing files."
+        )
+        store.append(session.id, Message(role="user", content=text, kind="check"))
+    finally:
+        db.close()
+
+
 def make_workspace(root: Path, name: str, settings: dict[str, Any] | None = None) -> Path:
     folder = root / name
     (folder / "src").mkdir(parents=True)
@@ -176,6 +196,7 @@ def vscode_run(
             "ask": make_workspace(folders, "ask", {"seri.permissions.write": "ask"}),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
+        seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
         for index, topic in enumerate(["precedence", "errors", "recovery"]):
             reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
             prompt = f"Write notes on {topic}"

@@ -7,8 +7,13 @@
 // saving the file later meets a conflict with what the server wrote. So, after applying
 // an edit, each document that held no unsaved changes and is shown in no tab is saved:
 // the disk holds what seri wrote, as it does for files the editor never opened.
+//
+// Documents the user has open stay unsaved, until the server asks for them before running
+// the checks (`seri/saveDocuments`, below): the checks read the disk.
 
 import * as vscode from 'vscode';
+
+import { SaveDocumentsParams, SaveDocumentsResult, saveDocuments } from './saveDocuments';
 import {
   ApplyWorkspaceEditParams,
   ApplyWorkspaceEditRequest,
@@ -65,4 +70,10 @@ export async function applyEdit(
     }
   }
   return result;
+}
+
+/** `seri/saveDocuments`: save the open documents among the uris that hold unsaved edits. */
+export function saveEditedDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult> {
+  const open = new Map(vscode.workspace.textDocuments.map((document) => [document.uri.toString(), document]));
+  return saveDocuments(params, (uri) => open.get(vscode.Uri.parse(uri).toString()));
 }

@@ -9,6 +9,7 @@ import { ChatViewProvider } from './chat/view';
 import { CommandHandlers } from './commands';
 import { CHAT_VIEW_ID, Commands } from './ids';
 import { SeriServer } from './server';
+import { SessionMemory } from './sessionMemory';
 import { affectsServer } from './settings';
 import { ContextStatusBar } from './statusBar';
 
@@ -34,6 +35,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
   const statusBar = new ContextStatusBar(model);
   const commands = new CommandHandlers(server, model, apiKeys, log, () => chatView.focusInput());
   const restartOffers = new vscode.EventEmitter<string>();
+  const memory = new SessionMemory(model, context.workspaceState, log);
 
   context.subscriptions.push(
     log,
@@ -41,6 +43,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
     chatView,
     statusBar,
     restartOffers,
+    memory,
+    server.onDidLoad(() => server && memory.restore(server)),
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chatView),
     ...commands.register(),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {

@@ -41,3 +41,27 @@ export function relativeTime(iso: string, now: number = Date.now()): string {
   }
   return iso;
 }
+
+/**
+ * The heading of a `kind: "check"` message: "Checks failed: tests, lint", the names read
+ * from the server's text, which has one "NAME: `COMMAND` ..." line per failing check (and
+ * each check's output in a fence, skipped: it may hold such lines too).
+ */
+export function checksHeading(content: string): string {
+  const names: string[] = [];
+  let fence = ''; // the fence of the check output being skipped, if any
+  for (const line of content.split('\n')) {
+    const opener = /^`{3,}/.exec(line)?.[0];
+    if (fence) {
+      fence = line.trimEnd() === fence ? '' : fence;
+    } else if (opener) {
+      fence = opener;
+    } else {
+      const name = /^([^`:]+): `/.exec(line)?.[1];
+      if (name) {
+        names.push(name.trim());
+      }
+    }
+  }
+  return names.length > 0 ? `Checks failed: ${names.join(', ')}` : 'Checks failed';
+}

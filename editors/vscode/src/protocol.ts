@@ -181,6 +181,11 @@ export const Notification = {
   turnEnded: 'seri/turnEnded',
 } as const;
 
+/** Requests the server sends to the editor. */
+export const ServerRequest = {
+  saveDocuments: 'seri/saveDocuments',
+} as const;
+
 /** Slash commands the server understands, as suggested in the chat input. */
 export const SLASH_COMMANDS: readonly { name: string; usage: string; description: string }[] = [
   { name: 'compact', usage: '/compact [focus words]', description: 'Replace older history by a recap' },

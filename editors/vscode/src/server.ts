@@ -16,9 +16,9 @@ import {
 
 import { ApiKeyStore } from './apiKey';
 import { ChatModel, ServerLink } from './chat/model';
-import { applyEdit } from './edits';
+import { applyEdit, saveEditedDocuments } from './edits';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
-import { Notification } from './protocol';
+import { Notification, ServerRequest } from './protocol';
 
 export const INSTALL_HINT =
   'Install it from a seri-lsp checkout with `pipx install .` (or `pip install .`) so that ' +
@@ -58,6 +58,31 @@ export function findServer(configured: string[], env: NodeJS.ProcessEnv = proces
   return { found: false, tried: ['seri-lsp (on PATH)', 'python3 -m seri_lsp'] };
 }
 
+/** How long `COMMAND --version` may take before the command counts as not working. */
+const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * Run the found command with `--version`: a command that exists but cannot run the server
+ * (a Python without the package, a broken venv) fails here, once, instead of crashing
+ * the language client several times. Returns why it failed, or undefined when it works.
+ */
+export function probeServer(
+  found: Extract<ServerCommandLine, { found: true }>,
+  env: NodeJS.ProcessEnv,
+  cwd: string | undefined,
+): string | undefined {
+  const probe = spawnSync(found.command, [...found.args, '--version'], { env, cwd, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' });
+  if (probe.error) {
+    const timedOut = (probe.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
+    return timedOut ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s` : probe.error.message;
+  }
+  if (probe.status !== 0) {
+    const lastLine = (probe.stderr || probe.stdout || '').trim().split('\n').at(-1);
+    return lastLine || `exit ${probe.status ?? probe.signal}`;
+  }
+  return undefined;
+}
+
 function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undefined {
   const isFile = (candidate: string): boolean => {
     try {
@@ -85,11 +110,16 @@ function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undef
 /** The running server as the rest of the extension sees it. */
 export class SeriServer implements ServerLink, vscode.Disposable {
   private client: LanguageClient | undefined;
+  // The start in progress: a second start() joins it, stop() waits for it.
+  private starting: Promise<void> | undefined;
   private started: { settings: ExtensionSettings; env: NodeJS.ProcessEnv } | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<void>();
   /** Fires when the server starts, stops or fails. */
   readonly onDidChangeState = this.stateEmitter.event;
+  private readonly loadEmitter = new vscode.EventEmitter<void>();
+  /** Fires once the chat model has loaded from a server that just started running. */
+  readonly onDidLoad = this.loadEmitter.event;
 
   constructor(
     private readonly model: ChatModel,
@@ -119,7 +149,15 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     );
   }
 
-  async start(): Promise<void> {
+  /** Start the server unless it runs; overlapping calls share one start. */
+  start(): Promise<void> {
+    this.starting ??= this.startOnce().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async startOnce(): Promise<void> {
     if (this.client) {
       return;
     }
@@ -133,29 +171,21 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     const env = await this.apiKeys.serverEnvironment();
     const found = findServer(settings.serverCommand, env);
     if (!found.found) {
-      this.log.error(`seri-lsp not found; tried: ${found.tried.join(', ')}`);
-      this.model.detach('missing');
-      this.stateEmitter.fire();
-      void vscode.window
-        .showErrorMessage(
-          `Seri: the seri-lsp server was not found (tried ${found.tried.join(' and ')}). ${INSTALL_HINT}`,
-          'Open Settings',
-          'Show Log',
-        )
-        .then((choice) => {
-          if (choice === 'Open Settings') {
-            void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.command');
-          } else if (choice === 'Show Log') {
-            this.log.show();
-          }
-        });
+      this.reportMissing(`the seri-lsp server was not found (tried ${found.tried.join(' and ')})`);
       return;
     }
-    this.log.info(`Starting ${[found.command, ...found.args].join(' ')} (${found.origin})`);
+    const commandLine = [found.command, ...found.args].join(' ');
+    const cwd = projectFolder()?.uri.fsPath;
+    const broken = probeServer(found, env, cwd);
+    if (broken) {
+      this.reportMissing(`the server command \`${commandLine}\` does not run (\`--version\` failed: ${broken})`);
+      return;
+    }
+    this.log.info(`Starting ${commandLine} (${found.origin})`);
     const serverOptions: ServerOptions = {
       command: found.command,
       args: found.args,
-      options: { env, cwd: projectFolder()?.uri.fsPath },
+      options: { env, cwd },
     };
     const clientOptions: LanguageClientOptions = {
       // Every file: the tools read unsaved buffers and edit open documents.
@@ -182,12 +212,13 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       client.onNotification(Notification.delta, (params) => this.model.delta(params)),
       client.onNotification(Notification.compacted, (params) => this.model.compacted(params)),
       client.onNotification(Notification.turnEnded, (params) => this.model.turnEnded(params)),
+      client.onRequest(ServerRequest.saveDocuments, (params) => saveEditedDocuments(params)),
       client.onDidChangeState((event) => {
         if (this.client !== client) {
           return;
         }
         if (event.newState === State.Running) {
-          void this.model.attach(this);
+          void this.model.attach(this).then(() => this.client === client && this.loadEmitter.fire());
         } else if (event.newState === State.Starting) {
           this.model.detach('starting');
         } else {
@@ -211,7 +242,25 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     }
   }
 
+  /** The missing-server path: one notification with the install hint, `missing` state. */
+  private reportMissing(problem: string): void {
+    this.log.error(`seri-lsp: ${problem}`);
+    this.model.detach('missing');
+    this.stateEmitter.fire();
+    void vscode.window
+      .showErrorMessage(`Seri: ${problem}. ${INSTALL_HINT}`, 'Open Settings', 'Show Log')
+      .then((choice) => {
+        if (choice === 'Open Settings') {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.command');
+        } else if (choice === 'Show Log') {
+          this.log.show();
+        }
+      });
+  }
+
   async stop(): Promise<void> {
+    // A start in progress would otherwise leave its client running after this stop.
+    await this.starting;
     const client = this.client;
     this.client = undefined;
     this.started = undefined;
@@ -246,6 +295,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.stateEmitter.dispose();
+    this.loadEmitter.dispose();
   }
 }
 

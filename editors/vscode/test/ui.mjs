@@ -102,6 +102,7 @@ async function storedSession({ page, config, shot }) {
   await view.locator('#session-title', { hasText: seeded.title }).waitFor({ timeout: 20_000 });
   await view.locator('.row.user', { hasText: seeded.prompt }).waitFor();
   await view.locator('.row.assistant', { hasText: seeded.reply }).waitFor();
+  await expectFoldedChecks(view, seeded);
   expect((await statusPercent(page)) >= 1, 'the status bar shows the context use');
   await shot('stored-session');
 
@@ -116,7 +117,19 @@ async function storedSession({ page, config, shot }) {
   await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
   await chat(page).locator('.row.assistant', { hasText: seeded.reply }).waitFor({ timeout: 40_000 });
   await chat(page).locator('#session-title', { hasText: seeded.title }).waitFor();
+  await expectFoldedChecks(chat(page), seeded);
   await shot('stored-session-after-reload');
+}
+
+/** Failing checks show as a folded block headed by their names, not as the user's words. */
+async function expectFoldedChecks(view, seeded) {
+  const block = view.locator('details.row.check');
+  await block.locator('summary', { hasText: seeded.checkHeading }).waitFor({ timeout: 10_000 });
+  expect(!(await block.evaluate((details) => details.open)), 'the checks block starts folded');
+  expect((await view.locator('.row.user', { hasText: 'The checks failed' }).count()) === 0, 'the checks are not shown as the user’s');
+  await block.locator('summary').click();
+  await block.locator('pre', { hasText: seeded.checkOutput }).waitFor();
+  await block.locator('summary').click();
 }
 
 async function longSession({ page, config, shot }) {
@@ -201,6 +214,8 @@ async function promptWithTool({ page, config, shot }) {
 
   const row = view.locator('details.tool[data-tool="read_file"]');
   expect((await row.getAttribute('class')).includes('status-ok'), 'the tool row is marked as done');
+  const summaryText = (await row.locator('summary').textContent()).trim();
+  expect(summaryText === 'read_file src/app.py', `the tool and its target read apart (${summaryText})`);
   await row.locator('summary .tool-name').click();
   await row.locator('.tool-output', { hasText: 'print("hello")' }).waitFor();
   await page.locator(`${STATUS_ITEM} .codicon-loading`).waitFor({ state: 'detached', timeout: 10_000 });

@@ -59,6 +59,9 @@ export type ChatChange =
 
 type Listener = (change: ChatChange) => void;
 
+/** How long the usage refresh waits for more stored messages before it asks the server. */
+export const USAGE_REFRESH_DELAY_MS = 250;
+
 export class ChatModel {
   private readonly listeners = new Set<Listener>();
   private server: ServerLink | undefined;
@@ -81,6 +84,9 @@ export class ChatModel {
   private olderLoading: Promise<void> | undefined;
   // Bumped on every attach/detach: results from an earlier server are dropped.
   private generation = 0;
+  private usageTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
 
   /** Subscribe to changes; returns the unsubscribe function. */
   onDidChange(listener: Listener): () => void {
@@ -156,6 +162,7 @@ export class ChatModel {
     this.streaming = '';
     this.loading = undefined;
     this.olderLoading = undefined;
+    this.cancelUsageRefresh();
     this.emit({ kind: 'state' });
     this.emit({ kind: 'streaming', text: '' });
   }
@@ -189,10 +196,18 @@ export class ChatModel {
       void this.load();
       return;
     }
-    if (message.role === 'assistant') {
+    // Every model call stores a reply: the context use and the title change per turn. A
+    // new session's first prompt is where the server takes its title from.
+    const refresh = message.role === 'assistant' || (isPrompt(message) && !this.messages.some(isPrompt));
+    if (message.role === 'assistant' && this.streaming !== '') {
+      // The stored reply replaces its streamed copy, in the view too.
       this.streaming = '';
+      this.emit({ kind: 'streaming', text: '' });
     }
     this.add(message);
+    if (refresh) {
+      this.scheduleUsageRefresh();
+    }
   }
 
   delta(params: DeltaParams): void {
@@ -367,6 +382,22 @@ export class ChatModel {
 
   // --- internals -------------------------------------------------------------------
 
+  /** Refresh the usage once stored messages stop arriving for a moment (debounced). */
+  private scheduleUsageRefresh(): void {
+    this.cancelUsageRefresh();
+    this.usageTimer = setTimeout(() => {
+      this.usageTimer = undefined;
+      void this.refreshUsage();
+    }, this.usageRefreshDelayMs);
+  }
+
+  private cancelUsageRefresh(): void {
+    if (this.usageTimer !== undefined) {
+      clearTimeout(this.usageTimer);
+      this.usageTimer = undefined;
+    }
+  }
+
   private apply(view: SessionView): void {
     const switched = view.session?.id !== this.session?.id;
     this.session = view.session;
@@ -474,6 +505,11 @@ export function rewindProblems(result: Partial<RewindResult>): string {
     parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
   }
   return parts.join(' ');
+}
+
+/** A prompt the user typed (not a recap, a loaded rule or failing checks). */
+function isPrompt(message: WireMessage): boolean {
+  return message.role === 'user' && message.kind === undefined;
 }
 
 function describe(error: unknown): string {

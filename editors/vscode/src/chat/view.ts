@@ -200,7 +200,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       "default-src 'none'",
       `style-src ${webview.cspSource}`,
       `font-src ${webview.cspSource}`,
-      `img-src ${webview.cspSource} https: data:`,
+      // Markdown images are off and icons are inline SVG: no remote or data: images.
+      `img-src ${webview.cspSource}`,
       `script-src 'nonce-${nonce}'`,
     ].join('; ');
     return `<!DOCTYPE html>

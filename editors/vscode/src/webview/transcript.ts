@@ -1,9 +1,11 @@
 // The transcript: messages as rows. Tool calls are collapsible rows inside the assistant
 // message that made them, with their result (from the matching `tool` message) inside;
-// a recap is a card of its own.
+// a recap is a card of its own; loaded rules and failing checks handed back to the model
+// are folded blocks, not the user's words.
 
 import type { Notice } from '../chat/model';
 import type { Recap, ToolCall, WireMessage } from '../protocol';
+import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';
 import { renderMarkdown } from './markdown';
 
@@ -119,6 +121,9 @@ export class Transcript {
       return renderRecap(message);
     }
     if (message.role === 'user') {
+      if (message.kind === 'check') {
+        return renderChecks(message);
+      }
       if (message.kind === 'rule') {
         return h(
           'details',
@@ -202,6 +207,8 @@ function renderToolRow(call: ToolCall, result: WireMessage | undefined, open: bo
     icon(Icons.chevron, 'icon chevron'),
     statusIcon,
     h('span', { class: 'tool-name' }, call.name),
+    // Read as one line ("edit src/app.py") when copied or read aloud, not "editsrc/app.py".
+    ' ',
     targetNode,
     status === 'error' ? h('span', { class: 'tool-failed' }, 'failed') : null,
   );
@@ -248,6 +255,18 @@ function renderArguments(call: ToolCall): Node[] {
     return [h('div', { class: 'tool-label' }, 'Content'), h('pre', { class: 'tool-args' }, String(args.content ?? ''))];
   }
   return [h('div', { class: 'tool-label' }, 'Arguments'), h('pre', { class: 'tool-args' }, JSON.stringify(args, null, 2))];
+}
+
+/** Failing checks the server handed back to the model: folded, the output inside. */
+function renderChecks(message: WireMessage): HTMLElement {
+  const body = h('div', { class: 'markdown check-text' });
+  body.innerHTML = renderMarkdown(message.content);
+  return h(
+    'details',
+    { class: 'row check', 'data-id': String(message.id), 'data-kind': 'check' },
+    h('summary', {}, icon(Icons.error, 'icon status-error'), checksHeading(message.content)),
+    body,
+  );
 }
 
 function renderRecap(message: WireMessage): HTMLElement {

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 
 import { Commands } from '../../ids';
 import type { Session } from '../../protocol';
-import { activated, restart, setSetting, waitFor } from './helpers';
+import { activated, restart, setSetting, stubWindow, waitFor } from './helpers';
 
 suite('Settings', () => {
   suiteTeardown(async () => {
@@ -47,16 +47,51 @@ suite('Settings', () => {
     assert.strictEqual(session.session.maxTurns, 33);
   });
 
-  test('with resumeOnOpen off the server starts without a session, and Continue opens the latest', async () => {
+  test('with resumeOnOpen off the window reopens the session it showed, and Continue opens the latest', async () => {
     const api = await activated();
-    const sessions = (await api.server.execute<{ sessions: Session[] }>('seri.session.list', {})).sessions;
+    const shown = await vscode.commands.executeCommand<Session>(Commands.newSession);
+    await waitFor(() => api.model.currentSession?.id === shown.id, 'the model to show the new session');
     await setSetting('resumeOnOpen', false);
     await restart(api);
     assert.strictEqual(api.server.initializationOptions?.resumeOnOpen, false);
-    assert.strictEqual(api.model.currentSession, null);
-    const session = await vscode.commands.executeCommand<Session>(Commands.continueSession);
-    assert.strictEqual(session?.id, sessions[0].id);
-    await waitFor(() => api.model.currentSession?.id === sessions[0].id, 'the model to show the latest session');
+    // The server opened none: the window's memory reopened it.
+    await waitFor(() => api.model.currentSession?.id === shown.id, 'the window to reopen its session');
+    const latest = (await api.server.execute<{ sessions: Session[] }>('seri.session.list', {})).sessions[0];
+    const session = await vscode.commands.executeCommand<Session | null>(Commands.continueSession);
+    assert.strictEqual(session?.id, latest?.id);
+    await waitFor(() => api.model.currentSession?.id === (latest?.id ?? shown.id), 'the model to show the latest session');
+  });
+
+  test('a server command that exists but cannot run gives one notification with the install hint', async () => {
+    const api = await activated();
+    const window = stubWindow([]);
+    try {
+      await setSetting('server.command', ['/bin/sh', '-c', 'echo "No module named seri_lsp" >&2; exit 1']);
+      await vscode.commands.executeCommand(Commands.restartServer);
+      await waitFor(() => api.model.state === 'missing', 'the extension to find the command broken');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.strictEqual(window.errors.length, 1, window.errors.join('\n'));
+      assert.match(window.errors[0], /--version` failed: No module named seri_lsp/);
+      assert.match(window.errors[0], /pipx install/);
+    } finally {
+      window.restore();
+      await setSetting('server.command', undefined);
+    }
+    await restart(api);
+    assert.strictEqual(api.model.state, 'running');
+  });
+
+  test('overlapping starts make one server, and a stop during a start leaves none running', async () => {
+    const api = await activated();
+    await api.server.stop();
+    const first = api.server.start();
+    assert.strictEqual(api.server.start(), first, 'the second start joins the first');
+    await api.server.stop();
+    await first;
+    assert.strictEqual(api.server.isRunning, false, 'the start did not outlive the stop');
+    assert.strictEqual(api.model.state, 'stopped');
+    await restart(api);
+    assert.strictEqual(api.model.state, 'running');
   });
 
   test('a missing server gives one clear notification and a warning in the status bar', async () => {

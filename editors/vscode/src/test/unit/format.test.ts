@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 
-import { contextPercent, plural, relativeTime } from '../../format';
+import { checksHeading, contextPercent, plural, relativeTime } from '../../format';
 
 suite('format', () => {
   test('context use is a whole percentage, at least 1 once anything is used', () => {
@@ -21,5 +21,24 @@ suite('format', () => {
   test('plural', () => {
     assert.strictEqual(plural(1, 'message'), '1 message');
     assert.strictEqual(plural(3, 'message'), '3 messages');
+  });
+
+  test('failing checks are headed by their names, read from the server’s message', () => {
+    const content = [
+      'The checks failed after your changes (round 1 of 3):',
+      '',
+      'tests: `pytest -q` exited with 1.',
+      '```',
+      'FAILED tests/test_app.py::test_main - assert 1 == 2',
+      'error: `main` is not defined',
+      '```',
+      '',
+      'lint: `ruff check .` exited with 1.',
+      '(no output)',
+      '',
+      'Fix what they report. They run again when you finish after changing files.',
+    ].join('\n');
+    assert.strictEqual(checksHeading(content), 'Checks failed: tests, lint');
+    assert.strictEqual(checksHeading('Something else went wrong'), 'Checks failed');
   });
 });

@@ -69,6 +69,68 @@ suite('ChatModel', () => {
     assert.strictEqual(model.running, false);
   });
 
+  test('the stored reply clears the streamed copy in the view too', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    model.delta({ sessionId: 's1', text: 'Hello' });
+    changes.length = 0;
+    model.message({ sessionId: 's1', message: message(3, 'assistant', 'Hello') });
+    assert.deepStrictEqual(changes, [
+      { kind: 'streaming', text: '' },
+      { kind: 'append', message: message(3, 'assistant', 'Hello') },
+    ]);
+  });
+
+  test('a stored reply with nothing streamed sends no streaming change', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    model.message({ sessionId: 's1', message: message(3, 'assistant', 'Hello') });
+    assert.deepStrictEqual(changes.map((c) => c.kind), ['append']);
+  });
+
+  test('the usage is refreshed, debounced, after each stored reply and the first prompt', async () => {
+    const titled = session('s1', 'Fix the parser');
+    const server = new FakeServer((_command, args) =>
+      args.limit === 1 ? view(titled, [], { usage: { estimateTokens: 700, contextWindow: 1000 } }) : view(session('s1'), []),
+    );
+    const model = new ChatModel(10);
+    await model.attach(server);
+    const usageReads = (): number => server.calls.filter((c) => (c.args as { limit?: number }).limit === 1).length;
+    const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 40));
+
+    model.message({ sessionId: 's1', message: message(1, 'user', 'Fix the parser') });
+    await settle();
+    assert.strictEqual(usageReads(), 1, 'the first prompt: the new title shows during the task');
+    assert.strictEqual(model.currentSession?.title, 'Fix the parser');
+    assert.strictEqual(model.currentUsage?.estimateTokens, 700);
+
+    model.message({ sessionId: 's1', message: message(2, 'assistant', 'Reading', { tool_calls: [] }) });
+    model.message({ sessionId: 's1', message: message(3, 'tool', 'file text', { tool_call_id: 'c1' }) });
+    model.message({ sessionId: 's1', message: message(4, 'assistant', 'Done') });
+    await settle();
+    assert.strictEqual(usageReads(), 2, 'two replies close together: one read');
+
+    model.message({ sessionId: 's1', message: message(5, 'user', 'And the lexer?') });
+    model.message({ sessionId: 's1', message: message(6, 'user', 'Checks failed', { kind: 'check' }) });
+    model.message({ sessionId: 'child', message: message(7, 'assistant', 'a subagent reply') });
+    await settle();
+    assert.strictEqual(usageReads(), 2, 'later prompts, checks and other sessions: no read');
+  });
+
+  test('a pending usage refresh is dropped when the server goes away', async () => {
+    const server = new FakeServer(() => view(open, []));
+    const model = new ChatModel(10);
+    await model.attach(server);
+    model.message({ sessionId: 's1', message: message(1, 'assistant', 'Hi') });
+    model.detach('stopped');
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    assert.strictEqual(server.calls.length, 1, 'only the load at attach');
+  });
+
   test('a session change clears the transcript and loads the new session', async () => {
     let current: Session = open;
     const model = new ChatModel();
