@@ -167,7 +167,8 @@ def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
         profile_root=profile_root,
         workspace=workspace,
         tmp_path=tmp_path,
-        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second},
+        # A time zone with a half hour, ahead of UTC: the picker shows local times.
+        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second, "TZ": "IST-5:30"},
         as_init=True,
     )
 

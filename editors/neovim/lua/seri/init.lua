@@ -201,7 +201,7 @@ end
 ---@return string
 function M.format_session(session, open_id)
   local title = session.title ~= nil and session.title ~= "" and session.title or "(untitled)"
-  local date = (session.updatedAt or ""):gsub("T", " "):sub(1, 16)
+  local date = require("seri.time").local_minute(session.updatedAt)
   local count = tonumber(session.messageCount) or 0
   local text = ("%s · %s · %d message%s"):format(title, date, count, count == 1 and "" or "s")
   if session.id == open_id then
