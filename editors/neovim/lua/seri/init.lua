@@ -25,6 +25,7 @@ local HIGHLIGHTS = {
   SeriResult = "Comment",
   SeriRecapTitle = "Title",
   SeriRecap = "String",
+  SeriCheck = "DiagnosticWarn",
   SeriNotice = "Comment",
   SeriLoadEarlier = "Underlined",
 }
