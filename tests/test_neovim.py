@@ -212,7 +212,7 @@ def test_permissions_edits_cancel_and_subagents(
     assert (workspace / "closed.txt").read_text() == "closed: after\n"
 
 
-def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
+def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
     nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "open.txt").write_text("open: v1\n")
@@ -229,6 +229,8 @@ def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
         Text("Edited app."),
         Calls([("w1", "write_file", {"path": "notes.txt", "content": "notes\n"})]),
         Text("Wrote notes."),
+        Calls([("e4", "edit", {"path": "app.txt", "old_text": "v1", "new_text": "v4"})]),
+        Text("Edited app once more."),
     )
     run_scenario(
         nvim,
@@ -241,6 +243,7 @@ def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
     # The open buffer was restored in Neovim (through workspace/applyEdit), never saved.
     assert (workspace / "open.txt").read_text() == "open: v1\n"
     assert not (workspace / "notes.txt").exists()
+    assert (workspace / "app.txt").read_text() == "app: yours\n"
 
 
 def test_a_subfolder_with_its_own_marker_belongs_to_the_running_project(
