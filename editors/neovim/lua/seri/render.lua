@@ -2,7 +2,7 @@
 -- Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
 -- buffer.
 --
--- Tool results and thinking are folded: a head line (`RESULT` or `THINKING`) opens a fold
+-- Tool results, thinking, rules and failing checks are folded: a head line (`RESULT` or `THINKING`) opens a fold
 -- and `BODY` lines continue it, so the chat's 'foldexpr' needs only the line text.
 
 local M = {}
@@ -221,7 +221,8 @@ function M.message(msg, prev, results)
   end
   if msg.role == "user" and msg.kind == "check" then
     -- Failing checks the server handed back to the model: not the user's words.
-    folded(b, M.THINKING, M.check_heading(msg.content or "") .. "\n" .. (msg.content or ""), "SeriCheck")
+    local content = msg.content or ""
+    folded(b, M.THINKING, M.check_heading(content) .. "\n" .. content, "SeriCheck")
     add(b, "")
     return b, "check"
   end
