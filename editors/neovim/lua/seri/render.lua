@@ -2,8 +2,9 @@
 -- Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
 -- buffer.
 --
--- Tool results, thinking, rules and failing checks are folded: a head line (`RESULT` or `THINKING`) opens a fold
--- and `BODY` lines continue it, so the chat's 'foldexpr' needs only the line text.
+-- Tool results, thinking, rules and failing checks are folded: a head line (`RESULT` or
+-- `THINKING`) opens a fold and `BODY` lines continue it, so the chat's 'foldexpr' needs
+-- only the line text.
 
 local M = {}
 
