@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import seri_lsp
 from tests.harness import server_env
 from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
 
@@ -166,7 +167,8 @@ def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
         profile_root=profile_root,
         workspace=workspace,
         tmp_path=tmp_path,
-        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second},
+        # A time zone with a half hour, ahead of UTC: the picker shows local times.
+        env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second, "TZ": "IST-5:30"},
         as_init=True,
     )
 
@@ -210,7 +212,7 @@ def test_permissions_edits_cancel_and_subagents(
     assert (workspace / "closed.txt").read_text() == "closed: after\n"
 
 
-def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
+def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
     nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
 ) -> None:
     (workspace / "open.txt").write_text("open: v1\n")
@@ -227,6 +229,8 @@ def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
         Text("Edited app."),
         Calls([("w1", "write_file", {"path": "notes.txt", "content": "notes\n"})]),
         Text("Wrote notes."),
+        Calls([("e4", "edit", {"path": "app.txt", "old_text": "v1", "new_text": "v4"})]),
+        Text("Edited app once more."),
     )
     run_scenario(
         nvim,
@@ -239,6 +243,104 @@ def test_rewind_with_a_count_and_through_the_pickers_with_a_conflict(
     # The open buffer was restored in Neovim (through workspace/applyEdit), never saved.
     assert (workspace / "open.txt").read_text() == "open: v1\n"
     assert not (workspace / "notes.txt").exists()
+    assert (workspace / "app.txt").read_text() == "app: yours\n"
+
+
+def test_a_subfolder_with_its_own_marker_belongs_to_the_running_project(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / "src").mkdir()
+    (workspace / "src" / "AGENTS.md").write_text("# Rules for src\n")
+    (workspace / "src" / "app.py").write_text("print('app')\n")
+    run_scenario(
+        nvim,
+        "roots.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+
+
+def test_the_status_counts_each_model_call_before_the_task_ends(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "notes.txt").write_text("hello from notes\n")
+    provider.script(
+        Calls([("c1", "read_file", {"path": "notes.txt"})], usage=usage(3000)),
+        Text("The notes say hello, and then the stream stalls.", chunk_size=10, stall_after=1),
+    )
+    run_scenario(
+        nvim,
+        "usage.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+
+
+def test_failing_checks_fold_under_their_own_heading_live_and_reloaded(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    provider.script(
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "broken\n"})]),
+        Text("done?"),
+        Calls([("w2", "write_file", {"path": "a.txt", "content": "fixed\n"})]),
+        Text("fixed now"),
+    )
+    run_scenario(
+        nvim,
+        "checks.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+    )
+
+
+def test_save_documents_writes_the_modified_buffers_it_names(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    for name in ("edited", "clean", "closed"):
+        (workspace / f"{name}.txt").write_text(f"{name}: before\n")
+    run_scenario(
+        nvim,
+        "save.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_SAVE": "handler"},
+    )
+
+
+def server_asks_to_save() -> bool:
+    """Whether this server sends `seri/saveDocuments` (its side came on branch srvfix)."""
+    package = Path(seri_lsp.__file__).parent
+    return any("seri/saveDocuments" in source.read_text() for source in package.rglob("*.py"))
+
+
+@pytest.mark.skipif(not server_asks_to_save(), reason="the server does not ask to save yet")
+def test_a_check_reads_an_open_buffer_the_task_edited(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "open.txt").write_text("open: before\n")
+    provider.script(
+        Calls([("e1", "edit", {"path": "open.txt", "old_text": "before", "new_text": "after"})]),
+        Text("Edited."),
+    )
+    run_scenario(
+        nvim,
+        "save.lua",
+        provider=provider,
+        profile_root=profile_root,
+        workspace=workspace,
+        tmp_path=tmp_path,
+        env={"SERI_TEST_SAVE": "task"},
+    )
+    assert len(provider.requests) == 2
 
 
 def test_trajectory_toggle_with_and_without_the_environment_variable(

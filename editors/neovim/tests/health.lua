@@ -17,8 +17,17 @@ end
 H.run(function()
   vim.cmd.cd(H.env.workspace)
   if vim.env.SERI_TEST_HEALTH == "working" then
-    require("seri").setup(H.options())
+    -- `--continue` in cmd opens the latest session in the editor; the health check's own
+    -- `sessions` run goes without it (the server refuses it there).
+    local options = H.options()
+    table.insert(options.cmd, "--continue")
+    require("seri").setup(options)
     H.wait_ready()
+    local strip = require("seri.health").without_session_options
+    H.eq({ "seri-lsp", "--profile-root", "p" },
+      strip({ "seri-lsp", "--resume", "abc123", "--profile-root", "p", "--continue" }),
+      "--resume and its value, and --continue, left out")
+    H.eq({ "seri-lsp" }, strip({ "seri-lsp", "--resume=abc123" }), "--resume=ID left out")
     local report = checkhealth()
     local v = vim.version()
     has(report, ("OK Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
@@ -42,7 +51,8 @@ H.run(function()
     local report = checkhealth()
     has(report, "ERROR server command not found")
     has(report, "no-such-seri-lsp")
-    has(report, "pip install seri-lsp")
+    has(report, "from a clone of seri-lsp: `pipx install /path/to/seri-lsp`, or `pip install .`")
+    H.truthy(not report:find("pip install seri-lsp", 1, true), "advice to install from PyPI")
     has(report, "WARNING API key: not set")
     -- The manual is there without a server.
     local topics = { "seri", ":SeriResume", "seri-lazy", "seri.status()", "SeriTurnEnded" }

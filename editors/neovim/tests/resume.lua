@@ -112,6 +112,9 @@ H.run(function()
   H.truthy(vim.tbl_filter(function(text)
     return text:find("· open$")
   end, shown)[1], "the open session is marked")
+  -- The server's times are UTC; the picker shows them in local time (TZ is IST-5:30 here).
+  local late = { id = "x", title = "late", updatedAt = "2025-01-31T23:45:10.123456Z" }
+  H.eq("late · 2025-02-01 05:15 · 0 messages", seri.format_session(late), "a time in local time")
 
   -- An unknown id is refused with the server's words; the chat stays as it was.
   vim.cmd("SeriResume no-such-session")

@@ -2,7 +2,8 @@
 -- (both restored, the prompt back in the chat's input, the chat redrawn); without one,
 -- through the pickers (vim.ui.select): a files-only rewind that leaves a file changed
 -- since alone and lists it, then the same rewind forced; a refusal shown as the server
--- words it. The provider is scripted by test_neovim.py.
+-- words it; `/rewind` typed in the chat, shown as :SeriRewind shows it. The provider is
+-- scripted by test_neovim.py.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
 H.run(function()
@@ -178,4 +179,25 @@ H.run(function()
   H.truthy(refused:find("whole number from 1 to 10000, given once (got 0)", 1, true), refused)
   H.truthy(refused:find("give the number of prompts with those words", 1, true), refused)
   H.eq({ "files", "force" }, vim.fn.getcompletion("SeriRewind 1 f", "cmdline"), "words complete")
+
+  -- /rewind typed in the chat's input does what :SeriRewind does: the prompt comes back
+  -- into the input, and a file changed since seri wrote it is left alone and listed.
+  vim.cmd("SeriPrompt edit app once more")
+  H.eq("done", H.wait_turn(4).status, "the fourth editing task")
+  H.wait_chat("Edited app once more.")
+  vim.fn.writefile({ "app: yours" }, workspace .. "/app.txt")
+  before = #H.notes
+  chat.open(project)
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(chat.state.input))
+  vim.api.nvim_buf_set_lines(chat.state.input, 0, -1, false, { "/rewind 1" })
+  vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
+  H.wait(function()
+    return chat.input_text() == "edit app once more"
+  end, "the prompt removed by /rewind back in the input (" .. chat.input_text() .. ")")
+  H.truthy(notes_since(before):find("rewound 1 prompt (the conversation and files)", 1, true),
+    "the rewind is reported: " .. notes_since(before))
+  local left = notes_since(before, vim.log.levels.WARN)
+  H.truthy(left:find("left alone, changed since seri wrote them: app.txt", 1, true),
+    "the conflict listed: " .. left)
+  H.eq("app: yours", read("app.txt"), "app.txt, left alone")
 end)

@@ -169,4 +169,23 @@ H.run(function()
   -- :Seri toggles the chat closed again.
   vim.cmd("Seri")
   H.eq(-1, vim.fn.bufwinid(chat.buf), "the chat window after :Seri again")
+
+  -- :q in the chat window leaves its input behind; :Seri shows one chat, one input.
+  vim.cmd("Seri")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(chat.buf))
+  vim.cmd("quit")
+  H.eq({}, vim.fn.win_findbuf(chat.buf), "chat windows after :q")
+  H.eq(1, #vim.fn.win_findbuf(chat.input), "the input left behind")
+  vim.cmd("Seri")
+  H.eq(1, #vim.fn.win_findbuf(chat.buf), "chat windows after :Seri")
+  H.eq(1, #vim.fn.win_findbuf(chat.input), "input windows after :Seri")
+  local below = vim.fn.win_screenpos(vim.fn.bufwinid(chat.buf))[1]
+    + vim.api.nvim_win_get_height(vim.fn.bufwinid(chat.buf))
+  H.eq(below + 1, vim.fn.win_screenpos(vim.fn.bufwinid(chat.input))[1], "the input's place")
+  -- :q in the input instead: opening the chat gives it its input back.
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(chat.input))
+  vim.cmd("quit")
+  seri.open()
+  H.eq(1, #vim.fn.win_findbuf(chat.buf), "chat windows after :q in the input")
+  H.eq(1, #vim.fn.win_findbuf(chat.input), "the input, back under the chat")
 end)

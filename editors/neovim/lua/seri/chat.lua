@@ -508,20 +508,26 @@ function M.winbar()
   return " " .. text:gsub("%%", "%%%%")
 end
 
----Open the chat for `project`.
----@param project seri.Project
----@param opts {focus?: boolean}?
-function M.open(project, opts)
-  opts = opts or {}
-  local focus = opts.focus ~= false
-  M.bind(project)
-  if M.is_open() then
-    if focus then
-      M.focus_input()
+---Close windows of the current tab page that show the input without the chat above it
+---(left behind when the chat window was closed with `:q`), so opening the chat again
+---makes no second input window.
+local function close_stray_inputs()
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == state.input then
+      if #vim.api.nvim_tabpage_list_wins(0) > 1 then
+        vim.api.nvim_win_close(win, true)
+      else
+        vim.api.nvim_win_call(win, function()
+          vim.cmd("enew")
+        end)
+      end
     end
-    return
   end
-  local previous = vim.api.nvim_get_current_win()
+end
+
+---Split a window for the chat at the configured side; it becomes the current window.
+---@return integer
+local function open_chat_window()
   local chat = config.options.chat
   local vertical = chat.side == "right" or chat.side == "left"
   local split = ({
@@ -561,7 +567,14 @@ function M.open(project, opts)
     winbar = "%{%v:lua.require'seri.chat'.winbar()%}",
   })
   vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(state.buf), 0 })
-  vim.cmd("belowright " .. math.max(1, chat.input_height) .. "split")
+  return win
+end
+
+---Split the input window under the chat window; it becomes the current window.
+---@param chat_win integer
+local function open_input_window(chat_win)
+  vim.api.nvim_set_current_win(chat_win)
+  vim.cmd("belowright " .. math.max(1, config.options.chat.input_height) .. "split")
   local input = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(input, state.input)
   set_options(input, {
@@ -576,8 +589,31 @@ function M.open(project, opts)
     fillchars = "eob: ",
     winbar = " prompt · " .. winbar_keys(),
   })
+end
+
+---Open the chat for `project`. A chat window whose input was closed gets its input
+---back; an input left without its chat is closed first.
+---@param project seri.Project
+---@param opts {focus?: boolean}?
+function M.open(project, opts)
+  opts = opts or {}
+  local focus = opts.focus ~= false
+  M.bind(project)
+  local chat_win = window_of(state.buf)
+  if chat_win and window_of(state.input) then
+    if focus then
+      M.focus_input()
+    end
+    return
+  end
+  local previous = vim.api.nvim_get_current_win()
+  if not chat_win then
+    close_stray_inputs()
+    chat_win = open_chat_window()
+  end
+  open_input_window(chat_win)
   if focus then
-    if chat.start_insert then
+    if config.options.chat.start_insert then
       vim.cmd("startinsert!")
     end
   elseif vim.api.nvim_win_is_valid(previous) then

@@ -36,7 +36,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field thinking? string
 ---@field tool_calls? seri.ToolCall[]
 ---@field tool_call_id? string
----@field kind? "recap"|"rule"
+---@field kind? "recap"|"rule"|"check"
 ---@field recap? table
 ---@field isError? boolean
 
@@ -52,6 +52,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field session seri.Session? the open session
 ---@field reason string? why it was opened (new, continued, resumed, cleared, rewound)
 ---@field usage seri.Usage? context use of the open session
+---@field usage_token table? the pending debounced usage refresh
 ---@field busy integer task requests (prompts, compactions) in flight
 ---@field progress table<string|integer, boolean> `$/progress` tokens running
 ---@field sessions seri.Session[]? the project's sessions, as last listed
@@ -144,9 +145,32 @@ local function marked_root(dir)
   return nil
 end
 
+---@param path string
+---@param root string
+---@return boolean
+local function inside(path, root)
+  return path == root or path:sub(1, #root + 1) == root .. "/"
+end
+
+---The root of a running server whose project holds `path` (the innermost, should
+---servers nest). A subfolder with a marker of its own (`src/AGENTS.md`) belongs to the
+---project already open above it rather than starting a second server.
+---@param path string canonical
+---@return string?
+local function running_root(path)
+  local found = nil
+  for root, project in pairs(M.projects) do
+    if M.client(project) and inside(path, root) and (found == nil or #root > #found) then
+      found = root
+    end
+  end
+  return found
+end
+
 ---The project root for a buffer: the chat's own project for the chat's buffers; the
----nearest marker above the buffer's file; else the nearest above the current directory;
----else the current directory. Scratch and help buffers use the current directory.
+---root of a running server that holds the buffer's file; the nearest marker above the
+---file; else the same for the current directory; else the current directory. Scratch
+---and help buffers use the current directory.
 ---@param buf integer?
 ---@return string
 function M.root_for(buf)
@@ -156,19 +180,12 @@ function M.root_for(buf)
     return bound
   end
   local file = M.file_of(buf)
-  local root = file and marked_root(vim.fs.dirname(file))
+  local root = file and (running_root(canonical(file)) or marked_root(vim.fs.dirname(file)))
   if not root then
     local cwd = vim.fs.normalize(vim.fn.getcwd())
-    root = marked_root(cwd) or cwd
+    root = running_root(canonical(cwd)) or marked_root(cwd) or cwd
   end
   return canonical(root)
-end
-
----@param path string
----@param root string
----@return boolean
-local function inside(path, root)
-  return path == root or path:sub(1, #root + 1) == root .. "/"
 end
 
 -- Handlers ---------------------------------------------------------------------------
@@ -233,7 +250,36 @@ local function forward(event, pattern, refresh)
   end
 end
 
-handlers["seri/message"] = forward("message", "SeriMessage", false)
+-- Context use grows with every model call, not only when the task ends; a reply that
+-- comes as several stored messages in quick succession asks once.
+local USAGE_DEBOUNCE_MS = 250
+
+---Ask for the usage again shortly, once for a burst of calls.
+---@param project seri.Project
+function M.refresh_usage_soon(project)
+  local token = {}
+  project.usage_token = token
+  vim.defer_fn(function()
+    if project.usage_token == token then
+      project.usage_token = nil
+      M.refresh_usage(project)
+    end
+  end, USAGE_DEBOUNCE_MS)
+end
+
+local forward_message = forward("message", "SeriMessage", false)
+
+handlers["seri/message"] = function(err, params, ctx)
+  forward_message(err, params, ctx)
+  local project = project_of(ctx)
+  local message = type(params) == "table" and params.message or nil
+  local open = project and project.session
+  if open and type(message) == "table" and message.role == "assistant" then
+    if params.sessionId == open.id then
+      M.refresh_usage_soon(project)
+    end
+  end
+end
 
 handlers["seri/delta"] = function(_, params, ctx)
   local project = project_of(ctx)
@@ -320,6 +366,40 @@ handlers["workspace/applyEdit"] = function(err, params, ctx, cfg)
   return result, error
 end
 
+---Write each loaded, modified buffer among `uris` (`:write` in the buffer, so the user's
+---autocommands run); the uris whose text is now on disk: saved now, open with nothing
+---unsaved, or not open at all. A buffer that could not be written is left out.
+---@param uris string[]
+---@return string[] saved
+function M.save_documents(uris)
+  local saved = {}
+  for _, uri in ipairs(uris) do
+    local ok, fname = pcall(vim.uri_to_fname, uri)
+    local buf = ok and buffer_named(fname) or nil
+    if buf and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified then
+      local written, err = true, nil
+      vim.api.nvim_buf_call(buf, function()
+        written, err = pcall(vim.cmd, "silent write")
+      end)
+      if not written then
+        local why = tostring(err):match("(E%d+:.*)$") or tostring(err)
+        vim.notify(("seri: could not save %s: %s"):format(fname, why), vim.log.levels.WARN)
+      end
+    end
+    if ok and not (buf and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified) then
+      table.insert(saved, uri)
+    end
+  end
+  return saved
+end
+
+-- Before running the checks (commands that read the disk), the server asks to save the
+-- documents its task edited through the editor.
+handlers["seri/saveDocuments"] = function(_, params)
+  local uris = type(params) == "table" and type(params.uris) == "table" and params.uris or {}
+  return { saved = M.save_documents(uris) }
+end
+
 -- Starting and attaching -------------------------------------------------------------
 
 ---@param project seri.Project
@@ -332,7 +412,8 @@ function M.client(project)
   return nil
 end
 
----Let the server see a file buffer of its project (unsaved text, edits in place).
+---Let the server see a file buffer of its project (unsaved text, edits in place): only
+---the server of the buffer's own project (`root_for`), never one of a folder above it.
 ---@param buf integer
 function M.attach(buf)
   if not config.options.attach_buffers then
@@ -342,13 +423,12 @@ function M.attach(buf)
   if not file then
     return
   end
-  for root, project in pairs(M.projects) do
-    local client = M.client(project)
-    if client and project.ready and inside(canonical(file), root) then
-      if not vim.lsp.buf_is_attached(buf, client.id) then
-        vim.lsp.buf_attach_client(buf, client.id)
-      end
-      return
+  local root = M.root_for(buf)
+  local project = M.projects[root]
+  local client = project and M.client(project)
+  if client and project.ready and inside(canonical(file), root) then
+    if not vim.lsp.buf_is_attached(buf, client.id) then
+      vim.lsp.buf_attach_client(buf, client.id)
     end
   end
 end

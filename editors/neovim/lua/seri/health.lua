@@ -34,6 +34,25 @@ local function flag_value(cmd, flag)
   return nil
 end
 
+---`cmd` without the options that open a session in the editor (`--continue`,
+---`--resume ID`, `--resume=ID`): the server refuses them with its other commands, such
+---as `sessions`.
+---@param cmd string[]
+---@return string[]
+function M.without_session_options(cmd)
+  local kept, skip = {}, false
+  for _, arg in ipairs(cmd) do
+    if skip then
+      skip = false
+    elseif arg == "--resume" then
+      skip = true
+    elseif arg ~= "--continue" and not vim.startswith(arg, "--resume=") then
+      table.insert(kept, arg)
+    end
+  end
+  return kept
+end
+
 ---@param value any
 ---@return boolean
 local function text(value)
@@ -118,7 +137,8 @@ local function check_server(options)
   local exe = vim.fn.exepath(cmd[1])
   if vim.fn.executable(cmd[1]) ~= 1 then
     health.error(("server command not found: %q"):format(cmd[1]), {
-      "Install the server: pip install seri-lsp (or `pipx install seri-lsp`)",
+      "Install the server from a clone of seri-lsp: `pipx install /path/to/seri-lsp`, "
+        .. "or `pip install .` in the clone",
       "or point `cmd` in require('seri').setup() at it, e.g. { '/path/to/.venv/bin/seri-lsp' }",
     })
     return false
@@ -155,7 +175,8 @@ local function check_profile(options, found)
   if not found then
     return
   end
-  local result = run(options.cmd, { "sessions", "--all", "--json", "--profile-root", root })
+  local cmd = M.without_session_options(options.cmd)
+  local result = run(cmd, { "sessions", "--all", "--json", "--profile-root", root })
   local ok, sessions = pcall(vim.json.decode, result.stdout or "")
   if result.code == 0 and ok and type(sessions) == "table" then
     health.ok(("database opens: %s (%d sessions)"):format(db, #sessions))

@@ -25,6 +25,7 @@ local HIGHLIGHTS = {
   SeriResult = "Comment",
   SeriRecapTitle = "Title",
   SeriRecap = "String",
+  SeriCheck = "DiagnosticWarn",
   SeriNotice = "Comment",
   SeriLoadEarlier = "Underlined",
 }
@@ -134,6 +135,21 @@ function M.close()
   chat.close()
 end
 
+---What `/rewind` did, shown as `:SeriRewind` shows it: the removed prompt back in the
+---input, the files left alone listed.
+---@param current seri.Project
+---@param text string the prompt, `/rewind [n] [both|conversation|files] [force]`
+---@param result table
+local function rewound(current, text, result)
+  local rewind = require("seri.rewind")
+  local words = vim.split(text, "%s+", { trimempty = true })
+  table.remove(words, 1)
+  -- The server accepted the words, so they parse; `done` needs what was restored.
+  local request = rewind.parse(words) or {}
+  request.steps = request.steps or tonumber(result.rewound) or 1
+  rewind.done(current, request, result)
+end
+
 ---Send a prompt (slash commands pass through: `/compact tests`). Returns at once; the
 ---reply streams into the chat.
 ---@param text string
@@ -153,9 +169,13 @@ function M.prompt(text, on_error)
   elseif vim.api.nvim_buf_is_valid(chat.state.buf or -1) then
     chat.bind(current)
   end
-  client.execute_task(current, "seri.prompt", { text = text }, function(err)
-    if report(err, "the prompt was refused") and on_error then
-      on_error(err)
+  client.execute_task(current, "seri.prompt", { text = text }, function(err, result)
+    if report(err, "the prompt was refused") then
+      if on_error then
+        on_error(err)
+      end
+    elseif type(result) == "table" and result.command == "rewind" then
+      rewound(current, text, result)
     end
   end)
 end
@@ -201,7 +221,7 @@ end
 ---@return string
 function M.format_session(session, open_id)
   local title = session.title ~= nil and session.title ~= "" and session.title or "(untitled)"
-  local date = (session.updatedAt or ""):gsub("T", " "):sub(1, 16)
+  local date = require("seri.time").local_minute(session.updatedAt)
   local count = tonumber(session.messageCount) or 0
   local text = ("%s · %s · %d message%s"):format(title, date, count, count == 1 and "" or "s")
   if session.id == open_id then

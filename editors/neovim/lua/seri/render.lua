@@ -2,8 +2,9 @@
 -- Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
 -- buffer.
 --
--- Tool results and thinking are folded: a head line (`RESULT` or `THINKING`) opens a fold
--- and `BODY` lines continue it, so the chat's 'foldexpr' needs only the line text.
+-- Tool results, thinking, rules and failing checks are folded: a head line (`RESULT` or
+-- `THINKING`) opens a fold and `BODY` lines continue it, so the chat's 'foldexpr' needs
+-- only the line text.
 
 local M = {}
 
@@ -132,6 +133,26 @@ function M.tool_line(call)
   return vim.trim(M.TOOL .. call.name .. " " .. summary)
 end
 
+---The head line of failing checks handed back to the model: `Checks failed: lint, tests
+---(round 1 of 3)`, from the server's message (`<name>: \`<command>\` exited with ...`).
+---@param content string
+---@return string
+function M.check_heading(content)
+  local names = {}
+  for _, line in ipairs(split(content)) do
+    local name = line:match("^([^%s`][^`]-): `")
+    if name then
+      table.insert(names, name)
+    end
+  end
+  local heading = "Checks failed"
+  if #names > 0 then
+    heading = heading .. ": " .. table.concat(names, ", ")
+  end
+  local round = content:match("%((round %d+ of %d+)%)")
+  return round and ("%s (%s)"):format(heading, round) or heading
+end
+
 ---@param recap table the structured recap
 ---@return string[]
 local function recap_lines(recap)
@@ -198,6 +219,13 @@ function M.message(msg, prev, results)
     end
     add(b, "")
     return b, "recap"
+  end
+  if msg.role == "user" and msg.kind == "check" then
+    -- Failing checks the server handed back to the model: not the user's words.
+    local content = msg.content or ""
+    folded(b, M.THINKING, M.check_heading(content) .. "\n" .. content, "SeriCheck")
+    add(b, "")
+    return b, "check"
   end
   if msg.role == "user" and msg.kind == "rule" then
     folded(b, M.THINKING, "rule: " .. (msg.content or ""), "SeriResult")

@@ -7,6 +7,7 @@
 
 local chat = require("seri.chat")
 local client = require("seri.client")
+local time = require("seri.time")
 
 local M = {}
 
@@ -43,33 +44,12 @@ local function prompts(n)
   return n == 1 and "1 prompt" or ("%d prompts"):format(n)
 end
 
----Seconds since the epoch of a UTC ISO-8601 time (`2025-01-31T10:00:00.000000Z`).
----@param iso string
----@return integer?
-local function epoch(iso)
-  local y, mo, d, h, mi, s = tostring(iso):match("^(%d+)-(%d+)-(%d+)[T ](%d+):(%d+):(%d+)")
-  if not y then
-    return nil
-  end
-  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
-  -- Days from 1970-01-01 to the date (proleptic Gregorian calendar).
-  if mo <= 2 then
-    y = y - 1
-  end
-  local era = math.floor(y / 400)
-  local yoe = y - era * 400
-  local doy = math.floor((153 * (mo + (mo > 2 and -3 or 9)) + 2) / 5) + d - 1
-  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
-  local days = era * 146097 + doe - 719468
-  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s)
-end
-
 ---"just now", "5 minutes ago", "yesterday", "3 days ago", else the date.
 ---@param iso string
 ---@param now integer? seconds since the epoch (default: the clock)
 ---@return string
 function M.relative_time(iso, now)
-  local at = epoch(iso)
+  local at = time.epoch(iso)
   if not at then
     return tostring(iso or "")
   end

@@ -1,5 +1,6 @@
 -- The short status for statuslines: context use of the open session and whether a
--- task runs. Refreshed after every turn and compaction (the client fetches the usage).
+-- task runs. Refreshed after every model call, turn and compaction (the client fetches
+-- the usage).
 
 local client = require("seri.client")
 
