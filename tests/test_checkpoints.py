@@ -279,6 +279,12 @@ async def test_a_conflict_is_left_alone_by_a_rewind_of_both(
     assert (workspace / "made.txt").read_text() == "the user changed it\n"
     assert not (workspace / "b.txt").exists()
     assert await messages(client) == []
+    # Its checkpoint went with the prompt: the warning says force was the only way back.
+    [warning] = await wait_until(
+        lambda: [m.message for m in client.log_messages if "Left alone" in m.message]
+    )
+    assert "made.txt" in warning and "no longer kept after this rewind" in warning
+    assert "force has to be used in the same rewind" in warning
 
 
 async def test_force_overwrites_a_file_changed_since(

@@ -425,11 +425,19 @@ class Rewinder:
         )
         self.host.log("info", f"Rewound {plural(request.steps)} ({what}).")
         if result["conflicts"]:
-            self.host.log(
-                "warning",
+            message = (
                 "Left alone, changed since by something else (rewind with force to overwrite): "
-                + ", ".join(result["conflicts"]),
+                + ", ".join(result["conflicts"])
+                + "."
             )
+            if request.restore != "files":
+                # Their checkpoints went with the prompts, so no later rewind can reach them.
+                message += (
+                    " Their earlier content is no longer kept after this rewind: to put them "
+                    "back, force has to be used in the same rewind that goes back in the "
+                    "conversation."
+                )
+            self.host.log("warning", message)
         for failure in result.get("failed", []):
             self.host.log("warning", f"Could not restore {failure['path']}: {failure['reason']}.")
 
