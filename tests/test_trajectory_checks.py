@@ -13,7 +13,7 @@ from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt
 from tests.harness import command, wait_until
-from tests.scripted_provider import Calls, ScriptedProvider, Text
+from tests.scripted_provider import Calls, Error, ScriptedProvider, Text
 from tests.trajectory_helpers import of_kind, recording
 
 
@@ -247,3 +247,19 @@ async def test_bad_check_settings_are_reported_and_dropped(
     await prompt(client, "go")
     ran = of_kind(await recording(client), "check")
     assert [(c["name"], c["output"]) for c in ran] == [("ok", "ok\n"), ("slow", "argv\n")]
+
+
+async def test_a_failed_subagents_changes_are_checked(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        Calls([("t", "task", {"prompt": "write a.txt"})]),  # the parent
+        write("a.txt", "1\n"),  # the subagent writes, then its provider call fails
+        Error(400, {"error": {"message": "bad request"}}),
+        Text("the subagent failed, but a.txt is there"),
+    )
+    client = await start(agent, [{"name": "lint", "command": "test -f a.txt"}])
+    assert (await prompt(client, "delegate")).get("status") == "done"
+    assert "The subagent failed" in provider.requests[-1]["messages"][-1]["content"]
+    [check] = of_kind(await recording(client), "check")
+    assert check["name"] == "lint" and check["passed"] is True

@@ -426,7 +426,9 @@ class AgentLoop:
                 "isError": outcome.is_error,
             },
         )
-        if outcome.modified and not outcome.is_error and self.checks is not None:
+        # Not `is_error`: a failed write reports no path, but a subagent that failed or ran
+        # out of turns may have changed files before it stopped.
+        if outcome.modified and self.checks is not None:
             self.checks.note_modified()
         path = (call.parsed_arguments() or {}).get("path")
         if outcome.denial is not None:
