@@ -3,7 +3,8 @@
 The test client records every `seri/*` notification, answers
 `window/showMessageRequest` from a queue of scripted answers, and applies
 `workspace/applyEdit` to the documents it has open (sending `didChange` back, as an
-editor does), so tests see the server exactly as VS Code or Neovim would.
+editor does) and saves them on `seri/saveDocuments`, so tests see the server exactly as
+VS Code or Neovim would.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path as uri_to_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
@@ -44,6 +46,7 @@ def make_client() -> LanguageClient:
     client.applied_edits = []  # type: ignore[attr-defined]
     client.documents = {}  # type: ignore[attr-defined]
     client.refuse_edits = False  # type: ignore[attr-defined]
+    client.save_requests = []  # type: ignore[attr-defined]
 
     for method in SERI_NOTIFICATIONS:
         client.feature(method)(_recorder(method))
@@ -79,7 +82,22 @@ def make_client() -> LanguageClient:
                 )
         return types.ApplyWorkspaceEditResult(applied=True)
 
+    @client.feature("seri/saveDocuments")
+    def save_documents(ls: LanguageClient, params: Any) -> dict[str, list[str]]:
+        """Write each open document among the uris to its file (the others are saved
+        already: the disk is all there is)."""
+        ls.save_requests.append(list(params.uris))
+        for uri in params.uris:
+            if uri in ls.documents:
+                Path(uri_to_path(uri)).write_text(ls.documents[uri][1])
+        return {"saved": list(params.uris)}
+
     return client
+
+
+def without_save_documents(client: LanguageClient) -> None:
+    """Make the client one that does not know `seri/saveDocuments` (MethodNotFound)."""
+    client.protocol.fm.features.pop("seri/saveDocuments")
 
 
 def _recorder(method: str) -> Callable[[LanguageClient, Any], None]:
@@ -122,6 +140,7 @@ def seri(
         [sys.executable, "-m", "seri_lsp", *args],
         cwd=cwd,
         env=server_env(env),
+        stdin=subprocess.DEVNULL,  # no terminal to ask on
         capture_output=True,
         text=True,
         timeout=60,
