@@ -92,6 +92,15 @@ class Host:
         """Replace `base_text[start:end]` with `new_text` in the editor's copy of `path`."""
         return EditResult(False, "this host cannot edit documents")
 
+    @property
+    def can_delete_files(self) -> bool:
+        """Whether `delete_file` can delete files through the editor."""
+        return False
+
+    async def delete_file(self, path: Path) -> EditResult:
+        """Delete `path` through the editor, which closes its buffer too."""
+        return EditResult(False, "this host cannot delete files")
+
     async def save_files(self, paths: Sequence[Path]) -> list[Path]:
         """Ask the editor to save its open documents among `paths`, so that commands run
         on the disk (the checks) see the text the tools gave them; returns the paths that

@@ -64,6 +64,15 @@ def make_client() -> LanguageClient:
         ls.applied_edits.append(params)
         if ls.refuse_edits:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason="read-only")
+        for change in params.edit.document_changes or []:
+            if isinstance(change, types.DeleteFile):  # the editor closes it and deletes it
+                if ls.documents.pop(change.uri, None) is not None:
+                    ls.text_document_did_close(
+                        types.DidCloseTextDocumentParams(
+                            text_document=types.TextDocumentIdentifier(uri=change.uri)
+                        )
+                    )
+                Path(uri_to_path(change.uri)).unlink(missing_ok=True)
         for uri, edits in _edits_by_uri(params.edit):
             if uri in ls.documents:
                 version, text = ls.documents[uri]
@@ -198,8 +207,10 @@ async def start_server(
     env: dict[str, str] | None = None,
     args: tuple[str, ...] = (),
     initialize: bool = True,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> LanguageClient:
-    """Start `python -m seri_lsp` and initialize it for `workspace`."""
+    """Start `python -m seri_lsp` and initialize it for `workspace` (as `client_name`
+    does, unless `capabilities` are given)."""
     command = [sys.executable, "-m", "seri_lsp"]
     if profile_root is not None:
         command += ["--profile-root", str(profile_root)]
@@ -210,7 +221,7 @@ async def start_server(
     )
     client = await config.start()
     if initialize:
-        await initialize_client(client, workspace, client_name, init_options)
+        await initialize_client(client, workspace, client_name, init_options, capabilities)
     return client
 
 
@@ -219,11 +230,12 @@ async def initialize_client(
     workspace: Path,
     client_name: str = "visual-studio-code",
     init_options: dict[str, Any] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> types.InitializeResult:
     uri = workspace.as_uri()
     return await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities(client_name),
+            capabilities=capabilities or client_capabilities(client_name),
             root_uri=uri,
             workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
             initialization_options=init_options,

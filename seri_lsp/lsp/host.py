@@ -166,6 +166,31 @@ class LspHost(Host):
             return EditResult(True)
         return EditResult(False, result.failure_reason or "no reason given")
 
+    @property
+    def can_delete_files(self) -> bool:
+        workspace = self.server.client_capabilities.workspace
+        edits = workspace.workspace_edit if workspace is not None else None
+        operations = (edits.resource_operations if edits is not None else None) or []
+        return self.can_apply_edits and types.ResourceOperationKind.Delete in operations
+
+    async def delete_file(self, path: Path) -> EditResult:
+        uri, _ = self._document_identity(path)
+        delete = types.DeleteFile(
+            uri=uri, options=types.DeleteFileOptions(ignore_if_not_exists=True)
+        )
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(
+                    edit=types.WorkspaceEdit(document_changes=[delete]),
+                    label=f"seri: delete {path.name}",
+                )
+            )
+        except Exception as exc:
+            return EditResult(False, f"workspace/applyEdit failed ({exc})")
+        if result.applied:
+            return EditResult(True)
+        return EditResult(False, result.failure_reason or "no reason given")
+
     async def save_files(self, paths: Sequence[Path]) -> list[Path]:
         """`seri/saveDocuments`: the editor saves what it holds unsaved among `paths`.
 
