@@ -200,11 +200,11 @@ class LspHost(Host):
         if not paths:
             return []
         by_uri = {self._document_identity(path)[0]: path for path in paths}
+        request = self.server.protocol.send_request_async(SAVE_DOCUMENTS, {"uris": list(by_uri)})
         try:
-            result = await asyncio.wait_for(
-                self.server.protocol.send_request_async(SAVE_DOCUMENTS, {"uris": list(by_uri)}),
-                SAVE_TIMEOUT,
-            )
+            # Shielded: a late answer then completes a request nobody waits for, instead
+            # of one whose future was cancelled.
+            result = await asyncio.wait_for(asyncio.shield(request), SAVE_TIMEOUT)
         except TimeoutError:
             logger.warning("%s got no answer within %s s", SAVE_DOCUMENTS, SAVE_TIMEOUT)
             return list(paths)
