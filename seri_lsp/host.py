@@ -11,7 +11,7 @@ unsaved buffers and undo included. The defaults of the file hooks keep the first
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,3 +91,18 @@ class Host:
     ) -> EditResult:
         """Replace `base_text[start:end]` with `new_text` in the editor's copy of `path`."""
         return EditResult(False, "this host cannot edit documents")
+
+    @property
+    def can_delete_files(self) -> bool:
+        """Whether `delete_file` can delete files through the editor."""
+        return False
+
+    async def delete_file(self, path: Path) -> EditResult:
+        """Delete `path` through the editor, which closes its buffer too."""
+        return EditResult(False, "this host cannot delete files")
+
+    async def save_files(self, paths: Sequence[Path]) -> list[Path]:
+        """Ask the editor to save its open documents among `paths`, so that commands run
+        on the disk (the checks) see the text the tools gave them; returns the paths that
+        are still open with unsaved changes. By default, nothing is left unsaved."""
+        return []

@@ -3,7 +3,8 @@
 The test client records every `seri/*` notification, answers
 `window/showMessageRequest` from a queue of scripted answers, and applies
 `workspace/applyEdit` to the documents it has open (sending `didChange` back, as an
-editor does), so tests see the server exactly as VS Code or Neovim would.
+editor does) and saves them on `seri/saveDocuments`, so tests see the server exactly as
+VS Code or Neovim would.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.uris import to_fs_path as uri_to_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
@@ -44,6 +46,7 @@ def make_client() -> LanguageClient:
     client.applied_edits = []  # type: ignore[attr-defined]
     client.documents = {}  # type: ignore[attr-defined]
     client.refuse_edits = False  # type: ignore[attr-defined]
+    client.save_requests = []  # type: ignore[attr-defined]
 
     for method in SERI_NOTIFICATIONS:
         client.feature(method)(_recorder(method))
@@ -61,6 +64,15 @@ def make_client() -> LanguageClient:
         ls.applied_edits.append(params)
         if ls.refuse_edits:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason="read-only")
+        for change in params.edit.document_changes or []:
+            if isinstance(change, types.DeleteFile):  # the editor closes it and deletes it
+                if ls.documents.pop(change.uri, None) is not None:
+                    ls.text_document_did_close(
+                        types.DidCloseTextDocumentParams(
+                            text_document=types.TextDocumentIdentifier(uri=change.uri)
+                        )
+                    )
+                Path(uri_to_path(change.uri)).unlink(missing_ok=True)
         for uri, edits in _edits_by_uri(params.edit):
             if uri in ls.documents:
                 version, text = ls.documents[uri]
@@ -79,7 +91,22 @@ def make_client() -> LanguageClient:
                 )
         return types.ApplyWorkspaceEditResult(applied=True)
 
+    @client.feature("seri/saveDocuments")
+    def save_documents(ls: LanguageClient, params: Any) -> dict[str, list[str]]:
+        """Write each open document among the uris to its file (the others are saved
+        already: the disk is all there is)."""
+        ls.save_requests.append(list(params.uris))
+        for uri in params.uris:
+            if uri in ls.documents:
+                Path(uri_to_path(uri)).write_text(ls.documents[uri][1])
+        return {"saved": list(params.uris)}
+
     return client
+
+
+def without_save_documents(client: LanguageClient) -> None:
+    """Make the client one that does not know `seri/saveDocuments` (MethodNotFound)."""
+    client.protocol.fm.features.pop("seri/saveDocuments")
 
 
 def _recorder(method: str) -> Callable[[LanguageClient, Any], None]:
@@ -122,6 +149,7 @@ def seri(
         [sys.executable, "-m", "seri_lsp", *args],
         cwd=cwd,
         env=server_env(env),
+        stdin=subprocess.DEVNULL,  # no terminal to ask on
         capture_output=True,
         text=True,
         timeout=60,
@@ -179,8 +207,10 @@ async def start_server(
     env: dict[str, str] | None = None,
     args: tuple[str, ...] = (),
     initialize: bool = True,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> LanguageClient:
-    """Start `python -m seri_lsp` and initialize it for `workspace`."""
+    """Start `python -m seri_lsp` and initialize it for `workspace` (as `client_name`
+    does, unless `capabilities` are given)."""
     command = [sys.executable, "-m", "seri_lsp"]
     if profile_root is not None:
         command += ["--profile-root", str(profile_root)]
@@ -191,7 +221,7 @@ async def start_server(
     )
     client = await config.start()
     if initialize:
-        await initialize_client(client, workspace, client_name, init_options)
+        await initialize_client(client, workspace, client_name, init_options, capabilities)
     return client
 
 
@@ -200,11 +230,12 @@ async def initialize_client(
     workspace: Path,
     client_name: str = "visual-studio-code",
     init_options: dict[str, Any] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> types.InitializeResult:
     uri = workspace.as_uri()
     return await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities(client_name),
+            capabilities=capabilities or client_capabilities(client_name),
             root_uri=uri,
             workspace_folders=[types.WorkspaceFolder(uri=uri, name=workspace.name)],
             initialization_options=init_options,

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.agent_helpers import messages, prompt
 from tests.harness import command, open_document, stop_server, wait_until
@@ -235,6 +236,48 @@ async def test_an_open_buffer_is_restored_through_the_editor(
     assert path.read_text() == "on disk\n"
 
 
+async def test_an_open_file_the_task_created_is_deleted_through_the_editor(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    path = workspace / "made.py"
+    client = await agent()
+    task(provider, write("w", "made.py", "made = 1\n"))
+    await run(client, "make a file")
+    uri = open_document(client, path, "made = 1\n")
+    edits_before = len(client.applied_edits)
+
+    result = await command(client, "seri.rewind", {"restore": "files"})
+    assert result["restoredFiles"] == ["made.py"] and result["conflicts"] == []
+    # One DeleteFile through workspace/applyEdit: the editor closed the buffer and
+    # removed the file.
+    [applied] = client.applied_edits[edits_before:]
+    [delete] = applied.edit.document_changes
+    assert isinstance(delete, types.DeleteFile) and delete.uri == uri
+    assert uri not in client.documents and not path.exists()
+
+
+async def test_an_open_created_file_an_editor_cannot_delete_goes_on_disk_with_a_warning(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    path = workspace / "made.py"
+    capabilities = client_capabilities("visual-studio-code")
+    assert capabilities.workspace and capabilities.workspace.workspace_edit
+    capabilities.workspace.workspace_edit.resource_operations = [types.ResourceOperationKind.Create]
+    client = await agent(capabilities=capabilities)
+    task(provider, write("w", "made.py", "made = 1\n"))
+    await run(client, "make a file")
+    open_document(client, path, "made = 1\n")
+    edits_before = len(client.applied_edits)
+
+    result = await command(client, "seri.rewind", {"restore": "files"})
+    assert result["restoredFiles"] == ["made.py"]
+    assert len(client.applied_edits) == edits_before and not path.exists()
+    shown = await wait_until(
+        lambda: [m.message for m in client.messages if "still has it open" in m.message]
+    )
+    assert "made.py" in shown[0] and "close that buffer without saving" in shown[0]
+
+
 async def test_a_file_changed_since_is_a_conflict_left_alone_until_forced(
     agent, provider: ScriptedProvider, workspace: Path
 ) -> None:
@@ -279,6 +322,12 @@ async def test_a_conflict_is_left_alone_by_a_rewind_of_both(
     assert (workspace / "made.txt").read_text() == "the user changed it\n"
     assert not (workspace / "b.txt").exists()
     assert await messages(client) == []
+    # Its checkpoint went with the prompt: the warning says force was the only way back.
+    [warning] = await wait_until(
+        lambda: [m.message for m in client.log_messages if "Left alone" in m.message]
+    )
+    assert "made.txt" in warning and "no longer kept after this rewind" in warning
+    assert "force has to be used in the same rewind" in warning
 
 
 async def test_force_overwrites_a_file_changed_since(

@@ -555,3 +555,22 @@ def test_ctrl_c_during_run_cancels_the_task_and_stores_it(
     assert "[cancelled]" in stderr and "Traceback" not in stderr, stderr
     assert_once(stderr, "Cancelled by the user.")
     assert db_rows(profile_root, "SELECT role, content FROM messages") == [("user", "hello")]
+
+
+def test_checks_nobody_could_allow_without_a_terminal_are_shown_as_not_run(
+    provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    provider.script(
+        Calls([("w", "write_file", {"path": "a.txt", "content": "1\n"})]), Text("wrote it")
+    )
+    profile_root.mkdir(parents=True, exist_ok=True)
+    config = {
+        "permissions": {"write": "allow"},
+        "checks": [{"name": "lint", "command": "touch ran"}],
+    }
+    (profile_root / "config.json").write_text(json.dumps(config))
+    result = seri("run", "write a.txt", cwd=workspace, env=cli_env(provider, profile_root))
+    assert result.returncode == 0, result.stderr
+    assert not (workspace / "ran").exists()
+    assert "seri-lsp: Checks not run: the user did not answer" in result.stderr
+    assert "permissions.run is 'ask'" in result.stderr

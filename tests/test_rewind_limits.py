@@ -193,3 +193,30 @@ async def test_blobs_are_shared_and_garbage_collected(
     assert checkpoint_count(profile_root) == 0
     assert db_rows(profile_root, "SELECT COUNT(*) FROM checkpoint_files") == [(0,)]
     assert not (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
+
+
+async def test_checkpoints_a_compaction_evicted_take_their_blobs_with_them(
+    agent, provider: ScriptedProvider, workspace: Path, profile_root: Path
+) -> None:
+    client = await agent(provider_extra={"contextWindow": 4000, "keepTokens": 150})
+    task(provider, write("w0", "zero.txt", "zero\n"), answer=f"reply 0 {FILLER}")
+    await run(client, "prompt 0")
+    task(provider, write("w1", "one.txt", "one\n"), answer=f"reply 1 {FILLER}")
+    await run(client, "prompt 1")
+    task(provider, answer=f"reply 2 {FILLER}")
+    await run(client, "prompt 2")
+    provider.script(Text(SUMMARY))
+    assert (await prompt(client, "/compact"))["compacted"] is True
+    assert sorted(blobs(profile_root).values()) == [b"one\n", b"zero\n"]
+
+    # The next prompt drops the checkpoints of the evicted prompts, and their contents.
+    task(provider, write("w3", "three.txt", "three\n"))
+    await run(client, "prompt 3")
+    used = {
+        sha
+        for row in db_rows(profile_root, "SELECT before_sha256, after_sha256 FROM checkpoint_files")
+        for sha in row
+        if sha is not None
+    }
+    assert set(blobs(profile_root)) == used
+    assert sorted(blobs(profile_root).values()) == [b"three\n"]

@@ -12,8 +12,8 @@ from typing import Any
 from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, wait_until
-from tests.scripted_provider import Calls, ScriptedProvider, Text
+from tests.harness import command, open_document, wait_until, without_save_documents
+from tests.scripted_provider import Calls, Error, ScriptedProvider, Text
 from tests.trajectory_helpers import of_kind, recording
 
 
@@ -247,3 +247,99 @@ async def test_bad_check_settings_are_reported_and_dropped(
     await prompt(client, "go")
     ran = of_kind(await recording(client), "check")
     assert [(c["name"], c["output"]) for c in ran] == [("ok", "ok\n"), ("slow", "argv\n")]
+
+
+async def test_a_failed_subagents_changes_are_checked(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        Calls([("t", "task", {"prompt": "write a.txt"})]),  # the parent
+        write("a.txt", "1\n"),  # the subagent writes, then its provider call fails
+        Error(400, {"error": {"message": "bad request"}}),
+        Text("the subagent failed, but a.txt is there"),
+    )
+    client = await start(agent, [{"name": "lint", "command": "test -f a.txt"}])
+    assert (await prompt(client, "delegate")).get("status") == "done"
+    assert "The subagent failed" in provider.requests[-1]["messages"][-1]["content"]
+    [check] = of_kind(await recording(client), "check")
+    assert check["name"] == "lint" and check["passed"] is True
+
+
+def edit_to_fixed(path: str) -> Calls:
+    return Calls([("e", "edit", {"path": path, "old_text": "broken", "new_text": "fixed"})])
+
+
+async def test_the_editor_saves_what_the_task_changed_in_it_before_the_checks(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("broken\n")
+    provider.script(edit_to_fixed("a.txt"), Text("fixed it"))
+    client = await start(agent, [{"name": "lint", "command": "grep -q fixed a.txt"}])
+    uri = open_document(client, workspace / "a.txt", "broken\n")
+    result = await prompt(client, "fix a.txt")
+    assert (result["status"], result["turns"]) == ("done", 2)
+    assert len(client.applied_edits) == 1  # the edit went to the open buffer
+    assert client.save_requests == [[uri]]
+    assert (workspace / "a.txt").read_text() == "fixed\n"
+    [check] = of_kind(await recording(client), "check")
+    assert check["passed"] is True
+
+
+async def test_checks_name_the_files_an_editor_could_not_save(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("broken\n")
+    provider.script(edit_to_fixed("a.txt"), Text("fixed it"), Text("it is fixed in the buffer"))
+    client = await start(agent, [{"name": "lint", "command": "grep -q fixed a.txt"}])
+    without_save_documents(client)
+    open_document(client, workspace / "a.txt", "broken\n")
+    result = await prompt(client, "fix a.txt")
+    # The checks ran anyway, on the disk's older text, and both the model and the user
+    # hear which file that was.
+    assert result["status"] == "failed"
+    assert (workspace / "a.txt").read_text() == "broken\n"
+    [check] = of_kind(await recording(client), "check")
+    assert check["passed"] is False
+    [handed_back] = check_messages(await messages(client))
+    assert "open in the editor with unsaved changes" in handed_back
+    assert "older text on disk: a.txt." in handed_back
+    shown = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    assert any("unsaved changes" in m and "a.txt" in m for m in shown), shown
+
+
+async def test_a_task_out_of_turns_gets_one_round_of_checks_for_the_user(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(write("a.txt", "1\n"))
+    client = await start(agent, [{"name": "lint", "command": "echo E1; exit 1"}], maxTurns=1)
+    result = await prompt(client, "write a.txt")
+    assert result["status"] == "max_turns"
+    # Recorded and shown, but not handed back: the model was asked only once.
+    assert len(provider.requests) == 1
+    assert check_messages(await messages(client)) == []
+    [check] = of_kind(await recording(client), "check")
+    assert (check["passed"], check["output"]) == (False, "E1\n")
+    [ended] = of_kind(await recording(client), "task_ended")
+    assert ended["status"] == "max_turns"
+    shown = await wait_until(
+        lambda: [m.message for m in client.messages if "its checks fail" in m.message]
+    )
+    assert "The task stopped (max_turns)" in shown[0] and "lint (exited with 1" in shown[0]
+
+
+async def test_a_subagents_changes_in_the_editor_are_saved_before_the_checks(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("broken\n")
+    provider.script(
+        Calls([("t", "task", {"prompt": "fix a.txt"})]),  # the parent
+        edit_to_fixed("a.txt"),  # the subagent
+        Text("child fixed it"),
+        Text("parent done"),
+    )
+    client = await start(agent, [{"name": "lint", "command": "grep -q fixed a.txt"}])
+    uri = open_document(client, workspace / "a.txt", "broken\n")
+    assert (await prompt(client, "delegate"))["status"] == "done"
+    assert client.save_requests == [[uri]]
+    [check] = of_kind(await recording(client), "check")
+    assert check["passed"] is True

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from seri_lsp.store.trajectories import cutoff_for
 from tests.agent_helpers import prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import ScriptedProvider, Text
@@ -214,3 +215,22 @@ async def test_the_session_being_recorded_is_kept_however_old_its_records(
     assert recordings_of(profile_root, session) == kept
     assert recordings_of(profile_root, other) == []
     assert (await recording(client))["id"] == kept[-1]
+
+
+def test_a_window_beyond_the_earliest_date_keeps_everything() -> None:
+    assert cutoff_for(1_000_000) == "0001-01-01T00:00:00.000000Z"
+    assert cutoff_for(1e300) == "0001-01-01T00:00:00.000000Z"
+
+
+async def test_a_huge_retention_window_opens_sessions_and_prunes_nothing(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    folder = profile_root / "trajectories"
+    folder.mkdir(parents=True)
+    ancient = aged_file(folder / "ancient.jsonl", 400)
+    provider.script(Text("one"))
+    client = await agent(env={RETENTION: "1000000"})
+    assert (await prompt(client, "first"))["status"] == "done"
+    assert ancient.exists()
+    logged = [m.message for m in client.log_messages]
+    assert not [m for m in logged if "retention" in m.lower()], logged

@@ -13,6 +13,13 @@ changing files again. After `MAX_CHECK_ROUNDS` failing rounds, or when the model
 finishes without changing anything after a failure, the task ends (`failed`), naming the
 checks that still fail.
 
+A task that stops without a final answer (out of turns, or failed) after changing files
+gets one round too, shown to the user only: the model is not asked again. A cancelled
+task gets none.
+
+The checks read the disk, so the files the task changed through the editor are saved
+first (`Host.save_files`); those it could not save are named to the model and the user.
+
 Running commands follows `permissions.run`: `allow`, `deny`, or `ask` (the default),
 asked once per session through the editor ("Allow for this session" / "Deny").
 """
@@ -24,6 +31,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +54,8 @@ _POLL = 0.05
 
 ALLOW_FOR_SESSION = "Allow for this session"
 DENY = "Deny"
+# Why the checks did not run when nobody answered (no terminal, a dismissed dialog).
+NO_ANSWER = "the user did not answer the permission request"
 
 
 class _BoundedOutput:
@@ -233,7 +243,7 @@ class RunGate:
         if answer == DENY:
             self._answer = False
             return "the user denied running the checks in this session"
-        return "the user did not answer the permission request"
+        return NO_ANSWER
 
 
 @dataclass(frozen=True)
@@ -242,6 +252,14 @@ class Verdict:
 
     again: bool = False
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of checks: the failing ones, and the files the editor held unsaved."""
+
+    failed: list[CheckResult]
+    unsaved: list[str]
 
 
 class TaskChecks:
@@ -269,9 +287,12 @@ class TaskChecks:
         self._modified = True
 
     async def after_final_reply(
-        self, conversation: Conversation, progress: ProgressReporter
+        self, conversation: Conversation, progress: ProgressReporter, editor_paths: list[str]
     ) -> Verdict:
-        """Run the checks if the task changed files since they last ran."""
+        """Run the checks if the task changed files since they last ran.
+
+        `editor_paths`: the files the task changed through the editor, saved first.
+        """
         if not self.checks:
             return Verdict()
         if not self._modified:
@@ -279,17 +300,70 @@ class TaskChecks:
                 return Verdict(error=self._still_failing("the model finished without changes"))
             return Verdict()
         self._modified = False
+        done = await self._round(conversation, progress, editor_paths)
+        if done is None:
+            return Verdict()
+        failed = self._failing = done.failed
+        if not failed:
+            return Verdict()
+        last = self.rounds >= MAX_CHECK_ROUNDS
+        content = failure_message(failed, self.rounds, last, done.unsaved)
+        await conversation.append(Message(role="user", content=content, kind="check"))
+        if not last:
+            return Verdict(again=True)
+        return Verdict(error=self._still_failing(f"after {self.rounds} rounds"))
+
+    async def after_stop(
+        self,
+        conversation: Conversation,
+        progress: ProgressReporter,
+        status: str,
+        editor_paths: list[str],
+    ) -> None:
+        """One round after a task that stopped without a final answer (`max_turns`, or
+        `failed`) having changed files since the checks last ran: recorded and shown to
+        the user; the model does not hear of it (the task is over)."""
+        if not self.checks or not self._modified:
+            return
+        self._modified = False
+        done = await self._round(conversation, progress, editor_paths)
+        if done is None:
+            return
+        if not done.failed:
+            names = ", ".join(check.name for check in self.checks)
+            self.host.show("info", f"The task stopped ({status}); its checks pass: {names}.")
+            return
+        failing = ", ".join(f"{r.name} ({r.describe()})" for r in done.failed)
+        self.host.show(
+            "warning",
+            f"The task stopped ({status}); its checks fail: {failing}. The model was not "
+            "told; their output is in the recording (seri.trajectory.get).",
+        )
+
+    async def _round(
+        self, conversation: Conversation, progress: ProgressReporter, editor_paths: list[str]
+    ) -> Round | None:
+        """Save what the editor holds, then run every check once and record it; None
+        when the checks may not run."""
         if self.cwd is None:
             self.host.log("warning", "Checks not run: no workspace folder is open.")
-            return Verdict()
+            return None
         listed = ", ".join(f"{c.name} ({c.display()})" for c in self.checks)
         denied = await self.gate.check(f"the checks in {self.cwd}: {listed}", self.scope)
         if denied is not None:
             await conversation.record_event(
                 "denial", {"tool": "checks", "path": str(self.cwd), "reason": denied}
             )
-            self.host.log("info", f"Checks not run: {denied}.")
-            return Verdict()
+            if denied == NO_ANSWER:  # not a choice the user made: say it where it is seen
+                self.host.show(
+                    "warning",
+                    f"Checks not run: {denied} (permissions.run is 'ask'). Set "
+                    "permissions.run to 'allow' to run them without asking.",
+                )
+            else:
+                self.host.log("info", f"Checks not run: {denied}.")
+            return None
+        unsaved = await self._save(editor_paths)
         self.rounds += 1
         failed = []
         for check in self.checks:
@@ -299,25 +373,47 @@ class TaskChecks:
             self.host.log("info", f"Check {check.name} {result.describe()}.")
             if not result.passed:
                 failed.append(result)
-        self._failing = failed
-        if not failed:
-            return Verdict()
-        last = self.rounds >= MAX_CHECK_ROUNDS
-        await conversation.append(
-            Message(role="user", content=failure_message(failed, self.rounds, last), kind="check")
-        )
-        if not last:
-            return Verdict(again=True)
-        return Verdict(error=self._still_failing(f"after {self.rounds} rounds"))
+        return Round(failed, unsaved)
+
+    async def _save(self, editor_paths: list[str]) -> list[str]:
+        """Have the editor save the files the task changed through it; the ones it did
+        not (shown to the user), as the checks' output names them."""
+        if not editor_paths:
+            return []
+        unsaved = await self.scope.run(self.host.save_files([Path(p) for p in editor_paths]))
+        if not unsaved:
+            return []
+        names = [self._display(path) for path in unsaved]
+        self.host.show("warning", unsaved_note(names))
+        return names
+
+    def _display(self, path: Path) -> str:
+        assert self.cwd is not None
+        try:
+            return str(path.relative_to(self.cwd))
+        except ValueError:
+            return str(path)
 
     def _still_failing(self, when: str) -> str:
         names = ", ".join(f"{r.name} ({r.describe()})" for r in self._failing)
         return f"The checks still fail {when}: {names}. Their output is in the conversation."
 
 
-def failure_message(failed: list[CheckResult], round_number: int, last: bool) -> str:
+def unsaved_note(names: list[str]) -> str:
+    """Which files the checks saw only the disk's older text of."""
+    return (
+        "These files were open in the editor with unsaved changes that could not be saved, "
+        f"so the checks saw the older text on disk: {', '.join(names)}."
+    )
+
+
+def failure_message(
+    failed: list[CheckResult], round_number: int, last: bool, unsaved: Sequence[str] = ()
+) -> str:
     """The user message that hands failing checks back to the model."""
     lines = [f"The checks failed after your changes (round {round_number} of {MAX_CHECK_ROUNDS}):"]
+    if unsaved:
+        lines += ["", unsaved_note(list(unsaved))]
     for result in failed:
         fence = "```"
         while fence in result.output:

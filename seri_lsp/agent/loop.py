@@ -29,7 +29,7 @@ from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor,
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
-from seri_lsp.host import Host
+from seri_lsp.host import Host, ProgressReporter
 from seri_lsp.store.messages import Message, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -150,6 +150,9 @@ class AgentLoop:
         self.notices = notices if notices is not None else Notices()
         # The checks run when the model finishes a task that changed files (top level only).
         self.checks = checks
+        # The files this task (its subagents included) changed through the editor, in the
+        # order first changed: the editor may hold them unsaved when the checks run.
+        self.editor_paths: dict[str, None] = {}
         self._reply: Reply | None = None
         self._streamed = False  # whether the model call in flight streamed any text
 
@@ -183,7 +186,9 @@ class AgentLoop:
                     if not assistant.tool_calls:
                         final_text = assistant.content
                         if self.checks is not None:
-                            verdict = await self.checks.after_final_reply(conversation, progress)
+                            verdict = await self.checks.after_final_reply(
+                                conversation, progress, list(self.editor_paths)
+                            )
                             if verdict.again:
                                 continue  # the failures went back to the model
                             if verdict.error:
@@ -202,6 +207,8 @@ class AgentLoop:
                 await self._answer_open_calls(status)
             except StoreBusy as exc:
                 status, error = "failed", str(exc)
+            if status in ("max_turns", "failed"):
+                await self._checks_after_stop(status, progress)
         outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
         try:
             await conversation.record_event("task_ended", outcome.to_wire())
@@ -210,6 +217,20 @@ class AgentLoop:
             # be written (they drop streamed text that was not stored).
             self.host.emit(TurnEnded(conversation.id, status, turns))
         return outcome
+
+    async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:
+        """The checks of a task that stopped without a final answer after changing files:
+        for the user to see; the task has ended, so nothing here changes its status."""
+        if self.checks is None:
+            return
+        try:
+            await self.checks.after_stop(
+                self.conversation, progress, status, list(self.editor_paths)
+            )
+        except TaskCancelled:
+            self.host.log("info", "The checks after the task were cancelled.")
+        except Exception:
+            logger.exception("The checks after the task failed")
 
     # --- model calls -------------------------------------------------------------------
 
@@ -433,8 +454,12 @@ class AgentLoop:
                 "isError": outcome.is_error,
             },
         )
-        if outcome.modified and not outcome.is_error and self.checks is not None:
-            self.checks.note_modified()
+        # Not `is_error`: a failed write reports no path, but a subagent that failed or ran
+        # out of turns may have changed files before it stopped.
+        if outcome.modified:
+            self.editor_paths.update(dict.fromkeys(outcome.editor_paths))
+            if self.checks is not None:
+                self.checks.note_modified()
         path = (call.parsed_arguments() or {}).get("path")
         if outcome.denial is not None:
             step.record("denial", {"tool": call.name, "path": path, "reason": outcome.denial})

@@ -10,10 +10,12 @@ the n most recent prompts of the open session:
 - files: every file those tasks changed goes back to its content before them (the
   "before" of the oldest of the n checkpoints that changed it; a file they created is
   deleted): through the editor when it writes files for the agent (ACP
-  `fs/write_text_file`) or has the file open (`workspace/applyEdit`), so its buffer and
-  undo stay right, else atomically on disk. A file whose current content (the editor's
-  text when it serves the file, else the disk) is not what seri last wrote was changed
-  since by something else: it is a conflict, left alone and listed, unless `force`.
+  `fs/write_text_file`) or has the file open (`workspace/applyEdit`; a `DeleteFile` for a
+  created one when the client can delete files, else it goes on disk and the user is
+  warned of the open buffer), so its buffer and undo stay right, else atomically on disk.
+  A file whose current content (the editor's text when it serves the file, else the
+  disk) is not what seri last wrote was changed since by something else: it is a
+  conflict, left alone and listed, unless `force`.
 
 What remains afterwards: rewinding the conversation deletes the checkpoints of the
 removed prompts (what they last wrote passes to the newest remaining checkpoint that
@@ -382,19 +384,21 @@ class Rewinder:
                 failed.append({"path": plan.display, "reason": "its stored content is missing"})
                 continue
             content = contents.get(plan.target) if plan.target is not None else None
-            reason = await self._put_back(path, current, content)
+            reason = await self._put_back(path, plan.display, current, content)
             if reason is None:
                 restored.append(plan.display)
                 written[plan.path] = plan.target
             else:
                 failed.append({"path": plan.display, "reason": reason})
 
-    async def _put_back(self, path: Path, current: Current, content: bytes | None) -> str | None:
+    async def _put_back(
+        self, path: Path, display: str, current: Current, content: bytes | None
+    ) -> str | None:
         """Give `path` its old content (None: remove it); the reason when that fails."""
         try:
             if content is None:
-                await self.tasks.threads.run(_remove, path)
-            elif self.host.writes_files:
+                return await self._delete(path, display)
+            if self.host.writes_files:
                 edit = await self.host.write_file(path, decode(content))
                 if not edit.applied:
                     return f"the editor refused the change: {edit.reason}"
@@ -407,6 +411,22 @@ class Rewinder:
                 await self.tasks.threads.run(disk.write_file, path, content)
         except (DiskError, OSError) as exc:
             return str(exc) if isinstance(exc, DiskError) else (exc.strerror or str(exc))
+        return None
+
+    async def _delete(self, path: Path, display: str) -> str | None:
+        """Remove a file the task created: through the editor when it has it open and can
+        delete files (it closes the buffer and removes the file), else on disk."""
+        is_open = self.host.document_text(path) is not None
+        if is_open and self.host.can_delete_files:
+            edit = await self.host.delete_file(path)
+            return None if edit.applied else f"the editor refused to delete it: {edit.reason}"
+        await self.tasks.threads.run(_remove, path)
+        if is_open:
+            self.host.show(
+                "warning",
+                f"Deleted {display} (the rewind undid its creation), but the editor still has "
+                "it open: close that buffer without saving, or saving it creates the file again.",
+            )
         return None
 
     async def _current(self, path: str) -> Current:
@@ -425,11 +445,19 @@ class Rewinder:
         )
         self.host.log("info", f"Rewound {plural(request.steps)} ({what}).")
         if result["conflicts"]:
-            self.host.log(
-                "warning",
+            message = (
                 "Left alone, changed since by something else (rewind with force to overwrite): "
-                + ", ".join(result["conflicts"]),
+                + ", ".join(result["conflicts"])
+                + "."
             )
+            if request.restore != "files":
+                # Their checkpoints went with the prompts, so no later rewind can reach them.
+                message += (
+                    " Their earlier content is no longer kept after this rewind: to put them "
+                    "back, force has to be used in the same rewind that goes back in the "
+                    "conversation."
+                )
+            self.host.log("warning", message)
         for failure in result.get("failed", []):
             self.host.log("warning", f"Could not restore {failure['path']}: {failure['reason']}.")
 

@@ -291,7 +291,13 @@ class Tasks:
             )
         else:
             content = f"The subagent {outcome.status}: {outcome.error} (session {child.id})"
-        return ToolOutcome(content, is_error=outcome.status != "done", read=read, modified=modified)
+        return ToolOutcome(
+            content,
+            is_error=outcome.status != "done",
+            read=read,
+            modified=modified,
+            subagent_editor_paths=tuple(loop.editor_paths),
+        )
 
     async def _propose_memory(self, conversation: Conversation, text: str) -> ToolOutcome:
         line = " ".join(text.split())

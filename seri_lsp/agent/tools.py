@@ -45,6 +45,16 @@ class ToolOutcome:
     denial: str | None = None
     edit_via: str | None = None
     change: FileChange | None = None
+    # A subagent's (`task`) outcome: the files (real paths) it changed through the editor.
+    subagent_editor_paths: tuple[str, ...] = ()
+
+    @property
+    def editor_paths(self) -> tuple[str, ...]:
+        """The files (real paths) this call changed through the editor, which may hold
+        them unsaved: its own edit's, or a subagent's."""
+        if self.edit_via == "editor" and self.change is not None:
+            return (self.change.path,)
+        return self.subagent_editor_paths
 
     @property
     def created(self) -> bool:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
 logger = logging.getLogger(__name__)
+
+SAVE_DOCUMENTS = "seri/saveDocuments"
+# How long the editor has to save the documents before the checks run without them.
+SAVE_TIMEOUT = 10.0
 
 NOTIFICATIONS: dict[type, str] = {
     SessionChanged: "seri/sessionChanged",
@@ -161,6 +166,54 @@ class LspHost(Host):
             return EditResult(True)
         return EditResult(False, result.failure_reason or "no reason given")
 
+    @property
+    def can_delete_files(self) -> bool:
+        workspace = self.server.client_capabilities.workspace
+        edits = workspace.workspace_edit if workspace is not None else None
+        operations = (edits.resource_operations if edits is not None else None) or []
+        return self.can_apply_edits and types.ResourceOperationKind.Delete in operations
+
+    async def delete_file(self, path: Path) -> EditResult:
+        uri, _ = self._document_identity(path)
+        delete = types.DeleteFile(
+            uri=uri, options=types.DeleteFileOptions(ignore_if_not_exists=True)
+        )
+        try:
+            result = await self.server.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(
+                    edit=types.WorkspaceEdit(document_changes=[delete]),
+                    label=f"seri: delete {path.name}",
+                )
+            )
+        except Exception as exc:
+            return EditResult(False, f"workspace/applyEdit failed ({exc})")
+        if result.applied:
+            return EditResult(True)
+        return EditResult(False, result.failure_reason or "no reason given")
+
+    async def save_files(self, paths: Sequence[Path]) -> list[Path]:
+        """`seri/saveDocuments`: the editor saves what it holds unsaved among `paths`.
+
+        A client without it (MethodNotFound), an error or no answer within
+        `SAVE_TIMEOUT` seconds leaves every one of them unsaved, as far as seri knows.
+        """
+        if not paths:
+            return []
+        by_uri = {self._document_identity(path)[0]: path for path in paths}
+        request = self.server.protocol.send_request_async(SAVE_DOCUMENTS, {"uris": list(by_uri)})
+        try:
+            # Shielded: a late answer then completes a request nobody waits for, instead
+            # of one whose future was cancelled.
+            result = await asyncio.wait_for(asyncio.shield(request), SAVE_TIMEOUT)
+        except TimeoutError:
+            logger.warning("%s got no answer within %s s", SAVE_DOCUMENTS, SAVE_TIMEOUT)
+            return list(paths)
+        except Exception as exc:
+            logger.info("%s failed: %s", SAVE_DOCUMENTS, exc)
+            return list(paths)
+        saved = {_real(uri) for uri in _saved_uris(result)}
+        return [path for uri, path in by_uri.items() if _real(uri) not in saved]
+
     def _document_identity(self, path: Path) -> tuple[str, int | None]:
         real = Path(os.path.realpath(path))
         for uri, document in self.server.workspace.text_documents.items():
@@ -174,3 +227,18 @@ class LspHost(Host):
         line_start = text.rfind("\n", 0, offset) + 1
         codec = self.server.workspace.position_codec
         return types.Position(line=line, character=codec.client_num_units(text[line_start:offset]))
+
+
+def _saved_uris(result: Any) -> list[str]:
+    """The `saved` uris of a `seri/saveDocuments` answer (pygls hands it over as a
+    namedtuple); anything malformed counts as nothing saved."""
+    saved = result.get("saved") if isinstance(result, dict) else getattr(result, "saved", None)
+    if not isinstance(saved, list | tuple):
+        return []
+    return [uri for uri in saved if isinstance(uri, str)]
+
+
+def _real(uri: str) -> Path | str:
+    """A file uri as the canonical path it names (an unusable one stays as it is)."""
+    path = to_fs_path(uri)
+    return Path(os.path.realpath(path)) if path is not None else uri

@@ -118,7 +118,7 @@ class CheckpointStore:
                     (session_id, position, recap),
                 )
             ]
-            _delete_checkpoints(tx, stale)
+            _collect(tx, _delete_checkpoints(tx, stale))
             state = _snapshot(tx, session_id)
             created = utc_now()
             cursor = tx.execute(

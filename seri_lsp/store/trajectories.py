@@ -285,9 +285,17 @@ def write_events(
 
 
 def cutoff_for(days: float, now: datetime | None = None) -> str:
-    """The time before which a record is older than a window of `days`."""
+    """The time before which a record is older than a window of `days`.
+
+    A window reaching before the earliest datetime keeps everything, so it is cut there
+    (`SERI_TRAJECTORY_RETENTION_DAYS=1000000` must not fail every open).
+    """
     moment = now or datetime.now(UTC)
-    return format_time(moment - timedelta(days=days))
+    try:
+        cutoff = moment - timedelta(days=days)
+    except OverflowError:
+        cutoff = datetime.min.replace(tzinfo=UTC)
+    return format_time(cutoff)
 
 
 def prune_legacy_files(profile_root: Path, days: float, report: PruneReport) -> None:
