@@ -7,12 +7,14 @@ against the scripted provider on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from acp import RequestError
 
-from tests.acp_client import start_acp, until, write_config
+from seri_lsp.context.pairing import INTERRUPTED
+from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.harness import command, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
@@ -130,6 +132,29 @@ async def test_loading_an_open_session_again_replays_it_afresh(
         users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
         reply = agent.client.text(session_id)
     assert users == ["hello"] and reply == "hi there"
+
+
+async def test_load_closes_a_tool_call_that_never_got_its_result(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    settings = {"provider": provider_config(provider), "permissions": {"write": "ask"}}
+    write_config(profile_root, settings)
+    provider.script(Calls([("w1", "write_file", {"path": "a.txt", "content": "A"})]))
+    async with start_acp(profile_root, workspace) as killed:
+        killed.client.answers.append(HOLD)
+        session_id = await killed.new()
+        running = asyncio.ensure_future(killed.prompt(session_id, "write a"))
+        await until(lambda: killed.client.questions)
+        killed.process.kill()  # while the write waits for its answer
+        await within(killed.process.wait())
+    with pytest.raises((ConnectionError, RequestError)):
+        await running
+    async with start_acp(profile_root, workspace) as second:
+        await second.load(session_id)
+        start, final = second.client.tool_updates(session_id, "w1")
+    assert start.status == "pending"
+    assert final.status == "failed" and final.content[-1].content.text == INTERRUPTED
+    assert not (workspace / "a.txt").exists()
 
 
 # --- /rewind -------------------------------------------------------------------------------
