@@ -425,6 +425,10 @@ async def test_bad_requests_are_answered_with_acp_errors(
             await agent.request("session/new", {"cwd": "relative/path", "mcpServers": []})
         with pytest.raises(RequestError) as malformed:
             await agent.request("session/new", {"cwd": 5})
+        with pytest.raises(RequestError) as nul:
+            await agent.request("session/new", {"cwd": f"{workspace}\x00x", "mcpServers": []})
+        with pytest.raises(RequestError) as nul_listed:
+            await agent.request("session/list", {"cwd": f"{workspace}\x00x"})
         with pytest.raises(RequestError) as missing:
             await agent.load("00000000-0000-0000-0000-000000000000")
         with pytest.raises(RequestError) as command:
@@ -438,6 +442,9 @@ async def test_bad_requests_are_answered_with_acp_errors(
     assert unknown.value.data == {"field": "sessionId"}
     assert relative.value.code == -32602 and relative.value.data == {"field": "cwd"}
     assert malformed.value.code == -32602
+    for refused in (nul, nul_listed):
+        assert refused.value.code == -32602 and refused.value.data == {"field": "cwd"}
+        assert "NUL" in str(refused.value)
     assert missing.value.code == -32602 and "Unknown session id" in str(missing.value)
     assert command.value.code == -32602 and "/frobnicate" in str(command.value)
     assert surrogate.value.code == -32602 and surrogate.value.data == {"field": "prompt"}

@@ -300,6 +300,60 @@ async def test_clear_goes_on_in_a_new_seri_session(
     assert earlier == ["hello"]
 
 
+async def test_the_session_a_clear_started_can_be_loaded_from_the_list(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi"), Text("fresh"), Text("still here"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        await agent.prompt(first, "hello")
+        await agent.prompt(first, "/clear")
+        await agent.prompt(first, "again")
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        [cleared] = {s.session_id for s in listed.sessions} - {first}
+        agent.client.forget()
+        await agent.load(cleared)
+        users = [u.content.text for u in agent.client.of(cleared, "user_message_chunk")]
+        response = await agent.prompt(cleared, "and now?")
+    assert users == ["again"]
+    assert response.stop_reason == "end_turn"
+    sent = [m["content"] for m in provider.requests[-1]["messages"][1:]]
+    assert sent == ["again", "fresh", "and now?"]
+
+
+async def test_loading_the_session_a_clear_left_replays_it_not_the_new_one(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi"), Text("fresh"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        await agent.prompt(first, "hello")
+        await agent.prompt(first, "/clear")
+        await agent.prompt(first, "again")
+        agent.client.forget()
+        await agent.load(first)
+        users = [u.content.text for u in agent.client.of(first, "user_message_chunk")]
+    assert users == ["hello"]
+
+
+async def test_a_session_open_here_loads_by_a_unique_prefix_of_its_id(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi there"), Text("again"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "hello")
+        prefix = session_id[:8]
+        agent.client.forget()
+        await agent.load(prefix)
+        users = [u.content.text for u in agent.client.of(prefix, "user_message_chunk")]
+        response = await agent.prompt(prefix, "more")
+    assert users == ["hello"]
+    assert response.stop_reason == "end_turn"
+    sent = [m["content"] for m in provider.requests[-1]["messages"][1:]]
+    assert sent == ["hello", "hi there", "more"]
+
+
 # --- settings -----------------------------------------------------------------------------------
 
 
