@@ -321,6 +321,27 @@ async def test_the_session_a_clear_started_can_be_loaded_from_the_list(
     assert sent == ["again", "fresh", "and now?"]
 
 
+async def test_the_session_a_clear_started_can_be_resumed_by_its_own_id(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("fresh"), Text("answered under the new id"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        cleared = (await agent.prompt(first, "/clear")).field_meta["seri"]
+        assert cleared["command"] == "clear"
+        await agent.prompt(first, "again")
+        [listed] = [
+            s.session_id
+            for s in (await agent.conn.list_sessions(cwd=str(workspace))).sessions
+            if s.session_id != first
+        ]
+        await agent.conn.resume_session(cwd=str(workspace), session_id=listed)
+        response = await agent.prompt(listed, "and now?")
+        reply = agent.client.text(listed)
+    assert response.stop_reason == "end_turn"
+    assert reply == "answered under the new id"
+
+
 async def test_loading_the_session_a_clear_left_replays_it_not_the_new_one(
     configured: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:
