@@ -398,11 +398,12 @@ class SeriAgent:
         host.attach(engine.workspace)
         try:
             wire = await opener(engine)
+            assert wire is not None
+            session = AcpSession(session_id or wire["id"], project, engine, host)
+            self._make_room(session.id)  # once the session is open, not before it failed
         except BaseException:
             await engine.close()
             raise
-        assert wire is not None
-        session = AcpSession(session_id or wire["id"], project, engine, host)
         self._sessions[session.id] = session
         return session
 
@@ -425,7 +426,6 @@ class SeriAgent:
         """A new engine on seri session `full_id`, as ACP session `acp_id` (the id the
         client asked for, by which it goes on naming the session)."""
         project = project_folder(cwd)
-        self._make_room(acp_id)
         return await self._open(project, lambda engine: engine.resume_session(full_id), acp_id)
 
     def _rekey(self, session: AcpSession, acp_id: str) -> None:
