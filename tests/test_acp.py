@@ -320,6 +320,78 @@ async def test_a_question_outside_a_running_call_gets_a_tool_call_of_its_own(
     assert (workspace / "a.txt").read_text() == "A"
 
 
+@pytest.mark.parametrize("answer, runs", [("allow_always", 2), ("reject_always", 0)])
+async def test_running_checks_is_asked_once_as_execute_and_the_answer_holds_for_the_session(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider, answer: str, runs: int
+) -> None:
+    write_config(
+        profile_root,
+        {
+            "provider": provider_config(provider),
+            "permissions": {"write": "allow", "run": "ask"},
+            "checks": [{"name": "lint", "command": "touch ran-$$"}],
+        },
+    )
+    provider.script(
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "A"})]),
+        Text("one"),
+        Calls([("w2", "write_file", {"path": "b.txt", "content": "B"})]),
+        Text("two"),
+    )
+    async with start_acp(profile_root, workspace, fs=False) as agent:
+        agent.client.answers.append(answer)
+        session_id = await agent.new()
+        first = await agent.prompt(session_id, "write a")
+        second = await agent.prompt(session_id, "write b")
+        questions = agent.client.questions
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    [question] = questions
+    assert question.tool_call.kind == "execute"
+    assert question.tool_call.title.startswith("seri wants to run the checks")
+    assert [(o.option_id, o.kind) for o in question.options] == [
+        ("allow-for-this-session", "allow_always"),
+        ("deny", "reject_always"),
+    ]
+    assert len(list(workspace.glob("ran-*"))) == runs
+
+
+# --- slash commands ---------------------------------------------------------------------------
+
+
+async def test_trajectory_says_its_answer_once(configured: Path, workspace: Path) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        response = await agent.prompt(session_id, "/trajectory")
+        notes = agent.client.notes(session_id)
+        info = agent.client.notes(session_id, "info")
+    assert response.stop_reason == "end_turn"
+    assert notes == info
+    [note] = notes
+    assert "Trajectory recording is" in note
+
+
+async def test_trajectory_on_then_a_prompt_leaves_a_recording_with_its_events(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    write_config(profile_root, {"provider": provider_config(provider), "trajectory": False})
+    provider.script(Calls([("l1", "list_dir", {"path": "."})]), Text("listed"))
+    async with start_acp(profile_root, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "/trajectory on")
+        response = await agent.prompt(session_id, "list the files")
+        notes = agent.client.notes(session_id)
+    assert response.stop_reason == "end_turn"
+    assert [n for n in notes if "Trajectory recording is on" in n] == notes
+    [started] = events(profile_root, "task_started", session_id)
+    assert started["prompt"] == "list the files"
+    [call] = events(profile_root, "tool_call", session_id)
+    [result] = events(profile_root, "tool_result", session_id)
+    [ended] = events(profile_root, "task_ended", session_id)
+    assert (call["id"], call["name"]) == ("l1", "list_dir")
+    assert result["id"] == "l1" and not result["isError"]
+    assert ended["status"] == "done"
+
+
 # --- cancel ---------------------------------------------------------------------------------
 
 
@@ -425,6 +497,10 @@ async def test_bad_requests_are_answered_with_acp_errors(
             await agent.request("session/new", {"cwd": "relative/path", "mcpServers": []})
         with pytest.raises(RequestError) as malformed:
             await agent.request("session/new", {"cwd": 5})
+        with pytest.raises(RequestError) as nul:
+            await agent.request("session/new", {"cwd": f"{workspace}\x00x", "mcpServers": []})
+        with pytest.raises(RequestError) as nul_listed:
+            await agent.request("session/list", {"cwd": f"{workspace}\x00x"})
         with pytest.raises(RequestError) as missing:
             await agent.load("00000000-0000-0000-0000-000000000000")
         with pytest.raises(RequestError) as command:
@@ -438,6 +514,9 @@ async def test_bad_requests_are_answered_with_acp_errors(
     assert unknown.value.data == {"field": "sessionId"}
     assert relative.value.code == -32602 and relative.value.data == {"field": "cwd"}
     assert malformed.value.code == -32602
+    for refused in (nul, nul_listed):
+        assert refused.value.code == -32602 and refused.value.data == {"field": "cwd"}
+        assert "NUL" in str(refused.value)
     assert missing.value.code == -32602 and "Unknown session id" in str(missing.value)
     assert command.value.code == -32602 and "/frobnicate" in str(command.value)
     assert surrogate.value.code == -32602 and surrogate.value.data == {"field": "prompt"}

@@ -7,12 +7,14 @@ against the scripted provider on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from acp import RequestError
 
-from tests.acp_client import start_acp, until, write_config
+from seri_lsp.context.pairing import INTERRUPTED
+from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.harness import command, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
@@ -130,6 +132,29 @@ async def test_loading_an_open_session_again_replays_it_afresh(
         users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
         reply = agent.client.text(session_id)
     assert users == ["hello"] and reply == "hi there"
+
+
+async def test_load_closes_a_tool_call_that_never_got_its_result(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    settings = {"provider": provider_config(provider), "permissions": {"write": "ask"}}
+    write_config(profile_root, settings)
+    provider.script(Calls([("w1", "write_file", {"path": "a.txt", "content": "A"})]))
+    async with start_acp(profile_root, workspace) as killed:
+        killed.client.answers.append(HOLD)
+        session_id = await killed.new()
+        running = asyncio.ensure_future(killed.prompt(session_id, "write a"))
+        await until(lambda: killed.client.questions)
+        killed.process.kill()  # while the write waits for its answer
+        await within(killed.process.wait())
+    with pytest.raises((ConnectionError, RequestError)):
+        await running
+    async with start_acp(profile_root, workspace) as second:
+        await second.load(session_id)
+        start, final = second.client.tool_updates(session_id, "w1")
+    assert start.status == "pending"
+    assert final.status == "failed" and final.content[-1].content.text == INTERRUPTED
+    assert not (workspace / "a.txt").exists()
 
 
 # --- /rewind -------------------------------------------------------------------------------
@@ -273,6 +298,81 @@ async def test_clear_goes_on_in_a_new_seri_session(
     assert "Started a new session" in note and session_id not in note
     assert [m["content"] for m in provider.requests[-1]["messages"][1:]] == ["again"]
     assert earlier == ["hello"]
+
+
+async def test_the_session_a_clear_started_can_be_loaded_from_the_list(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi"), Text("fresh"), Text("still here"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        await agent.prompt(first, "hello")
+        await agent.prompt(first, "/clear")
+        await agent.prompt(first, "again")
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+        [cleared] = {s.session_id for s in listed.sessions} - {first}
+        agent.client.forget()
+        await agent.load(cleared)
+        users = [u.content.text for u in agent.client.of(cleared, "user_message_chunk")]
+        response = await agent.prompt(cleared, "and now?")
+    assert users == ["again"]
+    assert response.stop_reason == "end_turn"
+    sent = [m["content"] for m in provider.requests[-1]["messages"][1:]]
+    assert sent == ["again", "fresh", "and now?"]
+
+
+async def test_the_session_a_clear_started_can_be_resumed_by_its_own_id(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("fresh"), Text("answered under the new id"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        cleared = (await agent.prompt(first, "/clear")).field_meta["seri"]
+        assert cleared["command"] == "clear"
+        await agent.prompt(first, "again")
+        [listed] = [
+            s.session_id
+            for s in (await agent.conn.list_sessions(cwd=str(workspace))).sessions
+            if s.session_id != first
+        ]
+        await agent.conn.resume_session(cwd=str(workspace), session_id=listed)
+        response = await agent.prompt(listed, "and now?")
+        reply = agent.client.text(listed)
+    assert response.stop_reason == "end_turn"
+    assert reply == "answered under the new id"
+
+
+async def test_loading_the_session_a_clear_left_replays_it_not_the_new_one(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi"), Text("fresh"))
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.new()
+        await agent.prompt(first, "hello")
+        await agent.prompt(first, "/clear")
+        await agent.prompt(first, "again")
+        agent.client.forget()
+        await agent.load(first)
+        users = [u.content.text for u in agent.client.of(first, "user_message_chunk")]
+    assert users == ["hello"]
+
+
+async def test_a_session_open_here_loads_by_a_unique_prefix_of_its_id(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("hi there"), Text("again"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "hello")
+        prefix = session_id[:8]
+        agent.client.forget()
+        await agent.load(prefix)
+        users = [u.content.text for u in agent.client.of(prefix, "user_message_chunk")]
+        response = await agent.prompt(prefix, "more")
+    assert users == ["hello"]
+    assert response.stop_reason == "end_turn"
+    sent = [m["content"] for m in provider.requests[-1]["messages"][1:]]
+    assert sent == ["hello", "hi there", "more"]
 
 
 # --- settings -----------------------------------------------------------------------------------

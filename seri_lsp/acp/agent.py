@@ -7,9 +7,13 @@ holds the lock of the seri session it has open (so no other seri process, LSP or
 can open that session meanwhile), and it runs its tasks independently of the others.
 All the engines share the profile root, `seri.db` and the settings.
 
-An ACP session's id is the id of the seri session it was created with or loaded as.
-`/clear` (and `/resume`, `/continue`) switch the seri session behind it; the ACP id
-stays, and the note in the transcript names the new seri session.
+An ACP session's id is the id of the seri session it was created with or loaded as
+(the id or prefix the client gave). `/clear` (and `/resume`, `/continue`) switch the seri
+session behind it; the ACP id stays, and the note in the transcript names the new seri
+session. `session/load` (or `session/resume`) of a seri session open here behind another
+ACP id moves that engine to the id the client now names, and loading the session a
+`/clear` left moves the engine that left it to its new session's id first: each seri
+session is served once, under the id the client last opened it by.
 
 Settings come from the profile's `config.json` and the environment, as for the language
 server; ACP has no initialization options, but settings given in `initialize`'s
@@ -56,7 +60,7 @@ from seri_lsp.acp.host import AcpHost
 from seri_lsp.acp.outbox import Outbox
 from seri_lsp.acp.prompt import ContentBlock, prompt_text
 from seri_lsp.engine import Engine
-from seri_lsp.errors import Busy, InvalidArgument, SessionHeld
+from seri_lsp.errors import Busy, InvalidArgument
 from seri_lsp.host import Host, Level
 from seri_lsp.limits import MAX_PROMPT_CHARS, check_session_id, check_text
 from seri_lsp.profile import resolve_profile_root
@@ -119,6 +123,8 @@ def project_folder(cwd: object) -> Path:
     if not isinstance(cwd, str) or not cwd.strip():
         raise InvalidArgument("cwd", "cwd is required: the project folder, as an absolute path.")
     check_text("cwd", cwd, MAX_CWD_CHARS)
+    if "\x00" in cwd:
+        raise InvalidArgument("cwd", f"cwd must not hold a NUL character, got {cwd!r}.")
     if not Path(cwd).is_absolute():
         raise InvalidArgument("cwd", f"cwd must be an absolute path, got {cwd!r}.")
     real = Path(os.path.realpath(cwd))
@@ -231,17 +237,14 @@ class SeriAgent:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         with acp_errors():
-            session = self._sessions.get(session_id)
+            full_id = await self._full_id(session_id)
+            session = self._showing(full_id)
             if session is None:
-                check_session_id("sessionId", session_id)
-                project = project_folder(cwd)
-                self._refuse_if_open_here(session_id)
-                session = await self._open(
-                    project, lambda engine: engine.resume_session(session_id), session_id
-                )
+                session = await self._open_as(session_id, full_id, cwd)
             elif session.task is not None:
                 raise Busy(f"Session {session_id} is running a task; wait for it or cancel it.")
             else:
+                self._rekey(session, session_id)
                 session.host.hold()
                 session.host.transcript = session.host.transcript.restarted()
             # The conversation first (a compacted session's recap leads), then any notes.
@@ -263,15 +266,14 @@ class SeriAgent:
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         with acp_errors():
-            if session_id not in self._sessions:
-                check_session_id("sessionId", session_id)
-                project = project_folder(cwd)
-                self._refuse_if_open_here(session_id)
-                session = await self._open(
-                    project, lambda engine: engine.resume_session(session_id), session_id
-                )
+            full_id = await self._full_id(session_id)
+            session = self._showing(full_id)
+            if session is None:
+                session = await self._open_as(session_id, full_id, cwd)
                 self._greet(session)
                 asyncio.get_running_loop().call_soon(session.host.release, session.id)
+            else:
+                self._rekey(session, session_id)
         return ResumeSessionResponse()
 
     async def list_sessions(
@@ -396,25 +398,63 @@ class SeriAgent:
         host.attach(engine.workspace)
         try:
             wire = await opener(engine)
+            assert wire is not None
+            session = AcpSession(session_id or wire["id"], project, engine, host)
+            self._make_room(session.id)  # once the session is open, not before it failed
         except BaseException:
             await engine.close()
             raise
-        assert wire is not None
-        session = AcpSession(session_id or wire["id"], project, engine, host)
         self._sessions[session.id] = session
         return session
 
-    def _refuse_if_open_here(self, session_id: str) -> None:
-        """A seri session open behind another ACP session of this connection (after a
-        /clear or /resume there) is not opened twice."""
-        for other in self._sessions.values():
-            if other.host.transcript.root == session_id:
-                raise SessionHeld(
-                    session_id,
-                    f"pid {os.getpid()}",
-                    f"Session {session_id} is already open in this connection, behind ACP "
-                    f"session {other.id}; continue it there.",
-                )
+    async def _full_id(self, requested: str) -> str:
+        """The id of the seri session `requested` names (its id or a unique prefix)."""
+        check_session_id("sessionId", requested)
+        catalog = await self._ready()
+        info = await catalog.io(catalog.store.resolve, requested)
+        return info.id
+
+    def _showing(self, full_id: str) -> AcpSession | None:
+        """The ACP session of this connection whose engine has seri session `full_id` open
+        (under its own id, or another one after a /clear or /resume there)."""
+        for session in self._sessions.values():
+            if session.host.transcript.root == full_id:
+                return session
+        return None
+
+    async def _open_as(self, acp_id: str, full_id: str, cwd: str) -> AcpSession:
+        """A new engine on seri session `full_id`, as ACP session `acp_id` (the id the
+        client asked for, by which it goes on naming the session)."""
+        project = project_folder(cwd)
+        return await self._open(project, lambda engine: engine.resume_session(full_id), acp_id)
+
+    def _rekey(self, session: AcpSession, acp_id: str) -> None:
+        """Serve `session` as ACP session `acp_id` from now on.
+
+        The client opens what `session/list` offers by the seri id; after a /clear the
+        engine that has it open is still known by the ACP id it started with, so it moves
+        to the id the client now uses (its updates follow).
+        """
+        if session.id == acp_id:
+            return
+        if session.task is not None:
+            raise Busy(f"Session {session.id} is running a task; wait for it or cancel it.")
+        self._make_room(acp_id)
+        del self._sessions[session.id]
+        session.id = acp_id
+        if session.host.session_id is not None:
+            session.host.session_id = acp_id
+        self._sessions[acp_id] = session
+
+    def _make_room(self, acp_id: str) -> None:
+        """Free the ACP id `acp_id`: an ACP session known by it that shows another seri
+        session (after a /clear there) moves to that session's own id."""
+        occupant = self._sessions.get(acp_id)
+        if occupant is None:
+            return
+        shown = occupant.host.transcript.root
+        assert shown is not None and shown != acp_id
+        self._rekey(occupant, shown)
 
     def _greet(self, session: AcpSession) -> None:
         """The slash commands, and the first session's notice of settings problems."""

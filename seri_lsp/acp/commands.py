@@ -59,7 +59,7 @@ def command_note(result: dict[str, Any]) -> str | None:
     if name == "rewind":
         return _rewind_note(result)
     if name == "trajectory":
-        return _trajectory_note(result)
+        return None  # the engine shows its answer (and any warning) itself
     if name in ("resume", "continue"):
         session = result.get("session")
         if session is None:
@@ -102,11 +102,3 @@ def _rewind_note(result: dict[str, Any]) -> str:
     if result.get("prompt"):
         lines.append(f"The earliest prompt removed was:\n\n> {result['prompt']}")
     return "\n\n".join(lines)
-
-
-def _trajectory_note(result: dict[str, Any]) -> str:
-    state = "on" if result.get("enabled") else "off"
-    text = f"Trajectory recording is {state} (set by {result.get('source', 'default')})."
-    if result.get("warning"):
-        text += f" {result['warning']}"
-    return text

@@ -5,7 +5,8 @@ the connection's outbox. What seri tells the user appears in the transcript as a
 A question (a write permission, a memory to keep, a check to run) is asked with
 `session/request_permission`, about the tool call running now or, when none is, about a
 tool call of its own that shows the question; its choices become the permission options
-(allow once, allow always for the session, reject). When the client offers
+(allow once, allow always for the session, reject once, or reject always when the
+question is asked once per session). When the client offers
 `fs/read_text_file` and `fs/write_text_file`, the tools read and write through it, so
 they see unsaved buffers and their changes land in the editor's undo history; paths are
 confined to the workspace before any request is made.
@@ -51,10 +52,17 @@ _ALWAYS = re.compile(r"\b(always|session)\b", re.IGNORECASE)
 _BINARY_SNIFF = 8192
 
 
-def option_kind(choice: str) -> PermissionOptionKind:
-    """How a question's choice reads as an ACP permission option."""
+def option_kind(choice: str, choices: list[str]) -> PermissionOptionKind:
+    """How a question's choice reads as an ACP permission option.
+
+    A question whose every allowing choice lasts for the session is asked once per
+    session (`permissions.run`: "Allow for this session" / "Deny"), so its rejection
+    lasts for the session too: `reject_always`.
+    """
     if _REJECT.search(choice):
-        return "reject_once"
+        allowing = [c for c in choices if not _REJECT.search(c)]
+        lasting = bool(allowing) and all(_ALWAYS.search(c) for c in allowing)
+        return "reject_always" if lasting else "reject_once"
     if _ALWAYS.search(choice):
         return "allow_always"
     return "allow_once"
@@ -178,7 +186,9 @@ class AcpHost(Host):
                 ]
             )
         options = [
-            PermissionOption(option_id=option_id(choice), name=choice, kind=option_kind(choice))
+            PermissionOption(
+                option_id=option_id(choice), name=choice, kind=option_kind(choice, choices)
+            )
             for choice in choices
         ]
         by_id = {option.option_id: choice for option, choice in zip(options, choices, strict=True)}

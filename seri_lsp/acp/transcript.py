@@ -11,7 +11,10 @@ appear as notes: agent message chunks of their own (`messageId`), marked
 
 Replayed (`session/load`), the stored conversation comes back in order: the recap of a
 compacted session first (as a note), the user's messages, the model's thinking and
-replies, and every tool call with its status and result.
+replies, and every tool call with its status and result. A call that never got its
+result (the process was killed while it ran or waited for an answer) is closed as
+failed, "no result: interrupted", where the next message starts or at the end, as the
+requests to the model close it.
 
 Only the ACP session's own seri session is shown; a subagent's conversation stays in its
 child session and appears through the `task` call's result.
@@ -41,6 +44,7 @@ from seri_lsp.acp.toolcalls import (
     replayed_change,
     text_content,
 )
+from seri_lsp.context.pairing import INTERRUPTED
 from seri_lsp.events import (
     Compacted,
     Delta,
@@ -75,6 +79,7 @@ class Transcript:
         self._ids: dict[str, str] = {}  # model call id -> ACP tool call id
         self._calls: dict[str, ToolCall] = {}  # ACP tool call id -> the call
         self._changes: dict[str, FileChange] = {}  # model call id -> what it changed
+        self._open: dict[str, str] = {}  # calls with no result yet: model id -> ACP id
         self._recap: dict[str, Any] | None = None
         self._streamed_text = False
         self._streamed_thinking = False
@@ -172,6 +177,8 @@ class Transcript:
         for message in messages:
             role, kind = message["role"], message.get("kind")
             message_id = f"seri-message-{message.get('id')}"
+            if role != "tool":
+                updates += self._interrupted()
             if kind == "recap":
                 recap = message.get("recap") or {}
                 evicted = recap.get("evicted")
@@ -199,7 +206,22 @@ class Transcript:
                 updates += self._calls_asked(message)
             elif role == "tool":
                 updates += self._result(message, live=False)
-        return updates
+        return updates + self._interrupted()
+
+    def _interrupted(self) -> list[Update]:
+        """Close the calls still open: their results never came, and none will."""
+        open_calls, self._open = self._open, {}
+        for call_id in open_calls:
+            del self._ids[call_id]  # a stray result after this is not shown
+        return [
+            ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=acp_id,
+                status="failed",
+                content=[text_content(INTERRUPTED)],
+            )
+            for acp_id in open_calls.values()
+        ]
 
     # --- shared ----------------------------------------------------------------------
 
@@ -226,6 +248,7 @@ class Transcript:
             call = ToolCall(wire["id"], wire["name"], wire["arguments"])
             acp_id = self._unique_id(call.id)
             self._ids[call.id] = acp_id
+            self._open[call.id] = acp_id
             self._calls[acp_id] = call
             shown = present(call, self.locate)
             updates.append(
@@ -246,6 +269,7 @@ class Transcript:
         acp_id = self._ids.get(call_id)
         if acp_id is None:
             return []
+        self._open.pop(call_id, None)
         if self.running == acp_id:
             self.running = None
         call = self._calls[acp_id]
