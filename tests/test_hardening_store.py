@@ -128,12 +128,12 @@ async def test_resume_on_open_continues_the_latest_session_nobody_holds(lsp) -> 
     first = await lsp()
     change = await wait_until(lambda: first.seri["seri/sessionChanged"])
     assert (change[0]["reason"], change[0]["session"]["id"]) == ("continued", newer)
-    assert any(f"Continued session {newer}" in m for m in logged(first))
+    # The log line and the notification are two messages: wait for the line.
+    await wait_until(lambda: [m for m in logged(first) if f"Continued session {newer}" in m])
 
     second = await lsp()
     change = await wait_until(lambda: second.seri["seri/sessionChanged"])
     assert (change[0]["reason"], change[0]["session"]["id"]) == ("continued", older)
-    # The log line and the notification are two messages: wait for the line.
     [note] = await wait_until(
         lambda: [m for m in logged(second) if f"Continued session {older}" in m]
     )
