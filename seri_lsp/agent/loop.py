@@ -139,6 +139,7 @@ class AgentLoop:
         scope: CancelScope,
         notices: Notices | None = None,
         checks: TaskChecks | None = None,
+        announce_end: bool = True,
     ) -> None:
         self.conversation = conversation
         self.toolbox = toolbox
@@ -155,6 +156,10 @@ class AgentLoop:
         self.editor_paths: dict[str, None] = {}
         self._reply: Reply | None = None
         self._streamed = False  # whether the model call in flight streamed any text
+        # How the task ended, for the faces; emitted here unless the caller emits it once
+        # everything around the task is done too (`announce_end=False`).
+        self.announce_end = announce_end
+        self.ended: TurnEnded | None = None
 
     async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
         """Run one task to its end; never raises for provider or tool trouble.
@@ -215,7 +220,9 @@ class AgentLoop:
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
-            self.host.emit(TurnEnded(conversation.id, status, turns))
+            self.ended = TurnEnded(conversation.id, status, turns)
+            if self.announce_end:
+                self.host.emit(self.ended)
         return outcome
 
     async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:

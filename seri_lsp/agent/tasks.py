@@ -123,6 +123,7 @@ class Tasks:
         self.ensure_idle()
         scope = self._begin()
         self._notices = Notices()
+        loop: AgentLoop | None = None
         try:
             # Taken before the task starts; its tools, subagents' included, fill it in.
             checkpoint = (
@@ -136,7 +137,7 @@ class Tasks:
             checks = TaskChecks(
                 self.checks, self._run_gate(conversation), self.host, scope, self.workspace.root
             )
-            loop = self._loop(conversation, toolbox, scope, checks)
+            loop = self._loop(conversation, toolbox, scope, checks, announce_end=False)
             try:
                 return await loop.run(text, max_turns)
             finally:
@@ -144,6 +145,10 @@ class Tasks:
                     await checkpoint.finish(conversation)
         finally:
             self._end(scope)
+            # Told only now: an editor that acts on it (a resume, the next prompt) finds
+            # no task running any more.
+            if loop is not None and loop.ended is not None:
+                self.host.emit(loop.ended)
 
     async def compact(
         self, conversation: Conversation | None, focus: str | None
@@ -194,6 +199,8 @@ class Tasks:
         toolbox: Toolbox,
         scope: CancelScope,
         checks: TaskChecks | None = None,
+        *,
+        announce_end: bool = True,
     ) -> AgentLoop:
         return AgentLoop(
             conversation,
@@ -204,6 +211,7 @@ class Tasks:
             scope=scope,
             notices=self._notices,
             checks=checks,
+            announce_end=announce_end,
         )
 
     def _run_gate(self, conversation: Conversation) -> RunGate:
