@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,27 @@ def run_scenario(
     return output
 
 
+@pytest.fixture
+def scenario(
+    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> Callable[..., str]:
+    """`scenario("turn.lua", env=...)`: `run_scenario` wired to this test's provider,
+    profile and workspace."""
+
+    def run(script: str, **options: Any) -> str:
+        return run_scenario(
+            nvim,
+            script,
+            provider=provider,
+            profile_root=profile_root,
+            workspace=workspace,
+            tmp_path=tmp_path,
+            **options,
+        )
+
+    return run
+
+
 def seed_session(profile_root: Path, workspace: Path, provider: ScriptedProvider, text: str) -> str:
     """An earlier conversation in the project, made by the server's own `run` command."""
     provider.script(Text(f"Earlier answer to: {text}"))
@@ -130,7 +152,7 @@ def requests_text(request: dict[str, Any]) -> str:
 
 
 def test_setup_start_prompt_tools_status_compact_clear(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
     (workspace / ".seri").mkdir()
     (workspace / "src").mkdir()
@@ -141,32 +163,20 @@ def test_setup_start_prompt_tools_status_compact_clear(
         Text("Second answer."),
         Text(SUMMARY),
     )
-    run_scenario(
-        nvim,
-        "turn.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("turn.lua")
     summary = provider.chat_requests(with_tools=False)
     assert len(summary) == 1
     assert "focus on tests" in requests_text(summary[0])
 
 
 def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
     first = seed_session(profile_root, workspace, provider, "first question")
     second = seed_session(profile_root, workspace, provider, "second question")
     provider.script(Text("Named."))
-    run_scenario(
-        nvim,
+    scenario(
         "resume.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
         # A time zone with a half hour, ahead of UTC: the picker shows local times.
         env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second, "TZ": "IST-5:30"},
         as_init=True,
@@ -174,7 +184,7 @@ def test_resume_on_open_new_and_resume_by_id_prefix_and_picker(
 
 
 def test_permissions_edits_cancel_and_subagents(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
     (workspace / "open.txt").write_text("open: before\n")
     (workspace / "closed.txt").write_text("closed: before\n")
@@ -200,20 +210,13 @@ def test_permissions_edits_cancel_and_subagents(
         Text("CHILD-FINAL: the folder holds hello.txt"),
         Text("The subagent is done."),
     )
-    run_scenario(
-        nvim,
-        "permissions.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("permissions.lua")
     assert (workspace / "hello.txt").read_text() == "hi\n"
     assert (workspace / "closed.txt").read_text() == "closed: after\n"
 
 
 def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
     (workspace / "open.txt").write_text("open: v1\n")
     (workspace / "app.txt").write_text("app: v1\n")
@@ -232,14 +235,7 @@ def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
         Calls([("e4", "edit", {"path": "app.txt", "old_text": "v1", "new_text": "v4"})]),
         Text("Edited app once more."),
     )
-    run_scenario(
-        nvim,
-        "rewind.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("rewind.lua")
     # The open buffer was restored in Neovim (through workspace/applyEdit), never saved.
     assert (workspace / "open.txt").read_text() == "open: v1\n"
     assert not (workspace / "notes.txt").exists()
@@ -247,42 +243,28 @@ def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
 
 
 def test_a_subfolder_with_its_own_marker_belongs_to_the_running_project(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, workspace: Path
 ) -> None:
     (workspace / ".git").mkdir()
     (workspace / "src").mkdir()
     (workspace / "src" / "AGENTS.md").write_text("# Rules for src\n")
     (workspace / "src" / "app.py").write_text("print('app')\n")
-    run_scenario(
-        nvim,
-        "roots.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("roots.lua")
 
 
 def test_the_status_counts_each_model_call_before_the_task_ends(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
     (workspace / "notes.txt").write_text("hello from notes\n")
     provider.script(
         Calls([("c1", "read_file", {"path": "notes.txt"})], usage=usage(3000)),
         Text("The notes say hello, and then the stream stalls.", chunk_size=10, stall_after=1),
     )
-    run_scenario(
-        nvim,
-        "usage.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("usage.lua")
 
 
 def test_failing_checks_fold_under_their_own_heading_live_and_reloaded(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider
 ) -> None:
     provider.script(
         Calls([("w1", "write_file", {"path": "a.txt", "content": "broken\n"})]),
@@ -290,28 +272,14 @@ def test_failing_checks_fold_under_their_own_heading_live_and_reloaded(
         Calls([("w2", "write_file", {"path": "a.txt", "content": "fixed\n"})]),
         Text("fixed now"),
     )
-    run_scenario(
-        nvim,
-        "checks.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("checks.lua")
 
 
-def test_save_documents_writes_the_modified_buffers_it_names(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
-) -> None:
+def test_save_documents_writes_the_modified_buffers_it_names(scenario, workspace: Path) -> None:
     for name in ("edited", "clean", "closed"):
         (workspace / f"{name}.txt").write_text(f"{name}: before\n")
-    run_scenario(
-        nvim,
+    scenario(
         "save.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
         env={"SERI_TEST_SAVE": "handler"},
     )
 
@@ -324,56 +292,32 @@ def server_asks_to_save() -> bool:
 
 @pytest.mark.skipif(not server_asks_to_save(), reason="the server does not ask to save yet")
 def test_a_check_reads_an_open_buffer_the_task_edited(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
     (workspace / "open.txt").write_text("open: before\n")
     provider.script(
         Calls([("e1", "edit", {"path": "open.txt", "old_text": "before", "new_text": "after"})]),
         Text("Edited."),
     )
-    run_scenario(
-        nvim,
+    scenario(
         "save.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
         env={"SERI_TEST_SAVE": "task"},
     )
     assert len(provider.requests) == 2
 
 
 def test_trajectory_toggle_with_and_without_the_environment_variable(
-    nvim: str, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+    scenario, profile_root: Path
 ) -> None:
-    run_scenario(
-        nvim,
-        "trajectory.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
-    )
+    scenario("trajectory.lua")
     # Stored in the profile's config.json even while the variable overrides it.
     assert json.loads((profile_root / "config.json").read_text())["trajectory"] is False
 
 
 @pytest.mark.parametrize("server", ["working", "missing"])
-def test_checkhealth(
-    nvim: str,
-    provider: ScriptedProvider,
-    profile_root: Path,
-    workspace: Path,
-    tmp_path: Path,
-    server: str,
-) -> None:
-    run_scenario(
-        nvim,
+def test_checkhealth(scenario, server: str) -> None:
+    scenario(
         "health.lua",
-        provider=provider,
-        profile_root=profile_root,
-        workspace=workspace,
-        tmp_path=tmp_path,
         env={"SERI_TEST_HEALTH": server},
     )
 
