@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import sqlite3
 import stat
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -133,7 +135,7 @@ class Database:
         db = cls(path)
         try:
             db._check_schema_version()
-            db._conn.execute("PRAGMA journal_mode=WAL")
+            db._use_wal()
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._migrate()
         except (StoreBusy, sqlite3.OperationalError) as exc:
@@ -167,6 +169,20 @@ class Database:
         conn.execute(f"PRAGMA busy_timeout={timeout}")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
+
+    def _use_wal(self) -> None:
+        """Switch the file to WAL (a no-op once it is). The switch takes the file for
+        itself without waiting on SQLite's busy handler, so when several processes open
+        a new profile at once, the ones that lose the race try again for a while."""
+        deadline = time.monotonic() + busy_timeout_ms() / 1000
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.01, 0.05))
 
     def _check_schema_version(self) -> None:
         known = max(version for version, _, _ in MIGRATIONS)
