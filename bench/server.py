@@ -184,23 +184,24 @@ def history_figures(setup: Setup, repetitions: int) -> list[Figure]:
     server = seri(setup, setup.project, {"resumeOnOpen": False})
     conn = sqlite3.connect(f"file:{setup.db}?mode=ro", uri=True)
     try:
-        big, small, jsonl = [], [], []
-        for index in range(repetitions + 1):
-            # The resumes always switch sessions (one already open costs nothing); the
-            # JSONL read moves around them.
-            order = [0, 1, 2] if index % 2 == 0 else [1, 0, 2]
-            times: dict[int, float] = {}
-            for which in order:
-                if which == 0:
-                    times[0] = server.command("seri.session.resume", {"sessionId": BIG_ID})[1]
-                elif which == 1:
-                    times[1] = read_jsonl(setup.big_jsonl)
-                else:
-                    times[2] = server.command("seri.session.resume", {"sessionId": SMALL_ID})[1]
-            if index:  # the first round warms the caches
-                big.append(times[0])
-                jsonl.append(times[1])
-                small.append(times[2])
+
+        def resume(session_id: str, after: str) -> float:
+            # A resume always switches sessions here (one already open costs nothing):
+            # the other session is opened first, untimed.
+            server.command("seri.session.resume", {"sessionId": after})
+            return server.command("seri.session.resume", {"sessionId": session_id})[1]
+
+        def resume_big() -> float:
+            return resume(BIG_ID, SMALL_ID)
+
+        def resume_small() -> float:
+            return resume(SMALL_ID, BIG_ID)
+
+        # Two loops: reading the JSONL (in this process) disturbs whatever is timed
+        # right after it, so it is kept out of the comparison of the two resumes.
+        resume_big(), resume_small()  # warm the caches
+        big, small = interleaved(resume_big, resume_small, repetitions)
+        big_again, jsonl = interleaved(resume_big, lambda: read_jsonl(setup.big_jsonl), repetitions)
         figures = [
             ratio_figure(
                 f"seri.session.resume of a {BIG:,}-message session / of a {SMALL}-message one",
@@ -211,7 +212,7 @@ def history_figures(setup: Setup, repetitions: int) -> list[Figure]:
             ),
             ratio_figure(
                 "the same / reading and json-decoding the JSONL of that history",
-                big,
+                big_again,
                 jsonl,
                 unit="s",
                 limit=0.2,
