@@ -193,12 +193,8 @@ _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
     ("retryMaxDelay", "retry_max_delay", _non_negative_number, "a number of seconds"),
 ]
 
-# What a value from the environment must be, by setting.
-_ENV_CHECKS: dict[str, tuple[Check, str]] = {
-    "base_url": (_url, "an http:// or https:// URL"),
-    "model": (_text, "a model id"),
-    "api_key": (_header_text, "a string of printable ASCII characters"),
-}
+# What a provider value must be, by python name (the environment's values included).
+_FIELD_CHECKS = {attr: (check, description) for _, attr, check, description in _PROVIDER_FIELDS}
 
 _PROVIDER_ENV = {
     "base_url": ("SERI_BASE_URL",),
@@ -235,7 +231,7 @@ def load_settings(
             for env_name in names:
                 if not env.get(env_name):
                     continue
-                check, description = _ENV_CHECKS[attr]
+                check, description = _FIELD_CHECKS[attr]
                 if not check(env[env_name]):
                     problems.append(
                         f"{env_name} must be {description}, got {env[env_name]!r}; ignored."
