@@ -428,8 +428,7 @@ class Provider:
             # trickles its model list must not hold up the first call.
             async with asyncio.timeout(MODELS_SECONDS):
                 response = await self._client.get("models", timeout=MODELS_SECONDS)
-                body = await response.aread()
-            data = json.loads(body) if response.status_code == 200 else None
+            data = json.loads(response.content) if response.status_code == 200 else None
             models = data.get("data", []) if isinstance(data, dict) else None
         except (
             httpx.HTTPError,

@@ -15,7 +15,6 @@ tool works and a cancel stops the tool at once. Files on disk are written atomic
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -252,7 +251,7 @@ class Toolbox:
         except OSError as exc:
             reason = clean_text(str(exc.strerror or exc))
             return ToolOutcome(f"Error: {reason} ({call.name}).", is_error=True)
-        except (asyncio.CancelledError, TaskCancelled):
+        except TaskCancelled:  # (a cancel is no failure of the tool)
             raise
         except Exception as exc:  # a bug, or input nobody foresaw: a failed call, not a failed task
             logger.exception("The %s tool failed unexpectedly", call.name)
