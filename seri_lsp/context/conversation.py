@@ -22,7 +22,7 @@ re-checks nor re-encodes the history before it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,23 +257,16 @@ class Conversation:
     async def record_usage(
         self, purpose: str, input_tokens: int | None, output_tokens: int | None
     ) -> None:
-        """Record billed tokens; a turn's input count becomes the new estimate floor.
+        """Record the tokens a call outside the turns (a summary) was billed for.
 
-        (A turn's reply records its usage with its step instead: `Step.billed`.)
+        (A turn's reply records its usage with its step: `Step.billed`.)
         """
-        if purpose == "turn" and input_tokens is not None:
-            self.last_billed = input_tokens
-            await self._io(self._store.set_last_input_tokens, self.id, input_tokens)
         await self.record_event(
             "usage",
             {"purpose": purpose, "inputTokens": input_tokens, "outputTokens": output_tokens},
         )
 
     # --- paths ------------------------------------------------------------------------
-
-    async def add_paths(self, read: Iterable[str], modified: Iterable[str]) -> None:
-        """Note the paths a tool read or modified, for the session's path lists."""
-        await self._io(self._store.add_paths, self.id, tuple(read), tuple(modified))
 
     async def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(read, modified) paths of this session's tools."""

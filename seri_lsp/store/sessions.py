@@ -181,13 +181,6 @@ class SessionStore:
             _touch(tx, session_id)
         return self.get(session_id)
 
-    def set_last_input_tokens(self, session_id: str, tokens: int | None) -> None:
-        """Remember the provider's last billed input-token count (None: no longer valid)."""
-        with self.db.transaction() as tx:
-            tx.execute(
-                "UPDATE sessions SET last_input_tokens = ? WHERE id = ?", (tokens, session_id)
-            )
-
     # --- messages ---------------------------------------------------------------
 
     def messages(self, session_id: str) -> list[Message]:
@@ -197,29 +190,13 @@ class SessionStore:
         )
         return [message_from_row(row) for row in rows]
 
-    def messages_page(
-        self, session_id: str, limit: int | None, before_seq: int | None = None
-    ) -> tuple[list[Message], bool]:
-        """The newest `limit` messages (all without a limit) before sequence number
-        `before_seq` (when given), in conversation order, and whether older ones exist."""
-        where, params = "session_id = ?", [session_id]
-        if before_seq is not None:
-            where += " AND seq < ?"
-            params.append(before_seq)
-        if limit is None:
-            rows = self.db.query(f"SELECT * FROM messages WHERE {where} ORDER BY seq", params)
-            return [message_from_row(row) for row in rows], False
-        rows = self.db.query(
-            f"SELECT * FROM messages WHERE {where} ORDER BY seq DESC LIMIT ?", [*params, limit + 1]
-        )
-        has_more = len(rows) > limit
-        return [message_from_row(row) for row in reversed(rows[:limit])], has_more
-
     def wire_page(
         self, session_id: str, limit: int | None, before_seq: int | None = None
     ) -> tuple[list[dict[str, Any]], bool]:
-        """`messages_page`, each message straight from its row to its wire form (no
-        Message in between: a view of a long session reads many)."""
+        """The newest `limit` messages (all without a limit) before sequence number
+        `before_seq` (when given), in conversation order, each straight from its row to
+        its wire form (no Message in between: a view of a long session reads many), and
+        whether older ones exist."""
         where, params = "session_id = ?", [session_id]
         if before_seq is not None:
             where += " AND seq < ?"
@@ -307,13 +284,6 @@ class SessionStore:
 
     # --- paths and rules ---------------------------------------------------------
 
-    def add_paths(
-        self, session_id: str, read: Iterable[str] = (), modified: Iterable[str] = ()
-    ) -> None:
-        """Note paths the tools touched; once modified, a path stays modified."""
-        with self.db.transaction() as tx:
-            note_paths(tx, session_id, read, modified)
-
     def paths(self, session_id: str) -> SessionPaths:
         """The read and modified path lists, each in first-touched order."""
         rows = self.db.query(
@@ -331,14 +301,6 @@ class SessionStore:
             "SELECT rule FROM session_rules_fired WHERE session_id = ?", (session_id,)
         )
         return {row["rule"] for row in rows}
-
-    def mark_rule_fired(self, session_id: str, rule: str) -> None:
-        """Remember that a glob rule was delivered, so it arrives only once."""
-        with self.db.transaction() as tx:
-            tx.execute(
-                "INSERT OR IGNORE INTO session_rules_fired (session_id, rule) VALUES (?, ?)",
-                (session_id, rule),
-            )
 
     def _info(self, session_id: str, conn: sqlite3.Connection) -> SessionInfo:
         row = conn.execute(
