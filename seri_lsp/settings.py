@@ -174,6 +174,7 @@ _SAMPLING_CHECKS: dict[str, tuple[Check, str]] = {
     "repetitionPenalty": (_finite_number, "a number"),
     "stop": (_stop_sequences, "a string or a list of strings"),
 }
+assert _SAMPLING_CHECKS.keys() == SAMPLING_KNOBS.keys(), "every sampling knob has its check"
 
 
 # setting name, python name, check, description for messages
@@ -315,6 +316,7 @@ def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:
                 f"Setting {label}.name must be a non-empty string, got {name!r}; dropped."
             )
             continue
+        name = name.strip()  # (so "lint " is the same check as "lint")
         command = entry.get("command")
         if isinstance(command, list) and command and all(_text(part) for part in command):
             command = tuple(command)
@@ -339,7 +341,7 @@ def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:
         if any(check.name == name for check in checks):
             problems.append(f"Setting {label}: a check named {name!r} comes earlier; dropped.")
             continue
-        checks.append(CheckSetting(name=name.strip(), command=command, timeout=float(timeout)))
+        checks.append(CheckSetting(name=name, command=command, timeout=float(timeout)))
     return tuple(checks)
 
 

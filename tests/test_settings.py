@@ -126,3 +126,13 @@ def test_a_broken_config_json_is_reported_and_ignored_not_rewritten(tmp_path: Pa
     assert settings.max_turns == 500
     assert "not valid JSON" in problems[0] and "line 1" in problems[0]
     assert config.read_text() == '{"maxTurns": 4,,}'
+
+
+def test_check_names_that_differ_only_in_spaces_are_one_check(tmp_path: Path) -> None:
+    settings, problems = load_settings(
+        tmp_path,
+        {"checks": [{"name": "lint", "command": "true"}, {"name": " lint ", "command": "false"}]},
+        env={},
+    )
+    assert [check.name for check in settings.checks] == ["lint"]
+    assert len(problems) == 1 and "comes earlier" in problems[0]

@@ -36,9 +36,9 @@ from seri_lsp.lsp.arguments import (
     required_text,
     single_object,
 )
+from seri_lsp.lsp.protocol import REQUEST_FAILED
 
 # LSP's RequestFailed: the request was valid but could not be carried out.
-REQUEST_FAILED = -32803
 
 Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
 

@@ -29,7 +29,12 @@ from seri_lsp.errors import SeriError
 from seri_lsp.limits import shorten
 from seri_lsp.lsp import commands, transport
 from seri_lsp.lsp.host import LspHost
-from seri_lsp.lsp.protocol import SeriProtocol
+from seri_lsp.lsp.protocol import (
+    INVALID_REQUEST,
+    REQUEST_FAILED,
+    SERVER_NOT_INITIALIZED,
+    SeriProtocol,
+)
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import StoreError
@@ -37,8 +42,6 @@ from seri_lsp.store.database import StoreError
 logger = logging.getLogger(__name__)
 
 # LSP's ServerNotInitialized code (RequestFailed lives with the commands).
-SERVER_NOT_INITIALIZED = -32002
-INVALID_REQUEST = -32600
 
 
 @dataclass(frozen=True)
@@ -236,7 +239,7 @@ def setup_lifecycle(server: SeriServer) -> None:
             )
             # Answer the request first, then stop: there is nothing to serve.
             asyncio.get_running_loop().call_later(0.5, os._exit, 1)
-            raise JsonRpcException(message=message, code=commands.REQUEST_FAILED) from exc
+            raise JsonRpcException(message=message, code=REQUEST_FAILED) from exc
         ls.startup_problems = problems + setting_problems
 
     @server.feature(types.INITIALIZED)
