@@ -81,10 +81,20 @@ async def record_compaction_failed(
     )
 
 
+def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
+    """The recording event of the tokens a reply was billed for."""
+    return {
+        "purpose": purpose,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+    }
+
+
 async def record_usage(conversation: Conversation, usage: Usage | None, purpose: str) -> None:
-    """Record the tokens a reply was billed for, if the provider said."""
+    """Record the tokens a reply outside the turns (a summary) was billed for, if the
+    provider said. (A turn's reply records its usage with its step.)"""
     if usage is not None:
-        await conversation.record_usage(purpose, usage.input_tokens, usage.output_tokens)
+        await conversation.record_event("usage", usage_event(purpose, usage))
 
 
 def model_summariser(
@@ -139,7 +149,6 @@ class AgentLoop:
         scope: CancelScope,
         notices: Notices | None = None,
         checks: TaskChecks | None = None,
-        announce_end: bool = True,
     ) -> None:
         self.conversation = conversation
         self.toolbox = toolbox
@@ -156,9 +165,8 @@ class AgentLoop:
         self.editor_paths: dict[str, None] = {}
         self._reply: Reply | None = None
         self._streamed = False  # whether the model call in flight streamed any text
-        # How the task ended, for the faces; emitted here unless the caller emits it once
-        # everything around the task is done too (`announce_end=False`).
-        self.announce_end = announce_end
+        # How the task ended, for the faces: the caller tells them once everything around
+        # the task is done too (its checkpoint, its recording).
         self.ended: TurnEnded | None = None
 
     async def run(self, prompt: str, max_turns: Callable[[], int]) -> TaskOutcome:
@@ -221,8 +229,6 @@ class AgentLoop:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
             self.ended = TurnEnded(conversation.id, status, turns)
-            if self.announce_end:
-                self.host.emit(self.ended)
         return outcome
 
     async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:
@@ -375,14 +381,7 @@ class AgentLoop:
         step = Step([assistant], label="reply")
         if reply.usage is not None:
             step.billed = reply.usage.input_tokens
-            step.record(
-                "usage",
-                {
-                    "purpose": "turn",
-                    "inputTokens": reply.usage.input_tokens,
-                    "outputTokens": reply.usage.output_tokens,
-                },
-            )
+            step.record("usage", usage_event("turn", reply.usage))
         units = tool_units(assistant.tool_calls)
         if units:
             record_calls(step, units[0])

@@ -137,7 +137,7 @@ class Tasks:
             checks = TaskChecks(
                 self.checks, self._run_gate(conversation), self.host, scope, self.workspace.root
             )
-            loop = self._loop(conversation, toolbox, scope, checks, announce_end=False)
+            loop = self._loop(conversation, toolbox, scope, checks)
             try:
                 return await loop.run(text, max_turns)
             finally:
@@ -199,8 +199,6 @@ class Tasks:
         toolbox: Toolbox,
         scope: CancelScope,
         checks: TaskChecks | None = None,
-        *,
-        announce_end: bool = True,
     ) -> AgentLoop:
         return AgentLoop(
             conversation,
@@ -211,7 +209,6 @@ class Tasks:
             scope=scope,
             notices=self._notices,
             checks=checks,
-            announce_end=announce_end,
         )
 
     def _run_gate(self, conversation: Conversation) -> RunGate:
@@ -280,6 +277,7 @@ class Tasks:
         await self.recordings.start(
             child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id
         )
+        loop: AgentLoop | None = None
         try:
             await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
             # The child shares the parent's scope: one cancel stops the whole tree, and the
@@ -287,6 +285,8 @@ class Tasks:
             loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
             outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
         finally:
+            if loop is not None and loop.ended is not None:
+                self.host.emit(loop.ended)
             self.recordings.finish(child)
         read, modified = await child.paths()
         if outcome.status == "done":

@@ -254,18 +254,6 @@ class Conversation:
         if self.recorder is not None:
             await self.recorder.note_context_window(window)
 
-    async def record_usage(
-        self, purpose: str, input_tokens: int | None, output_tokens: int | None
-    ) -> None:
-        """Record the tokens a call outside the turns (a summary) was billed for.
-
-        (A turn's reply records its usage with its step: `Step.billed`.)
-        """
-        await self.record_event(
-            "usage",
-            {"purpose": purpose, "inputTokens": input_tokens, "outputTokens": output_tokens},
-        )
-
     # --- paths ------------------------------------------------------------------------
 
     async def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
