@@ -1,6 +1,6 @@
 // Finding, starting and restarting the seri-lsp server, and talking to it.
 
-import { spawnSync } from 'child_process';
+import { execFile, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
@@ -70,17 +70,27 @@ export function probeServer(
   found: Extract<ServerCommandLine, { found: true }>,
   env: NodeJS.ProcessEnv,
   cwd: string | undefined,
-): string | undefined {
-  const probe = spawnSync(found.command, [...found.args, '--version'], { env, cwd, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' });
-  if (probe.error) {
-    const timedOut = (probe.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
-    return timedOut ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s` : probe.error.message;
-  }
-  if (probe.status !== 0) {
-    const lastLine = (probe.stderr || probe.stdout || '').trim().split('\n').at(-1);
-    return lastLine || `exit ${probe.status ?? probe.signal}`;
-  }
-  return undefined;
+): Promise<string | undefined> {
+  // Off the extension host's thread: the probe starts a Python process.
+  return new Promise((resolve) => {
+    execFile(
+      found.command,
+      [...found.args, '--version'],
+      { env, cwd, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        if (!error) {
+          resolve(undefined);
+        } else if (error.killed) {
+          resolve(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`);
+        } else if (typeof error.code === 'number') {
+          const lastLine = (stderr || stdout || '').trim().split('\n').at(-1);
+          resolve(lastLine || `exit ${error.code}`);
+        } else {
+          resolve(error.message);
+        }
+      },
+    );
+  });
 }
 
 function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undefined {
@@ -176,7 +186,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     }
     const commandLine = [found.command, ...found.args].join(' ');
     const cwd = projectFolder()?.uri.fsPath;
-    const broken = probeServer(found, env, cwd);
+    const broken = await probeServer(found, env, cwd);
     if (broken) {
       this.reportMissing(`the server command \`${commandLine}\` does not run (\`--version\` failed: ${broken})`);
       return;

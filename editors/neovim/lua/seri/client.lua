@@ -198,6 +198,7 @@ end
 
 ---@param project seri.Project
 function M.refresh_usage(project)
+  project.usage_token = nil -- this one answers for a refresh still pending
   local session = project.session
   local args = session and { sessionId = session.id, limit = 1 } or nil
   M.execute(project, "seri.session.get", args, function(err, result)

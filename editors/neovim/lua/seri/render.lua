@@ -139,10 +139,20 @@ end
 ---@return string
 function M.check_heading(content)
   local names = {}
+  local fence = nil ---@type string? the fence of the check output being skipped
   for _, line in ipairs(split(content)) do
-    local name = line:match("^([^%s`][^`]-): `")
-    if name then
-      table.insert(names, name)
+    local opener = line:match("^(```+)")
+    if fence then
+      if vim.trim(line) == fence then
+        fence = nil
+      end
+    elseif opener then
+      fence = opener
+    else
+      local name = line:match("^([^%s`][^`]-): `")
+      if name then
+        table.insert(names, name)
+      end
     end
   end
   local heading = "Checks failed"

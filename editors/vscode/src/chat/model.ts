@@ -355,6 +355,7 @@ export class ChatModel {
 
   /** Refresh the context use and the session's title and counts. */
   async refreshUsage(): Promise<void> {
+    this.cancelUsageRefresh(); // this one answers for a refresh still pending
     const server = this.server;
     const session = this.session;
     if (!server || !session) {
