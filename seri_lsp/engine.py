@@ -159,9 +159,14 @@ class Engine:
                 io=self.io,
                 host=self.host,
                 project=self.project,
-                held_here=self._locks.held,
+                in_use=self._session_in_use,
             )
         return self._checkpoints
+
+    def _session_in_use(self, session_id: str) -> bool:
+        """Whether a session is open here or in another live seri process."""
+        locks = self._locks
+        return session_id in locks.held() or bool(locks.open_elsewhere([session_id]))
 
     @property
     def rewinder(self) -> Rewinder:
@@ -181,7 +186,7 @@ class Engine:
 
     async def _retain_checkpoints(self, info: SessionInfo) -> None:
         """Checkpoint retention, at every session open."""
-        await self.checkpoints.retain(info)
+        await self.checkpoints.retain()
 
     def _known_context_window(self) -> int | None:
         """The window if it is known without asking the provider (None: not yet)."""

@@ -220,3 +220,21 @@ async def test_checkpoints_a_compaction_evicted_take_their_blobs_with_them(
     }
     assert set(blobs(profile_root)) == used
     assert sorted(blobs(profile_root).values()) == [b"three\n"]
+
+
+async def test_a_session_open_in_another_window_keeps_its_checkpoints(
+    lsp, agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    client = await agent()
+    task(provider, write("w", "a.txt", "written\n"))
+    await run(client, "the first session's prompt")
+    first = (await command(client, "seri.session.get", {}))["session"]["id"]
+    await command(client, "seri.session.new", {})
+    other = await lsp(init_options={"resumeOnOpen": False})
+    await command(other, "seri.session.resume", {"sessionId": first})  # open over there
+    for _ in range(21):
+        await command(client, "seri.session.new", {})
+    assert checkpoint_count(profile_root, first) == 1  # spared while it is open
+    await stop_server(other)
+    await command(client, "seri.session.new", {})
+    assert checkpoint_count(profile_root, first) == 0  # and retired once it is not

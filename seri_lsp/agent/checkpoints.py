@@ -116,13 +116,14 @@ class CheckpointKeeper:
         io: Worker,
         host: Host,
         project: str,
-        held_here: Callable[[], set[str]],
+        in_use: Callable[[str], bool],
     ) -> None:
         self.store = store
         self.io = io
         self.host = host
         self.project = project
-        self._held_here = held_here
+        # Whether a session is open, in this process or another (read on the DB thread).
+        self._in_use = in_use
 
     async def take(self, conversation: Conversation, prompt: str) -> TaskCheckpoint:
         """Record a checkpoint before `prompt`'s task starts (then apply retention)."""
@@ -130,18 +131,15 @@ class CheckpointKeeper:
         await self.retain()
         return TaskCheckpoint(checkpoint, self.store, self.io, self.host)
 
-    async def retain(self, *_: object) -> None:
+    async def retain(self) -> None:
         """Retire the checkpoints of the project's sessions beyond the 20 most recent.
 
-        A session this process has open keeps its checkpoints. Never fails the work
-        that touched a session: a busy database only postpones retention to the next
-        touch.
+        A session open in this or another seri process keeps its checkpoints. Never
+        fails the work that touched a session: a busy database only postpones retention
+        to the next touch.
         """
-        held = self._held_here()
         try:
-            retired = await self.io(
-                self.store.retain, self.project, spare=lambda session_id: session_id in held
-            )
+            retired = await self.io(self.store.retain, self.project, spare=self._in_use)
         except StoreBusy:
             self.host.log("info", "Checkpoint retention postponed: seri.db is busy.")
             return
