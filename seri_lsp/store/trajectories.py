@@ -88,6 +88,16 @@ class PruneReport:
         return bool(self.recordings or self.files or self.failed_files)
 
 
+# A recording as `RecordingInfo` reads it: its row, its event count, its session's
+# project and title.
+_INFO_SELECT = (
+    "SELECT t.id, t.session_id, t.started_at, t.updated_at, t.header,"
+    " (SELECT COUNT(*) FROM trajectory_events e WHERE e.trajectory_id = t.id) AS events,"
+    " s.project, s.title"
+    " FROM trajectories t LEFT JOIN sessions s ON s.id = t.session_id"
+)
+
+
 class TrajectoryStore:
     """Writes and reads recordings."""
 
@@ -134,12 +144,7 @@ class TrajectoryStore:
 
     def list(self, session_id: str | None = None, limit: int | None = None) -> list[RecordingInfo]:
         """Recordings, newest first (by start), with their event counts."""
-        sql = (
-            "SELECT t.id, t.session_id, t.started_at, t.updated_at, t.header,"
-            " (SELECT COUNT(*) FROM trajectory_events e WHERE e.trajectory_id = t.id) AS events,"
-            " s.project, s.title"
-            " FROM trajectories t LEFT JOIN sessions s ON s.id = t.session_id"
-        )
+        sql = _INFO_SELECT
         params: list[Any] = []
         if session_id is not None:
             sql += " WHERE t.session_id = ?"
@@ -151,13 +156,7 @@ class TrajectoryStore:
         return [_info(row) for row in self.db.query(sql, params)]
 
     def info(self, trajectory_id: str) -> RecordingInfo | None:
-        rows = self.db.query(
-            "SELECT t.id, t.session_id, t.started_at, t.updated_at, t.header,"
-            " (SELECT COUNT(*) FROM trajectory_events e WHERE e.trajectory_id = t.id) AS events,"
-            " s.project, s.title"
-            " FROM trajectories t LEFT JOIN sessions s ON s.id = t.session_id WHERE t.id = ?",
-            (trajectory_id,),
-        )
+        rows = self.db.query(_INFO_SELECT + " WHERE t.id = ?", (trajectory_id,))
         return _info(rows[0]) if rows else None
 
     def events(self, trajectory_id: str) -> list[Recorded]:
@@ -228,17 +227,20 @@ class TrajectoryStore:
         With a `cutoff`, the recordings of every session whose newest record is older
         than it; with None, every recording. Recordings in `keep` never count.
         """
-        rows = self.db.query("SELECT id, session_id, updated_at FROM trajectories")
-        newest: dict[str, str] = {}
+        sql = "SELECT id, session_id FROM trajectories"
+        params: tuple[str, ...] = ()
+        if cutoff is not None:
+            # Only the sessions whose newest record is older than the cutoff are read.
+            sql += (
+                " WHERE session_id IN (SELECT session_id FROM trajectories"
+                " GROUP BY session_id HAVING MAX(updated_at) < ?)"
+            )
+            params = (cutoff,)
         by_session: dict[str, list[str]] = {}
-        for row in rows:
-            session = row["session_id"]
-            newest[session] = max(newest.get(session, ""), row["updated_at"])
+        for row in self.db.query(sql, params):
             if row["id"] not in keep:
-                by_session.setdefault(session, []).append(row["id"])
-        if cutoff is None:
-            return by_session
-        return {s: ids for s, ids in by_session.items() if newest[s] < cutoff}
+                by_session.setdefault(row["session_id"], []).append(row["id"])
+        return by_session
 
     def delete(self, trajectory_ids: Iterable[str]) -> int:
         """Delete recordings and their events (never a session or a message)."""
