@@ -156,15 +156,7 @@ class LspHost(Host):
             )
         else:
             workspace_edit = types.WorkspaceEdit(changes={uri: [edit]})
-        try:
-            result = await self.server.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=workspace_edit, label=f"seri: {path.name}")
-            )
-        except Exception as exc:
-            return EditResult(False, f"workspace/applyEdit failed ({exc})")
-        if result.applied:
-            return EditResult(True)
-        return EditResult(False, result.failure_reason or "no reason given")
+        return await self._apply(workspace_edit, f"seri: {path.name}")
 
     @property
     def can_delete_files(self) -> bool:
@@ -178,12 +170,15 @@ class LspHost(Host):
         delete = types.DeleteFile(
             uri=uri, options=types.DeleteFileOptions(ignore_if_not_exists=True)
         )
+        return await self._apply(
+            types.WorkspaceEdit(document_changes=[delete]), f"seri: delete {path.name}"
+        )
+
+    async def _apply(self, edit: types.WorkspaceEdit, label: str) -> EditResult:
+        """Send `workspace/applyEdit` and say whether the editor applied it (and why not)."""
         try:
             result = await self.server.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(
-                    edit=types.WorkspaceEdit(document_changes=[delete]),
-                    label=f"seri: delete {path.name}",
-                )
+                types.ApplyWorkspaceEditParams(edit=edit, label=label)
             )
         except Exception as exc:
             return EditResult(False, f"workspace/applyEdit failed ({exc})")
