@@ -179,16 +179,17 @@ class _Ignores:
 
     def __init__(self, root: Path, stop: Stop) -> None:
         self.root = root
-        self._root_prefix = str(root).rstrip(os.sep) + os.sep
+        self._root_prefix = _prefix(root)
         self.stop = stop
-        self._specs: dict[Path, list[tuple[Path, pathspec.PathSpec]]] = {}
-        base: list[tuple[Path, pathspec.PathSpec]] = []
+        # Each folder's rules: (the text a path under the rule's folder starts with, spec).
+        self._specs: dict[Path, list[tuple[str, pathspec.PathSpec]]] = {}
+        base: list[tuple[str, pathspec.PathSpec]] = []
         exclude = _spec_from(root / ".git" / "info" / "exclude")
         if exclude is not None:
-            base.append((root, exclude))
+            base.append((self._root_prefix, exclude))
         self._base = base
 
-    def rules_for(self, folder: Path) -> list[tuple[Path, pathspec.PathSpec]]:
+    def rules_for(self, folder: Path) -> list[tuple[str, pathspec.PathSpec]]:
         """Every spec that applies inside `folder`: its ancestors' (to the root) and its own."""
         cached = self._specs.get(folder)
         if cached is not None:
@@ -205,7 +206,7 @@ class _Ignores:
         rules = list(self._specs[top.parent]) if self._below_root(top) else list(self._base)
         for each in reversed(missing):
             own = _spec_from(each / ".gitignore")
-            rules = [*rules, (each, own)] if own is not None else list(rules)
+            rules = [*rules, (_prefix(each), own)] if own is not None else list(rules)
             self._specs[each] = rules
         return rules
 
@@ -218,8 +219,7 @@ class _Ignores:
         """Whether git would ignore `path` (the last rule that matches decides)."""
         verdict = False
         text = str(path)
-        for base, spec in self.rules_for(path.parent):
-            prefix = str(base).rstrip(os.sep) + os.sep
+        for prefix, spec in self.rules_for(path.parent):
             if not text.startswith(prefix):
                 continue
             relative = text[len(prefix) :].replace(os.sep, "/")
@@ -227,6 +227,11 @@ class _Ignores:
             if result.include is not None:
                 verdict = result.include
         return verdict
+
+
+def _prefix(folder: Path) -> str:
+    """The text every path inside `folder` starts with."""
+    return str(folder).rstrip(os.sep) + os.sep
 
 
 def _spec_from(path: Path) -> pathspec.PathSpec | None:
