@@ -7,11 +7,15 @@ that only starts and lists sessions never loads the agent or httpx.
 
 from __future__ import annotations
 
+import importlib.abc
 import sys
 from pathlib import Path
+from typing import Any
 
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from seri_lsp.agent.provider import Provider
+from seri_lsp.settings import load_settings
 from tests.agent_helpers import messages, prompt
 from tests.conftest import provider_options
 from tests.harness import command, initialize_client, make_client, server_env, stop_server
@@ -109,3 +113,36 @@ async def test_nothing_heavy_before_the_first_prompt(
         assert {"httpx", "seri_lsp.agent.tasks", "seri_lsp.agent.provider"} <= after
     finally:
         await stop_server(client)
+
+
+class _Lookups(importlib.abc.MetaPathFinder):
+    """Notes every module the import system has to look for (one not loaded yet)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        self.names.append(name)
+        return None
+
+
+async def test_a_model_call_looks_for_no_module(provider: ScriptedProvider, tmp_path: Path) -> None:
+    """After the first call, a model call imports nothing: a module that is looked for
+    and never found (httpcore's sniffio, when it is not installed) is searched for on
+    sys.path again at every call."""
+    settings, problems = load_settings(tmp_path, provider_options(provider))
+    assert not problems, problems
+    client = Provider(settings.provider)
+    lookups = _Lookups()
+    try:
+        provider.script(Text("First."), Text("Second."))
+        assert (await client.complete([{"role": "user", "content": "hi"}])).content == "First."
+        sys.meta_path.insert(0, lookups)
+        try:
+            reply = await client.complete([{"role": "user", "content": "again"}])
+        finally:
+            sys.meta_path.remove(lookups)
+        assert reply.content == "Second."
+    finally:
+        await client.aclose()
+    assert lookups.names == []
