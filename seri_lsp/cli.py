@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +43,7 @@ from seri_lsp.limits import (
 )
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
+from seri_lsp.signals import on_stop_signals
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
@@ -451,16 +450,13 @@ class TerminalHost(Host):
 def _cancel_on_signals(engine: Engine) -> None:
     """Ctrl-C (or SIGTERM) cancels the running task, which ends and is stored as cancelled;
     before a task runs, it stops `run` at once."""
-    loop = asyncio.get_running_loop()
     main = asyncio.current_task()
 
-    def interrupt() -> None:
+    def interrupt(_signal: str) -> None:
         if not engine.cancel() and main is not None:
             main.cancel()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, interrupt)
+    on_stop_signals(interrupt)
 
 
 async def _run(args: argparse.Namespace) -> int:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 
 from acp import run_agent
 
 from seri_lsp.acp.agent import AgentOptions, SeriAgent
+from seri_lsp.signals import on_stop_signals
 
 
 def serve(options: AgentOptions) -> int:
@@ -24,10 +24,7 @@ async def _serve(options: AgentOptions) -> int:
     agent = SeriAgent(options)
     # The unstable part of the protocol brings session/resume and session/close.
     serving = asyncio.ensure_future(run_agent(agent, use_unstable_protocol=True))
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, serving.cancel)
+    on_stop_signals(lambda _signal: serving.cancel())
     try:
         with contextlib.suppress(asyncio.CancelledError):
             await serving

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,7 @@ from typing import Any, BinaryIO
 from pygls.io_ import StdoutWriter
 
 from seri_lsp.lsp.protocol import MAX_MESSAGE_BYTES, SeriProtocol
+from seri_lsp.signals import on_stop_signals
 
 logger = logging.getLogger(__name__)
 
@@ -122,12 +122,9 @@ async def run(
     close: Callable[[], Awaitable[None]],
 ) -> int:
     """Serve until exit, end of input or a signal; then stop cleanly. Returns the status."""
-    loop = asyncio.get_running_loop()
     stopper = Stopper()
     protocol.on_exit = lambda code: stopper.stop("exit", code)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stopper.stop, signal.Signals(signum).name)
+    on_stop_signals(stopper.stop)
 
     def served(task: asyncio.Future[Any]) -> None:
         if task.cancelled():
