@@ -136,6 +136,38 @@ async def test_read_file_sees_the_unsaved_buffer(
     assert tool_results(await messages(client))["r"]["content"] == "unsaved = 2\n"
 
 
+async def test_read_file_follows_buffers_as_they_open_and_close(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    """A buffer opened through a symbolic link is the file it leads to; once closed the
+    disk is read again, and a buffer opened again is read with its new text."""
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("saved = 1\n")
+    os.symlink(workspace / "src", workspace / "alias")
+    provider.script(
+        *(
+            reply
+            for number in (1, 2, 3)
+            for reply in (Calls([(f"r{number}", "read_file", {"path": "src/app.py"})]), Text("ok"))
+        )
+    )
+    client = await agent()
+
+    uri = open_document(client, workspace / "alias" / "app.py", "unsaved = 2\n")
+    await prompt(client, "read it")
+    assert tool_results(await messages(client))["r1"]["content"] == "unsaved = 2\n"
+
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await prompt(client, "read it again")
+    assert tool_results(await messages(client))["r2"]["content"] == "saved = 1\n"
+
+    open_document(client, workspace / "alias" / "app.py", "unsaved = 3\n")
+    await prompt(client, "and again")
+    assert tool_results(await messages(client))["r3"]["content"] == "unsaved = 3\n"
+
+
 @pytest.mark.parametrize("client_name", CLIENTS)
 async def test_edits_to_an_open_buffer_go_through_apply_edit(
     agent, provider: ScriptedProvider, workspace: Path, client_name: str, profile_root: Path

@@ -19,6 +19,7 @@ from seri_lsp.host import EditResult, Host, Level, ProgressReporter
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
+    from pygls.workspace import TextDocument
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,9 @@ class LspHost(Host):
 
     def __init__(self, server: LanguageServer) -> None:
         self.server = server
+        # The real path of each open document's uri (None: not a file), worked out once
+        # per uri rather than with a walk of the disk per document at every tool call.
+        self._real_paths: dict[str, Path | None] = {}
 
     def emit(self, event: Event) -> None:
         method = NOTIFICATIONS.get(type(event))
@@ -112,15 +116,26 @@ class LspHost(Host):
                 self.server.work_done_progress.end(token, types.WorkDoneProgressEnd())
 
     def open_documents(self) -> dict[Path, str]:
-        documents = {}
-        for uri, document in self.server.workspace.text_documents.items():
-            path = to_fs_path(uri)
-            if path is not None:
-                documents[Path(os.path.realpath(path))] = document.source
-        return documents
+        return {real: document.source for _, real, document in self._open_files()}
 
     def document_text(self, path: Path) -> str | None:
-        return self.open_documents().get(Path(os.path.realpath(path)))
+        real = Path(os.path.realpath(path))
+        return next((d.source for _, r, d in self._open_files() if r == real), None)
+
+    def _open_files(self) -> list[tuple[str, Path, TextDocument]]:
+        """The open documents that are files: (uri, real path, document)."""
+        documents = self.server.workspace.text_documents
+        known = self._real_paths
+        if len(known) > 2 * len(documents) + 64:  # forget the uris closed since
+            self._real_paths = known = {uri: known[uri] for uri in documents if uri in known}
+        files = []
+        for uri, document in documents.items():
+            if uri not in known:
+                known[uri] = _real_path(uri)
+            real = known[uri]
+            if real is not None:
+                files.append((uri, real, document))
+        return files
 
     @property
     def can_apply_edits(self) -> bool:
@@ -211,9 +226,8 @@ class LspHost(Host):
 
     def _document_identity(self, path: Path) -> tuple[str, int | None]:
         real = Path(os.path.realpath(path))
-        for uri, document in self.server.workspace.text_documents.items():
-            fs_path = to_fs_path(uri)
-            if fs_path is not None and Path(os.path.realpath(fs_path)) == real:
+        for uri, open_real, document in self._open_files():
+            if open_real == real:
                 return uri, document.version
         return from_fs_path(str(path)) or path.as_uri(), None
 
@@ -233,7 +247,13 @@ def _saved_uris(result: Any) -> list[str]:
     return [uri for uri in saved if isinstance(uri, str)]
 
 
+def _real_path(uri: str) -> Path | None:
+    """The canonical path a file uri names (None: not a file uri)."""
+    path = to_fs_path(uri)
+    return Path(os.path.realpath(path)) if path is not None else None
+
+
 def _real(uri: str) -> Path | str:
     """A file uri as the canonical path it names (an unusable one stays as it is)."""
-    path = to_fs_path(uri)
-    return Path(os.path.realpath(path)) if path is not None else uri
+    real = _real_path(uri)
+    return real if real is not None else uri
