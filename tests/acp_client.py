@@ -123,6 +123,10 @@ class EditorClient:
         """The text of a session's message (or thought) chunks, joined."""
         return "".join(u.content.text for u in self.of(session_id, kind))
 
+    def prompts(self, session_id: str) -> list[str]:
+        """The text of each user message chunk (a replay's prompts), in order."""
+        return [u.content.text for u in self.of(session_id, "user_message_chunk")]
+
     def notes(self, session_id: str, kind: str | None = None) -> list[str]:
         """The notes seri put in the transcript (of one `_meta.seri.kind`)."""
         found = []

@@ -271,6 +271,18 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any
         await asyncio.sleep(0.02)
 
 
+def shown_messages(
+    client: LanguageClient, kind: types.MessageType | None = None, containing: str = ""
+) -> list[str]:
+    """The messages shown to the user so far (window/showMessage), of one type and
+    holding a phrase when given."""
+    return [
+        m.message
+        for m in client.messages
+        if (kind is None or m.type == kind) and containing in m.message
+    ]
+
+
 def open_document(client: LanguageClient, path: Path, text: str) -> str:
     """Open a document in the editor (didOpen) with unsaved `text`; returns its uri."""
     uri = path.as_uri()

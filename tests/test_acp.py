@@ -560,7 +560,7 @@ async def test_when_the_editor_goes_mid_task_the_agent_ends_it_and_exits(
         assert agent.process.returncode == 0  # it left on its own, in time
         async with start_acp(configured, workspace) as again:
             await again.load(session_id)  # no longer held
-            users = [u.content.text for u in again.client.of(session_id, "user_message_chunk")]
+            users = again.client.prompts(session_id)
     finally:
         stalled.release.set()
     assert users == ["hang on"]
@@ -583,7 +583,7 @@ async def test_a_rule_that_comes_into_force_shows_as_a_note(
         agent.client.forget()
         await agent.load(session_id)
         replayed = agent.client.notes(session_id, "rule")
-        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+        users = agent.client.prompts(session_id)
     assert len(live) == 1 and "applies to app.py" in live[0]
     assert replayed == live
     assert users == ["read app.py"]  # the rule is seri's words, not the user's

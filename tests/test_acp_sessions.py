@@ -129,7 +129,7 @@ async def test_loading_an_open_session_again_replays_it_afresh(
         await agent.prompt(session_id, "hello")
         agent.client.forget()
         await agent.load(session_id)
-        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+        users = agent.client.prompts(session_id)
         reply = agent.client.text(session_id)
     assert users == ["hello"] and reply == "hi there"
 
@@ -180,7 +180,7 @@ async def test_rewind_goes_back_one_prompt_with_its_files(
         text = agent.client.buffers.get(str(path)) if through_editor else path.read_text()
         agent.client.forget()
         await agent.load(session_id)
-        users = [u.content.text for u in agent.client.of(session_id, "user_message_chunk")]
+        users = agent.client.prompts(session_id)
     assert response.stop_reason == "end_turn"
     [note] = notes
     assert "Rewound 1 prompt." in note and "Files restored: a.txt." in note
@@ -293,7 +293,7 @@ async def test_clear_goes_on_in_a_new_seri_session(
         [note] = agent.client.notes(session_id, "command")
         async with start_acp(configured, workspace) as other:
             await other.load(session_id)  # the earlier session, no longer held
-            earlier = [u.content.text for u in other.client.of(session_id, "user_message_chunk")]
+            earlier = other.client.prompts(session_id)
     assert cleared.stop_reason == "end_turn"
     assert "Started a new session" in note and session_id not in note
     assert [m["content"] for m in provider.requests[-1]["messages"][1:]] == ["again"]
@@ -313,7 +313,7 @@ async def test_the_session_a_clear_started_can_be_loaded_from_the_list(
         [cleared] = {s.session_id for s in listed.sessions} - {first}
         agent.client.forget()
         await agent.load(cleared)
-        users = [u.content.text for u in agent.client.of(cleared, "user_message_chunk")]
+        users = agent.client.prompts(cleared)
         response = await agent.prompt(cleared, "and now?")
     assert users == ["again"]
     assert response.stop_reason == "end_turn"
@@ -353,7 +353,7 @@ async def test_loading_the_session_a_clear_left_replays_it_not_the_new_one(
         await agent.prompt(first, "again")
         agent.client.forget()
         await agent.load(first)
-        users = [u.content.text for u in agent.client.of(first, "user_message_chunk")]
+        users = agent.client.prompts(first)
     assert users == ["hello"]
 
 
@@ -367,7 +367,7 @@ async def test_a_session_open_here_loads_by_a_unique_prefix_of_its_id(
         prefix = session_id[:8]
         agent.client.forget()
         await agent.load(prefix)
-        users = [u.content.text for u in agent.client.of(prefix, "user_message_chunk")]
+        users = agent.client.prompts(prefix)
         response = await agent.prompt(prefix, "more")
     assert users == ["hello"]
     assert response.stop_reason == "end_turn"

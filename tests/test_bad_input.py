@@ -15,6 +15,7 @@ from tests.harness import (
     CLIENTS,
     command,
     initialize_client,
+    shown_messages,
     start_server,
     stop_server,
     wait_until,
@@ -86,9 +87,7 @@ async def test_an_unknown_slash_command_is_refused_and_nothing_is_sent(lsp) -> N
 
 async def test_bad_initialization_options_fall_back_with_a_warning(lsp) -> None:
     client = await lsp(init_options={"maxTurns": "lots", "permissions": {"write": "maybe"}})
-    warnings = await wait_until(
-        lambda: [m.message for m in client.messages if m.type == types.MessageType.Warning]
-    )
+    warnings = await wait_until(lambda: shown_messages(client, types.MessageType.Warning))
     assert any("maxTurns" in w for w in warnings)
     session = (await command(client, "seri.session.new", {}))["session"]
     assert session["maxTurns"] == 500
@@ -105,7 +104,7 @@ async def expect_refused_start(profile_root: Path, workspace: Path, match: str) 
     try:
         with pytest.raises(JsonRpcException, match=match):
             await initialize_client(client, workspace)
-        shown = [m.message for m in client.messages if m.type == types.MessageType.Error]
+        shown = shown_messages(client, types.MessageType.Error)
         assert any(match in message for message in shown)
         process = client._server
         await asyncio.wait_for(process.wait(), timeout=10)

@@ -14,7 +14,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient, client_capabilities
 
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, open_document, stop_server, wait_until
+from tests.harness import command, open_document, shown_messages, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
 
 REQUEST_FAILED = -32803
@@ -272,9 +272,7 @@ async def test_an_open_created_file_an_editor_cannot_delete_goes_on_disk_with_a_
     result = await command(client, "seri.rewind", {"restore": "files"})
     assert result["restoredFiles"] == ["made.py"]
     assert len(client.applied_edits) == edits_before and not path.exists()
-    shown = await wait_until(
-        lambda: [m.message for m in client.messages if "still has it open" in m.message]
-    )
+    shown = await wait_until(lambda: shown_messages(client, containing="still has it open"))
     assert "made.py" in shown[0] and "close that buffer without saving" in shown[0]
 
 

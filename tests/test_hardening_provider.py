@@ -17,7 +17,7 @@ import pytest
 
 from seri_lsp.agent.provider import is_local_url
 from tests.agent_helpers import events, messages, prompt
-from tests.harness import command, server_env, wait_until
+from tests.harness import command, server_env, shown_messages, wait_until
 from tests.scripted_provider import Calls, Comment, Drip, Error, Raw, ScriptedProvider, Text
 
 KEY_HINT = "set provider.apiKey in the settings, or SERI_API_KEY / OPENROUTER_API_KEY"
@@ -149,7 +149,7 @@ async def test_streamed_chunks_of_the_wrong_shape_fail_clearly(
         result = await prompt(client, f"hello ({case})")
         assert_clear_failure(result, "The provider sent an unexpected reply shape: ", phrase)
         assert len(provider.requests) == sent + 1, case  # not retried
-    shown = [m.message for m in client.messages if "unexpected reply shape" in m.message]
+    shown = shown_messages(client, containing="unexpected reply shape")
     assert len(shown) == len(STREAM_SHAPES)
     await assert_still_answers(client, provider)
 
@@ -336,9 +336,7 @@ async def test_no_api_key_for_a_remote_provider_fails_before_sending(
         "or SERI_API_KEY / OPENROUTER_API_KEY in the environment."
     )
     assert time.monotonic() - started < 5  # nothing was sent, nothing waited on
-    shown = await wait_until(
-        lambda: [m.message for m in client.messages if "No API key" in m.message]
-    )
+    shown = await wait_until(lambda: shown_messages(client, containing="No API key"))
     assert shown
     await command(client, "seri.session.list", {})
 

@@ -34,6 +34,7 @@ from tests.harness import (
     initialize_client,
     seri_async,
     server_env,
+    shown_messages,
     start_server,
     stop_server,
     wait_until,
@@ -50,10 +51,6 @@ def pid_of(client: LanguageClient) -> int:
 
 def logged(client: LanguageClient) -> list[str]:
     return [m.message for m in client.log_messages]
-
-
-def shown(client: LanguageClient, kind: types.MessageType) -> list[str]:
-    return [m.message for m in client.messages if m.type == kind]
 
 
 async def refused(client: LanguageClient, name: str, args: dict[str, Any]) -> str:
@@ -289,7 +286,7 @@ async def test_a_config_json_that_is_not_utf8_is_warned_about_and_ignored(
 
     client = await lsp()
     warning = await wait_until(
-        lambda: [m for m in shown(client, types.MessageType.Warning) if "config.json" in m]
+        lambda: shown_messages(client, types.MessageType.Warning, "config.json")
     )
     assert "not UTF-8" in warning[0] and "ignoring it" in warning[0]
     # The server works, with the defaults.
@@ -318,7 +315,7 @@ async def test_a_config_json_that_cannot_be_read_is_warned_about_and_ignored(
     before = snapshot(config)
     client = await lsp()
     warning = await wait_until(
-        lambda: [m for m in shown(client, types.MessageType.Warning) if "config.json" in m]
+        lambda: shown_messages(client, types.MessageType.Warning, "config.json")
     )
     assert "ignoring it" in warning[0]
     assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
@@ -370,7 +367,7 @@ async def test_a_legacy_line_with_a_lone_surrogate_is_skipped_and_reported(
     assert len(other["messages"]) == 4
     report = next(m for m in logged(client) if "broken.jsonl line 3 skipped" in m)
     assert "lone surrogate" in report
-    assert any("skipped 1 bad line" in m for m in shown(client, types.MessageType.Warning))
+    assert shown_messages(client, types.MessageType.Warning, "skipped 1 bad line")
     assert {path: snapshot(path) for path in (broken, fine)} == before
     await stop_server(client)
 
@@ -378,7 +375,7 @@ async def test_a_legacy_line_with_a_lone_surrogate_is_skipped_and_reported(
     again = await lsp()
     result = await command(again, "seri.legacy.import", {})
     assert result["imported"] == 0 and result["alreadyImported"] == 2
-    assert not [m for m in shown(again, types.MessageType.Warning) if "legacy" in m]
+    assert not shown_messages(again, types.MessageType.Warning, "legacy")
 
 
 def make_foreign_db(path: Path, statements: list[str]) -> None:

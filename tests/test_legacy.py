@@ -12,7 +12,7 @@ from lsprotocol import types
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.sessions import SessionStore
-from tests.harness import CLIENTS, command, stop_server, wait_until
+from tests.harness import CLIENTS, command, shown_messages, stop_server, wait_until
 
 
 def write_legacy(profile_root: Path, name: str, lines: list[object]) -> Path:
@@ -103,9 +103,7 @@ async def test_bad_lines_are_skipped_counted_and_reported_with_line_numbers(
     assert any(f"{path} line 3 skipped" in log and "invalid JSON" in log for log in logs)
     assert any("line 5 skipped" in log and "wizard" in log for log in logs)
     assert any("line 8 skipped" in log and "tool_call_id" in log for log in logs)
-    warning = await wait_until(
-        lambda: [m.message for m in client.messages if "skipped 3 bad line" in m.message]
-    )
+    warning = await wait_until(lambda: shown_messages(client, containing="skipped 3 bad line"))
     assert warning
 
     view = await command(client, "seri.session.get", {"sessionId": "legacy-2"})

@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 
 from tests.agent_helpers import events, messages, prompt
-from tests.harness import wait_until
+from tests.harness import shown_messages, wait_until
 from tests.scripted_provider import Error, Hang, ScriptedProvider, Text, Truncated
 
 
@@ -83,7 +83,7 @@ async def test_a_truncated_stream_fails_the_turn_and_says_so(
     assert "ended before the reply was complete" in result["error"]
     # The user's prompt is kept; nothing half-made is stored as the model's answer.
     assert [m["role"] for m in await messages(client)] == ["user"]
-    errors = await wait_until(lambda: [m.message for m in client.messages if "ended" in m.message])
+    errors = await wait_until(lambda: shown_messages(client, containing="ended"))
     assert errors
 
 

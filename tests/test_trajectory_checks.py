@@ -12,7 +12,7 @@ from typing import Any
 from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, open_document, wait_until, without_save_documents
+from tests.harness import command, open_document, shown_messages, wait_until, without_save_documents
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text
 from tests.trajectory_helpers import of_kind, recording
 
@@ -239,7 +239,7 @@ async def test_bad_check_settings_are_reported_and_dropped(
     await wait_until(
         lambda: len([m for m in client.messages if "checks[" in m.message]) >= 4, timeout=10
     )
-    shown = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    shown = shown_messages(client, types.MessageType.Warning)
     assert any("checks[1].name must be a non-empty string" in m for m in shown)
     assert any("checks[2] must be an object" in m for m in shown)
     assert any("checks[3].command (empty)" in m for m in shown)
@@ -303,7 +303,7 @@ async def test_checks_name_the_files_an_editor_could_not_save(
     [handed_back] = check_messages(await messages(client))
     assert "open in the editor with unsaved changes" in handed_back
     assert "older text on disk: a.txt." in handed_back
-    shown = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    shown = shown_messages(client, types.MessageType.Warning)
     assert any("unsaved changes" in m and "a.txt" in m for m in shown), shown
 
 
@@ -321,9 +321,7 @@ async def test_a_task_out_of_turns_gets_one_round_of_checks_for_the_user(
     assert (check["passed"], check["output"]) == (False, "E1\n")
     [ended] = of_kind(await recording(client), "task_ended")
     assert ended["status"] == "max_turns"
-    shown = await wait_until(
-        lambda: [m.message for m in client.messages if "its checks fail" in m.message]
-    )
+    shown = await wait_until(lambda: shown_messages(client, containing="its checks fail"))
     assert "The task stopped (max_turns)" in shown[0] and "lint (exited with 1" in shown[0]
 
 

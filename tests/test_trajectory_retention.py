@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from seri_lsp.store.trajectories import cutoff_for
 from tests.agent_helpers import prompt
-from tests.harness import command, stop_server, wait_until
+from tests.harness import command, shown_messages, stop_server, wait_until
 from tests.scripted_provider import ScriptedProvider, Text
 from tests.test_legacy import good_session, write_legacy
 from tests.trajectory_helpers import (
@@ -71,7 +71,7 @@ async def test_legacy_trajectory_files_go_by_modification_time(
     [logged] = await wait_until(lambda: pruned_log(client))
     assert "old.jsonl" in logged and "recent.jsonl" not in logged
     if env == "soon":
-        warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+        warnings = shown_messages(client, types.MessageType.Warning)
         assert any(f"{RETENTION}='soon'" in w and "default 30 days" in w for w in warnings)
 
 

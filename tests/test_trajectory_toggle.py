@@ -14,7 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, wait_until
+from tests.harness import command, shown_messages, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 from tests.trajectory_helpers import kinds, recording, recordings_of, rows
 
@@ -42,10 +42,6 @@ def expected(env: str | None, stored: bool | None) -> tuple[bool, str]:
     if stored is not None:
         return stored, "profile"
     return True, "default"
-
-
-def warnings_shown(client) -> list[str]:
-    return [m.message for m in client.messages if m.type == types.MessageType.Warning]
 
 
 @pytest.mark.parametrize("env", [None, "true", "FALSE", "maybe"])
@@ -77,7 +73,7 @@ async def test_the_toggle_in_each_combination_with_the_environment(
         session = (await command(client, "seri.session.new", {}))["session"]
         assert len(recordings_of(profile_root, session["id"])) == (1 if enabled else 0), stored
     if env == "maybe":  # the user hears about the bad value, once
-        shown = [w for w in warnings_shown(client) if "'maybe'" in w]
+        shown = shown_messages(client, types.MessageType.Warning, "'maybe'")
         assert len(shown) == 1
 
 
@@ -95,7 +91,7 @@ async def test_setting_the_toggle_against_the_environment_stores_it_and_warns(
     assert "overrides" in result["warning"] and "until the variable is unset" in result["warning"]
     assert json.loads(config(profile_root).read_text())["trajectory"] is against
     # Typed in the chat, the warning reaches the user.
-    await wait_until(lambda: [w for w in warnings_shown(client) if "overrides" in w])
+    await wait_until(lambda: shown_messages(client, types.MessageType.Warning, "overrides"))
     # Setting it the way the environment already says needs no warning.
     same = await command(client, "seri.trajectory", {"enabled": not against})
     assert same["stored"] is (not against) and "warning" not in same

@@ -8,7 +8,7 @@ from pathlib import Path
 from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import cli_env, command, seri, stop_server, wait_until
+from tests.harness import cli_env, command, seri, shown_messages, stop_server, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 
@@ -26,9 +26,7 @@ async def test_the_server_argument_caps_turns_per_task(agent, provider: Scripted
     # Every call still got its result, and the user was told.
     history = await messages(client)
     assert [m["role"] for m in history[-2:]] == ["assistant", "tool"]
-    warning = await wait_until(
-        lambda: [m.message for m in client.messages if m.type == types.MessageType.Warning]
-    )
+    warning = await wait_until(lambda: shown_messages(client, types.MessageType.Warning))
     assert "/max-turns" in warning[0]
     assert (await command(client, "seri.session.get", {}))["session"]["maxTurns"] == 2
     ended = await wait_until(lambda: client.seri["seri/turnEnded"])
