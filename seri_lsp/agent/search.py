@@ -206,7 +206,7 @@ class _Ignores:
         rules = list(self._specs[top.parent]) if self._below_root(top) else list(self._base)
         for each in reversed(missing):
             own = _spec_from(each / ".gitignore")
-            rules = [*rules, (_prefix(each), own)] if own is not None else list(rules)
+            rules = [*rules, (_prefix(each), own)] if own is not None else rules
             self._specs[each] = rules
         return rules
 

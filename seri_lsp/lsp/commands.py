@@ -38,8 +38,6 @@ from seri_lsp.lsp.arguments import (
 )
 from seri_lsp.lsp.protocol import REQUEST_FAILED
 
-# LSP's RequestFailed: the request was valid but could not be carried out.
-
 Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 

@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
@@ -57,7 +58,7 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _MAX_INT_DIGITS = 4000
 
 # Client mistakes: logged as one warning line. Refusals: one info line.
-_CLIENT_ERRORS = {PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, -32601}
+_CLIENT_ERRORS = {PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, METHOD_NOT_FOUND}
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:]', re.DOTALL)
 _SCALAR = re.compile(rb'\s*(-?[0-9]{1,18}(?![0-9.eE])|"(?:[^"\\]|\\.)*")', re.DOTALL)

@@ -41,8 +41,6 @@ from seri_lsp.store.database import StoreError
 
 logger = logging.getLogger(__name__)
 
-# LSP's ServerNotInitialized code (RequestFailed lives with the commands).
-
 
 @dataclass(frozen=True)
 class ServerOptions:

@@ -317,23 +317,19 @@ _INSERT_MESSAGE = (
 
 
 def insert_message(
-    conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int | None = None
+    conn: sqlite3.Connection, session_id: str, message: Message, *, seq: int
 ) -> Message:
-    """Insert a message inside an open transaction; it goes last unless `seq` is given.
+    """Insert a message at sequence number `seq` inside an open transaction.
 
     The session's running totals (message count, characters) count it.
     """
-    if seq is None:
-        seq = _last_seq(conn, session_id) + 1
-    created = message.created_at or utc_now()
-    cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
-    assert cursor.lastrowid is not None
+    stored = _insert_row(conn, session_id, seq, message)
     conn.execute(
         "UPDATE sessions SET message_count = message_count + 1, total_chars = total_chars + ?"
         " WHERE id = ?",
         (message.chars, session_id),
     )
-    return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
+    return stored
 
 
 def append_messages(
@@ -349,14 +345,11 @@ def append_messages(
     it after its first prompt (when it has no title yet) and, with `billed`, sets the
     last billed input-token count.
     """
-    seq = _last_seq(conn, session_id)
-    stored = []
-    for message in messages:
-        seq += 1
-        created = message.created_at or utc_now()
-        cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
-        assert cursor.lastrowid is not None
-        stored.append(message.stored(id=cursor.lastrowid, seq=seq, created_at=created))
+    last = _last_seq(conn, session_id)
+    stored = [
+        _insert_row(conn, session_id, seq, message)
+        for seq, message in enumerate(messages, start=last + 1)
+    ]
     prompt = next((m for m in messages if m.role == "user" and m.kind is None), None)
     title = make_title(prompt.content) if prompt is not None else None
     conn.execute(
@@ -410,6 +403,13 @@ def note_paths(
             " ON CONFLICT (session_id, path) DO UPDATE SET modified = 1",
             rows,
         )
+
+
+def _insert_row(conn: sqlite3.Connection, session_id: str, seq: int, message: Message) -> Message:
+    created = message.created_at or utc_now()
+    cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
+    assert cursor.lastrowid is not None
+    return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
 
 
 def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
