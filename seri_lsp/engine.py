@@ -330,6 +330,13 @@ class Engine:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.list(limit, all_projects)
 
+    async def sessions_page(
+        self, project: str | None, offset: int, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """A page of the sessions of any `project` (every project's when None), most
+        recently touched first, and whether more follow."""
+        return await self.sessions.page(project, offset, limit)
+
     async def session_view(
         self, session_id: str | None, *, limit: int | None = None, before: int | None = None
     ) -> dict[str, Any]:

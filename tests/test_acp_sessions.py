@@ -14,6 +14,9 @@ import pytest
 from acp import RequestError
 
 from seri_lsp.context.pairing import INTERRUPTED
+from seri_lsp.profile import DB_NAME
+from seri_lsp.store.database import Database
+from seri_lsp.store.sessions import SessionStore
 from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.harness import command, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
@@ -257,6 +260,36 @@ async def test_sessions_are_listed_by_project(
     assert {s.session_id for s in listed.sessions} == here
     assert {s.cwd for s in listed.sessions} == {str(workspace)}
     assert {s.session_id for s in everything.sessions} == here | {there}
+
+
+async def test_the_session_list_comes_in_pages_newest_first(
+    configured: Path, workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    db = Database.open(configured / DB_NAME)
+    store = SessionStore(db)
+    here = [store.create(str(workspace.resolve()), title=f"here {n}").id for n in range(130)]
+    there = [store.create(str(elsewhere.resolve())).id for _ in range(5)]
+    db.close()
+    async with start_acp(configured, workspace) as agent:
+        first = await agent.conn.list_sessions(cwd=str(workspace))
+        second = await agent.conn.list_sessions(cwd=str(workspace), cursor=first.next_cursor)
+        everything = await agent.conn.list_sessions()
+        rest = await agent.conn.list_sessions(cursor=everything.next_cursor)
+        for cursor in ("-1", "x", "\u00b2", "9" * 40):
+            with pytest.raises(RequestError) as bad:
+                await agent.conn.list_sessions(cursor=cursor)
+            assert bad.value.data == {"field": "cursor"}
+    newest_first = list(reversed(here))
+    assert [s.session_id for s in first.sessions] == newest_first[:100]
+    assert first.next_cursor is not None
+    assert [s.session_id for s in second.sessions] == newest_first[100:]
+    assert second.next_cursor is None
+    assert [s.title for s in second.sessions][-1] == "here 0"
+    assert len(everything.sessions) == 100 and rest.next_cursor is None
+    listed = [s.session_id for s in everything.sessions + rest.sessions]
+    assert listed == list(reversed(here + there))
 
 
 async def test_resume_opens_a_session_without_replaying_it(

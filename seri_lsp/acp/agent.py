@@ -283,11 +283,7 @@ class SeriAgent:
             catalog = await self._ready()
             project = str(project_folder(cwd)) if cwd is not None else None
             offset = _offset(cursor)
-            sessions = await catalog.list_sessions(None, True)
-        if project is not None:
-            sessions = [s for s in sessions if s["project"] == project]
-        page = sessions[offset : offset + SESSIONS_PAGE]
-        more = offset + SESSIONS_PAGE < len(sessions)
+            page, more = await catalog.sessions_page(project, offset, SESSIONS_PAGE)
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
@@ -474,6 +470,7 @@ class SeriAgent:
 def _offset(cursor: str | None) -> int:
     if cursor is None:
         return 0
-    if not cursor.isdigit():
+    # Only what `nextCursor` gives: ASCII digits, small enough for SQLite's OFFSET.
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
         raise InvalidArgument("cursor", f"Unknown cursor {cursor!r}; pass a nextCursor as given.")
     return int(cursor)

@@ -288,6 +288,14 @@ class SessionManager:
         infos = await self.io(self.store.list, project, limit)
         return [self.wire(info) for info in infos]
 
+    async def page(
+        self, project: str | None, offset: int, limit: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """One page of the sessions of `project` (every project's when None), most
+        recently touched first, and whether more follow it."""
+        infos = await self.io(self.store.list, project, limit + 1, offset)
+        return [self.wire(info) for info in infos[:limit]], len(infos) > limit
+
     async def view(
         self, session_id: str | None, *, limit: int | None = None, before: int | None = None
     ) -> dict[str, Any]:

@@ -152,8 +152,13 @@ class SessionStore:
         )
         return [row["id"] for row in rows]
 
-    def list(self, project: str | None, limit: int | None = None) -> list[SessionInfo]:
-        """Top-level sessions, most recently touched first; all projects when None."""
+    def list(
+        self, project: str | None, limit: int | None = None, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Top-level sessions, most recently touched first; all projects when None.
+
+        At most `limit` of them (all when None), after skipping the first `offset`.
+        """
         where = "s.parent_id IS NULL"
         params: list[Any] = []
         if project is not None:
@@ -163,9 +168,9 @@ class SessionStore:
             f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE {where}"
             " ORDER BY s.updated_at DESC, s.rowid DESC"
         )
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [-1 if limit is None else limit, offset]
         return [_session_from_row(row) for row in self.db.query(sql, params)]
 
     def touch(self, session_id: str) -> SessionInfo:
