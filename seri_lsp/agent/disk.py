@@ -212,6 +212,13 @@ def read_whole(path: Path, display: str, *, stop: Stop) -> str:
 
 def read_current(path: Path, display: str, *, stop: Stop) -> str | None:
     """The text of a file about to be changed (None if there is none yet)."""
+    data = read_current_bytes(path, display, stop=stop)
+    return None if data is None else _decode(data, display)
+
+
+def read_current_bytes(path: Path, display: str, *, stop: Stop) -> bytes | None:
+    """The bytes of a file about to be changed or restored (None if there is none);
+    DiskError when it is no regular file or too big for the write tools."""
     if not os.path.lexists(path):
         return None
     fd, info = open_regular(path, display)
@@ -221,10 +228,9 @@ def read_current(path: Path, display: str, *, stop: Stop) -> str | None:
                 f"{display} is too big to change with these tools ({size_text(info.st_size)}; "
                 f"the limit is {size_text(MAX_EDIT_BYTES)})."
             )
-        data = read_upto(fd, MAX_EDIT_BYTES + 1)
+        return read_upto(fd, MAX_EDIT_BYTES + 1, stop)
     finally:
         os.close(fd)
-    return _decode(data, display)
 
 
 def read_range(path: Path, display: str, lines: LineRange, *, stop: Stop) -> str:

@@ -434,7 +434,7 @@ class Rewinder:
         if text is not None:
             return Current(sha256_of(encode(text)), text)
         try:
-            data = await self.tasks.threads.run(_read, Path(path))
+            data = await self.tasks.threads.run(disk.read_current_bytes, Path(path), path)
         except (DiskError, OSError):
             return Current(_UNREADABLE)
         return Current(None if data is None else sha256_of(data))
@@ -460,19 +460,6 @@ class Rewinder:
             self.host.log("warning", message)
         for failure in result.get("failed", []):
             self.host.log("warning", f"Could not restore {failure['path']}: {failure['reason']}.")
-
-
-def _read(path: Path, *, stop: Stop) -> bytes | None:
-    """A file's bytes (None: absent); DiskError when it is no regular file or too big."""
-    if not os.path.lexists(path):
-        return None
-    fd, info = disk.open_regular(path, str(path))
-    try:
-        if info.st_size > disk.MAX_EDIT_BYTES:
-            raise DiskError(f"{path} is too big")
-        return disk.read_upto(fd, disk.MAX_EDIT_BYTES + 1, stop)
-    finally:
-        os.close(fd)
 
 
 def _remove(path: Path, *, stop: Stop) -> None:
