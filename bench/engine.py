@@ -8,7 +8,9 @@ spends writing its replies (`busy_seconds`); it is left out of ours and of the b
 alike. The baseline replays the very request bodies the engine sent
 (the same history) as one streamed httpx request each on a kept-alive connection, runs
 the tool (reads the file) and INSERTs and COMMITs each step's row (the reply, the tool
-result) with raw sqlite3 on a database of the same schema and settings.
+result) with raw sqlite3 on a database of the same schema and settings. For comparison
+(no target), the same bare turn keeping its blocking work off the event loop, as seri
+must: the read and each INSERT + COMMIT through `asyncio.to_thread`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +77,8 @@ class ToolTurn:
         folder = self.root / "bare-profile"
         folder.mkdir(parents=True, exist_ok=True)
         Database.open(folder / DB_NAME).close()  # seri's schema
-        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None)
+        # Used from a thread too (the comparison that keeps blocking work off the loop).
+        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         now = utc_now()
@@ -101,9 +105,20 @@ class ToolTurn:
             self.bodies = requests
         return took - (now_busy - busy)
 
-    async def baseline(self) -> float:
-        """The same task done bare, the model's time left out."""
+    async def baseline(self, *, off_loop: bool = False) -> float:
+        """The same task done bare, the model's time left out; with `off_loop`, the read
+        and the writes run on a thread (`asyncio.to_thread`), not on the event loop."""
         import httpx
+
+        async def insert(*row: str | None) -> None:
+            if off_loop:
+                await asyncio.to_thread(self._insert, *row)
+            else:
+                self._insert(*row)
+
+        async def read() -> str:
+            path = self.workspace / "src" / "app.py"
+            return await asyncio.to_thread(path.read_text) if off_loop else path.read_text()
 
         if self.bare_client is None:
             self.bare_client = httpx.AsyncClient(base_url=self.provider.base_url + "/")
@@ -111,7 +126,7 @@ class ToolTurn:
         self.provider.script()
         _, busy, _ = self.provider.stats()
         started = time.perf_counter()
-        self._insert("user", "Why does every handler answer 200?", None, None)
+        await insert("user", "Why does every handler answer 200?", None, None)
         for body in self.bodies:
             calls: list[dict[str, Any]] = []
             text = ""
@@ -125,10 +140,9 @@ class ToolTurn:
                         text += delta.get("content") or ""
                         calls += delta.get("tool_calls") or []
             ids = [call["id"] for call in calls if call.get("id")]
-            self._insert("assistant", text, json.dumps(calls) if calls else None, None)
+            await insert("assistant", text, json.dumps(calls) if calls else None, None)
             for call_id in ids:
-                result = (self.workspace / "src" / "app.py").read_text()
-                self._insert("tool", result, None, call_id)
+                await insert("tool", await read(), None, call_id)
         took = time.perf_counter() - started
         _, now_busy, _ = self.provider.stats()
         return took - (now_busy - busy)
@@ -159,15 +173,18 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         try:
             await bench.ours()  # the first task: connections counted, bodies recorded
             await bench.baseline()
-            mine: list[float] = []
-            theirs: list[float] = []
+            await bench.baseline(off_loop=True)
+            sides: dict[str, Callable[[], Awaitable[float]]] = {
+                "ours": bench.ours,
+                "bare": bench.baseline,
+                "bare off the loop": lambda: bench.baseline(off_loop=True),
+            }
+            times: dict[str, list[float]] = {name: [] for name in sides}
+            order = list(sides)
             for index in range(repetitions):
-                if index % 2 == 0:
-                    mine.append(await bench.ours() / CALLS)
-                    theirs.append(await bench.baseline() / CALLS)
-                else:
-                    theirs.append(await bench.baseline() / CALLS)
-                    mine.append(await bench.ours() / CALLS)
+                # Each side goes first, second and third equally often.
+                for name in order[index % 3 :] + order[: index % 3]:
+                    times[name].append(await sides[name]() / CALLS)
             await bench.ours()
             later = bench.connections
         finally:
@@ -184,12 +201,20 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         )
         turn = ratio_figure(
             "engine time per tool turn, model time excluded / the same turn done bare",
-            mine,
-            theirs,
+            times["ours"],
+            times["bare"],
             unit="s",
             limit=1.2,
         )
-        return [connections, turn]
+        fair = ratio_figure(
+            "(for comparison, no target) the same / the bare turn with its read and writes"
+            " off the event loop (asyncio.to_thread)",
+            times["ours"],
+            times["bare off the loop"],
+            unit="s",
+            limit=1.2,
+        )
+        return [connections, turn, Figure(**{**fair.__dict__, "target": "-", "met": None})]
 
     return asyncio.run(run())
 
@@ -234,7 +259,8 @@ def import_figure(root: Path, repetitions: int) -> Figure:
 
     def baseline() -> float:
         folder = fresh_profile()
-        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None)
+        # Used from a thread too (the comparison that keeps blocking work off the loop).
+        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         try:

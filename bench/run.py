@@ -12,7 +12,8 @@ figures and their baselines:
 - connections: the TCP connections the scripted provider accepted during a task of 21
   model calls (20 file reads and an answer), from a fresh engine; then a later task's.
 - tool turn: engine time per model call of that task, the provider's time left out,
-  against the same turns done bare (see `bench/engine.py`).
+  against the same turns done bare (see `bench/engine.py`); and, for comparison with no
+  target, against the bare turn that keeps its read and writes off the event loop.
 - start-up: process start to the answer of the first command (`seri.session.list`, in
   a project without sessions, the profile's database already made) against a bare
   pygls server answering its one command (`bench/bare_server.py`).
