@@ -17,6 +17,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
+from seri_lsp.agent import search
+from seri_lsp.agent.disk import Stop
 from seri_lsp.faults import CRASH_EXIT_CODE
 from seri_lsp.files import atomic_write_bytes, atomic_write_text
 from tests.agent_helpers import events, messages, prompt, system_prompt, tool_results
@@ -199,9 +201,10 @@ async def test_a_catastrophic_grep_does_not_freeze_the_server(
 ) -> None:
     # The case: one line of 40 `a`s and a `!`, and a pattern that backtracks
     # forever on it in Python's `re`; and a pattern that does so in any backtracking
-    # engine, on six such lines, so the search runs into its time budget.
+    # engine, on thirty such lines, so the search runs into its time budget (even where
+    # the per-line limit, counted in the process's CPU time, ends sooner by the clock).
     (workspace / "a.txt").write_text("a" * 40 + "!\n")
-    (workspace / "many.txt").write_text(("a" * 40 + "!\n") * 6)
+    (workspace / "many.txt").write_text(("a" * 40 + "!\n") * 30)
     provider.script(
         Calls([("g1", "grep", {"pattern": "(a+)+$", "path": "a.txt"})]),
         Calls([("g2", "grep", {"pattern": "(a|aa)+$"})]),
@@ -220,6 +223,20 @@ async def test_a_catastrophic_grep_does_not_freeze_the_server(
     slow = results["g2"]["content"]
     assert "search cut short" in slow and "time budget" in slow
     assert "the pattern took too long on" in slow
+
+
+def test_a_line_cut_off_by_the_search_budget_says_the_search_was_cut_short(
+    tmp_path: Path,
+) -> None:
+    # The one line takes longer than the whole budget: the budget ends it, so the
+    # report is "cut short", not "this line's pattern took too long".
+    (tmp_path / "slow.txt").write_text("a" * 40 + "!\n")
+    scope = search.GrepScope(
+        target=tmp_path, root=tmp_path, contains=lambda _: True, relative=lambda p: p.name
+    )
+    found = search.grep(search.compile_pattern("(a|aa)+$"), scope, stop=Stop(0.3))
+    assert "search cut short" in found
+    assert "took too long" not in found
 
 
 async def test_cancel_stops_a_working_grep_at_once(

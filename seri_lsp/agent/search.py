@@ -101,6 +101,9 @@ def _search_text(
         try:
             found = pattern.search(line, timeout=timeout)
         except TimeoutError:
+            if timeout < GREP_LINE_TIMEOUT:  # the search's budget ran out, not the line's
+                tally.out_of_time = True
+                return
             tally.slow_lines += 1
             continue
         if found:
