@@ -259,8 +259,7 @@ def import_figure(root: Path, repetitions: int) -> Figure:
 
     def baseline() -> float:
         folder = fresh_profile()
-        # Used from a thread too (the comparison that keeps blocking work off the loop).
-        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(folder / DB_NAME, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         try:
