@@ -133,7 +133,7 @@ def _text(value: Any) -> bool:
 
 
 def _url(value: Any) -> bool:
-    """An http(s) URL (httpx can call nothing else)."""
+    """An http(s) URL (the provider's HTTP client can call nothing else)."""
     return _text(value) and value.strip().lower().startswith(("http://", "https://"))
 
 

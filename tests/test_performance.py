@@ -2,7 +2,7 @@
 
 No test here times anything (speed is measured in `bench/`); each checks a behaviour
 that makes the figures possible: one TCP connection serves a whole task, and a server
-that only starts and lists sessions never loads the agent or httpx.
+that only starts and lists sessions never loads the agent or its HTTP client.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def imported_modules(log: Path) -> set[str]:
 async def test_nothing_heavy_before_the_first_prompt(
     profile_root: Path, workspace: Path, provider: ScriptedProvider, tmp_path: Path
 ) -> None:
-    """Start-up, initialize and seri.session.list neither import httpx (nor build its
-    client) nor load the agent; the first prompt does both."""
+    """Start-up, initialize and seri.session.list neither load the HTTP client (nor
+    build its TLS context) nor the agent; the first prompt does both."""
     log = tmp_path / "imports.log"
     config = ClientServerConfig(
         server_command=[
@@ -103,14 +103,19 @@ async def test_nothing_heavy_before_the_first_prompt(
         assert (await command(client, "seri.session.list"))["sessions"] == []
         before = imported_modules(log)
         assert "seri_lsp.engine" in before  # the log is read as it grows
-        assert "httpx" not in before
+        assert "seri_lsp.agent.http_client" not in before
         assert "seri_lsp.agent.tasks" not in before
         assert "seri_lsp.agent.provider" not in before
 
         provider.script(Text("Hello."))
         assert (await prompt(client, "hi"))["status"] == "done"
         after = imported_modules(log)
-        assert {"httpx", "seri_lsp.agent.tasks", "seri_lsp.agent.provider"} <= after
+        assert {
+            "seri_lsp.agent.http_client",
+            "seri_lsp.agent.tasks",
+            "seri_lsp.agent.provider",
+        } <= after
+        assert "httpx" not in after  # seri speaks HTTP itself
     finally:
         await stop_server(client)
 
@@ -128,7 +133,7 @@ class _Lookups(importlib.abc.MetaPathFinder):
 
 async def test_a_model_call_looks_for_no_module(provider: ScriptedProvider, tmp_path: Path) -> None:
     """After the first call, a model call imports nothing: a module that is looked for
-    and never found (httpcore's sniffio, when it is not installed) is searched for on
+    and never found (an optional dependency tried at each call) is searched for on
     sys.path again at every call."""
     settings, problems = load_settings(tmp_path, provider_options(provider))
     assert not problems, problems

@@ -1,4 +1,4 @@
-"""The model provider: OpenAI-compatible chat completions over httpx.
+"""The model provider: OpenAI-compatible chat completions over HTTP/1.1.
 
 OpenRouter is the default base URL. Replies stream as server-sent events; `usage` is read
 from every response. Errors are typed so the agent loop can tell them apart:
@@ -16,9 +16,11 @@ replace lone surrogates (`"\\ud83d"` in a JSON string) by U+FFFD, so nothing the
 says can break the database or the wire.
 
 One connection serves every call: a reply is read to the end of its body (after
-`[DONE]`, briefly), so httpx can put the connection back in its pool and the next call
-skips the TCP and TLS handshakes. Nothing is built before it is needed: httpx is
-imported and its client (with its certificate bundle) made at the first call.
+`[DONE]`, briefly), so the connection goes back to the pool and the next call skips the
+TCP and TLS handshakes. The HTTP client is seri's own (`http_client.py`, on the event
+loop's streams): a general-purpose one spent more of each turn than the rest of the
+engine. Nothing is built before it is needed: the client (and its TLS context) is made
+at the first call.
 """
 
 from __future__ import annotations
@@ -31,16 +33,23 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlparse
 
 from seri_lsp import __version__
+from seri_lsp.agent.http_client import (
+    BadHeader,
+    BadUrl,
+    ConnectFailed,
+    ConnectionLost,
+    ConnectTimedOut,
+    HttpClient,
+    HttpError,
+    Response,
+)
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.store.messages import ToolCall, request_json
-
-if TYPE_CHECKING:
-    import httpx
 
 MODELS_RETRY_SECONDS = 300.0
 # The whole /models answer must arrive within this (it only sizes the window).
@@ -185,31 +194,31 @@ class Provider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._http: httpx.AsyncClient | None = None
+        self._http: HttpClient | None = None
         self._context_window: int | None = settings.context_window
         self._models_retry_at = 0.0
         # Encoded request bodies around their messages, by the tools offered.
         self._frames: dict[tuple[int, ...], tuple[bytes, bytes, tuple[Any, ...]]] = {}
 
     @property
-    def _client(self) -> httpx.AsyncClient:
-        """The HTTP client with its connection pool, made at the first call."""
+    def _client(self) -> HttpClient:
+        """The HTTP client with its connection pool, made at the first call (BadUrl or
+        BadHeader when the settings cannot make one)."""
         if self._http is None:
-            import httpx
-
             # Only connecting has its own timeout; `provider.timeout` is a deadline over
             # each whole attempt (see `_attempt`), so a stream that keeps the connection
             # busy with keep-alive comments or single bytes cannot outlive it.
-            self._http = httpx.AsyncClient(
-                base_url=self.settings.base_url.rstrip("/") + "/",
-                timeout=httpx.Timeout(None, connect=min(self.settings.timeout, 15.0)),
+            self._http = HttpClient(
+                self.settings.base_url,
                 headers=self._headers(),
+                connect_timeout=min(self.settings.timeout, 15.0),
             )
         return self._http
 
     def _headers(self) -> dict[str, str]:
         headers = {
             "User-Agent": f"seri-lsp/{__version__}",
+            "Accept-Encoding": "identity",
             "HTTP-Referer": "https://github.com/seriora/seri-lsp",
             "X-Title": "seri",
         }
@@ -254,7 +263,7 @@ class Provider:
         messages: Sequence[dict[str, Any] | bytes],
         tools: Sequence[dict[str, Any]] | None,
     ) -> bytes:
-        """The body `request_body` describes, encoded as httpx would encode it. A message
+        """The body `request_body` describes, encoded as compact UTF-8 JSON. A message
         given as bytes is already encoded; everything around the messages is encoded
         once for a given set of tools and kept."""
         key = tuple(id(tool) for tool in tools or ())
@@ -325,15 +334,12 @@ class Provider:
         on_delta: DeltaCallback | None,
         on_thinking: DeltaCallback | None = None,
     ) -> Reply:
-        import httpx
-
         url = self.settings.base_url
         answered = False
-        client = self._client
         try:
             async with (
                 asyncio.timeout(self.settings.timeout) as deadline,
-                client.stream(
+                self._client.stream(
                     "POST", "chat/completions", content=body, headers=_JSON_BODY
                 ) as response,
             ):
@@ -351,14 +357,12 @@ class Provider:
                     _read_whole(await response.aread(), reply)
         except TimeoutError as exc:
             raise self._timed_out(answered) from exc
-        except httpx.ConnectTimeout as exc:
+        except ConnectTimedOut as exc:
             raise ProviderUnreachable(
                 f"Could not reach the provider at {url}: no connection within "
                 f"{min(self.settings.timeout, 15.0):g} seconds."
             ) from exc
-        except httpx.TimeoutException as exc:  # not expected: only connecting has a timeout
-            raise self._timed_out(answered) from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        except ConnectionLost as exc:
             if answered:
                 raise StreamTruncated(
                     f"The provider closed the stream mid-reply ({_reason(exc)})."
@@ -366,16 +370,16 @@ class Provider:
             raise ProviderUnreachable(
                 f"The provider at {url} closed the connection without answering ({_reason(exc)})."
             ) from exc
-        except (httpx.ConnectError, httpx.NetworkError) as exc:
+        except ConnectFailed as exc:
             raise ProviderUnreachable(
                 f"Could not reach the provider at {url}: {_reason(exc)}."
             ) from exc
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        except BadUrl as exc:
             raise ProviderUnreachable(
                 f"provider.baseUrl {clean_text(url)!r} is not a URL seri can call "
                 f"({_reason(exc)}); it must start with http:// or https://."
             ) from exc
-        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+        except BadHeader as exc:
             # Header values (the API key) must be plain ASCII text.
             raise ProviderUnreachable(
                 "The request could not be sent: the API key or another provider setting "
@@ -396,7 +400,7 @@ class Provider:
             f"{what} (provider.timeout). Try again, or raise provider.timeout for a slow model."
         )
 
-    def _http_error(self, response: httpx.Response, text: str) -> ProviderError:
+    def _http_error(self, response: Response, text: str) -> ProviderError:
         error = _http_error(response, text)
         if response.status_code in (401, 403):
             if not self.settings.api_key:
@@ -421,18 +425,15 @@ class Provider:
             return self._context_window
         if time.monotonic() < self._models_retry_at or self.missing_key is not None:
             return DEFAULT_CONTEXT_WINDOW
-        import httpx
-
         try:
             # A deadline for the whole answer, not only for each read: a server that
             # trickles its model list must not hold up the first call.
             async with asyncio.timeout(MODELS_SECONDS):
-                response = await self._client.get("models", timeout=MODELS_SECONDS)
-            data = json.loads(response.content) if response.status_code == 200 else None
+                response, raw = await self._client.request("GET", "models")
+            data = json.loads(raw) if response.status_code == 200 else None
             models = data.get("data", []) if isinstance(data, dict) else None
         except (
-            httpx.HTTPError,
-            httpx.InvalidURL,
+            HttpError,
             TimeoutError,
             ValueError,
             RecursionError,
@@ -461,16 +462,11 @@ class Provider:
 
 
 def _reason(exc: Exception) -> str:
-    """An exception's message, or its kind when it has none (httpx often has none)."""
-    text = str(exc).strip()
-    names = {
-        "ReadError": "the connection was reset",
-        "RemoteProtocolError": "the connection closed early",
-    }
-    return text or names.get(type(exc).__name__, type(exc).__name__)
+    """An exception's message, or its kind when it has none."""
+    return clean_text(str(exc).strip()) or type(exc).__name__
 
 
-def _http_error(response: httpx.Response, text: str) -> ProviderError:
+def _http_error(response: Response, text: str) -> ProviderError:
     status = response.status_code
     detail = _error_detail(text)
     lowered = text.lower()
@@ -630,18 +626,16 @@ async def _finish_body(rest: AsyncIterator[str]) -> None:
     A body that does not end within FINISH_BODY_SECONDS, or ends badly, is left: closing
     the response then drops its connection, and the next call opens a new one.
     """
-    import httpx
-
     try:
         async with asyncio.timeout(FINISH_BODY_SECONDS):
             async for _ in rest:
                 pass
-    except (TimeoutError, httpx.HTTPError):
+    except (TimeoutError, HttpError):
         pass
 
 
 async def _read_stream(
-    response: httpx.Response,
+    response: Response,
     reply: Reply,
     on_delta: DeltaCallback | None,
     on_thinking: DeltaCallback | None = None,

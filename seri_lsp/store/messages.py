@@ -150,8 +150,8 @@ _REQUEST_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), a
 
 
 def request_json(value: Any) -> bytes:
-    """`value` encoded as a request body carries it: UTF-8 JSON, compact, as httpx
-    encodes a `json=` body (non-ASCII characters as themselves, no NaN)."""
+    """`value` encoded as a request body carries it: UTF-8 JSON, compact (non-ASCII
+    characters as themselves, no NaN)."""
     return _REQUEST_ENCODER.encode(value).encode("utf-8")
 
 
