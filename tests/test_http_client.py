@@ -95,11 +95,33 @@ async def answer_each(server_ref: list[Server], reply: bytes, reader, writer) ->
         await writer.drain()
 
 
-def keep_alive_server(reply: bytes) -> Server:
+def keep_alive_server(reply: bytes, tls: ssl.SSLContext | None = None) -> Server:
     ref: list[Server] = []
-    server = Server(lambda r, w: answer_each(ref, reply, r, w))
+    server = Server(lambda r, w: answer_each(ref, reply, r, w), tls=tls)
     ref.append(server)
     return server
+
+
+def one_reply_server(reply: bytes) -> Server:
+    """Answers the first request on each connection with `reply`, then closes it."""
+
+    async def answer_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await server.read_request(reader)
+        writer.write(reply)
+        await writer.drain()
+
+    server = Server(answer_then_close)
+    return server
+
+
+def use_proxy(monkeypatch: pytest.MonkeyPatch, name: str, url: str, no_proxy: str = "") -> None:
+    """Only `name` (HTTP_PROXY, HTTPS_PROXY) = url and NO_PROXY = no_proxy in the
+    environment, in either case."""
+    for variable in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+        monkeypatch.delenv(variable.upper(), raising=False)
+    monkeypatch.setenv(name, url)
+    monkeypatch.setenv("NO_PROXY", no_proxy)
 
 
 EVENTS = (
@@ -154,12 +176,7 @@ async def test_lines_split_anywhere_are_put_back_together() -> None:
 
 
 async def test_a_body_without_a_length_ends_with_its_connection_which_is_not_reused() -> None:
-    async def close_delimited(reader, writer) -> None:
-        await server.read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\n\r\nthe whole body")
-        await writer.drain()
-
-    async with Server(close_delimited) as server:
+    async with one_reply_server(b"HTTP/1.1 200 OK\r\n\r\nthe whole body") as server:
         client = HttpClient(server.url, headers={}, connect_timeout=5)
         try:
             for _ in range(2):
@@ -171,13 +188,8 @@ async def test_a_body_without_a_length_ends_with_its_connection_which_is_not_reu
 
 
 async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
-    async def one_reply_then_close(reader, writer) -> None:
-        await server.read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-        await writer.drain()
-        # No "Connection: close": the client learns only from the close itself.
-
-    async with Server(one_reply_then_close) as server:
+    # No "Connection: close": the client learns only from the close itself.
+    async with one_reply_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as server:
         client = HttpClient(server.url, headers={}, connect_timeout=5)
         try:
             assert (await client.request("GET", "models"))[1] == b"ok"
@@ -241,12 +253,7 @@ async def test_a_gzip_body_is_decoded() -> None:
     ],
 )
 async def test_a_broken_reply_is_a_lost_connection_that_says_why(reply: bytes, reason: str) -> None:
-    async def answer_then_close(reader, writer) -> None:
-        await server.read_request(reader)
-        writer.write(reply)
-        await writer.drain()
-
-    async with Server(answer_then_close) as server:
+    async with one_reply_server(reply) as server:
         client = HttpClient(server.url, headers={}, connect_timeout=5)
         try:
             with pytest.raises(ConnectionLost, match=reason):
@@ -331,10 +338,7 @@ async def test_an_http_proxy_from_the_environment_carries_the_requests(
         keep_alive_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as origin,
         proxy.server,
     ):
-        monkeypatch.setenv("HTTP_PROXY", f"http://me:p%40ss@127.0.0.1:{proxy.server.port}")
-        monkeypatch.setenv("NO_PROXY", "")
-        monkeypatch.delenv("no_proxy", raising=False)
-        monkeypatch.delenv("http_proxy", raising=False)
+        use_proxy(monkeypatch, "HTTP_PROXY", f"http://me:p%40ss@127.0.0.1:{proxy.server.port}")
         client = HttpClient(origin.url, headers={}, connect_timeout=5)
         try:
             assert (await client.request("GET", "models"))[1] == b"ok"
@@ -352,10 +356,7 @@ async def test_no_proxy_leaves_a_host_out(monkeypatch: pytest.MonkeyPatch) -> No
         keep_alive_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as origin,
         proxy.server,
     ):
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server.port}")
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        monkeypatch.delenv("http_proxy", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        use_proxy(monkeypatch, "HTTP_PROXY", f"http://127.0.0.1:{proxy.server.port}", "127.0.0.1")
         client = HttpClient(origin.url, headers={}, connect_timeout=5)
         try:
             assert (await client.request("GET", "models"))[1] == b"ok"
@@ -367,10 +368,7 @@ async def test_no_proxy_leaves_a_host_out(monkeypatch: pytest.MonkeyPatch) -> No
 async def test_a_proxy_that_is_not_http_fails_the_call_clearly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
-    monkeypatch.delenv("https_proxy", raising=False)
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
+    use_proxy(monkeypatch, "HTTPS_PROXY", "socks5://127.0.0.1:1080")
     client = HttpClient("https://provider.example/v1", headers={}, connect_timeout=5)
     with pytest.raises(ConnectFailed, match="not an http:// proxy"):
         await client.request("GET", "models")
@@ -407,10 +405,7 @@ def tls_server(certificates: tuple[Path, Path, Path], reply: bytes) -> Server:
     _, cert, key = certificates
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
-    ref: list[Server] = []
-    server = Server(lambda r, w: answer_each(ref, reply, r, w), tls=context)
-    ref.append(server)
-    return server
+    return keep_alive_server(reply, tls=context)
 
 
 async def test_tls_with_a_trusted_certificate_and_a_kept_connection(
@@ -444,10 +439,7 @@ async def test_https_through_a_proxy_goes_through_a_tunnel(
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates[0]))
     proxy = Proxy(password="secret")
     async with tls_server(certificates, EVENTS) as server, proxy.server:
-        monkeypatch.setenv("HTTPS_PROXY", f"http://me:secret@127.0.0.1:{proxy.server.port}")
-        monkeypatch.delenv("https_proxy", raising=False)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:secret@127.0.0.1:{proxy.server.port}")
         client = HttpClient(server.url, headers={}, connect_timeout=5)
         try:
             for _ in range(2):
@@ -465,10 +457,7 @@ async def test_a_proxy_that_refuses_the_tunnel_says_so(
 ) -> None:
     proxy = Proxy(password="right")
     async with proxy.server:
-        monkeypatch.setenv("HTTPS_PROXY", f"http://me:wrong@127.0.0.1:{proxy.server.port}")
-        monkeypatch.delenv("https_proxy", raising=False)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
+        use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:wrong@127.0.0.1:{proxy.server.port}")
         client = HttpClient("https://127.0.0.1:9/v1", headers={}, connect_timeout=5)
         with pytest.raises(ConnectFailed, match="refused the tunnel \\(HTTP 407\\)"):
             await client.request("GET", "models")
