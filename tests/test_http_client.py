@@ -288,7 +288,8 @@ def test_a_header_value_http_cannot_carry_is_refused_before_anything_is_sent(val
 
 
 class Proxy:
-    """An HTTP proxy: forwards absolute-form requests, and tunnels CONNECT."""
+    """An HTTP proxy: forwards absolute-form requests, and tunnels CONNECT, to any name
+    as if it were 127.0.0.1."""
 
     def __init__(self, *, password: str | None = None) -> None:
         self.password = password
@@ -307,8 +308,10 @@ class Proxy:
                 await writer.drain()
                 return
         method, target, _ = line.split()
-        host, port = (target.split("/")[2] if method != "CONNECT" else target).rsplit(":", 1)
-        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+        _, port = (target.split("/")[2] if method != "CONNECT" else target).rsplit(":", 1)
+        # Every name is this machine (the tests' origins are named, not loopback: seri
+        # never sends a loopback address through a proxy).
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", int(port))
         if method == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
         else:
@@ -339,30 +342,74 @@ async def test_an_http_proxy_from_the_environment_carries_the_requests(
         proxy.server,
     ):
         use_proxy(monkeypatch, "HTTP_PROXY", f"http://me:p%40ss@127.0.0.1:{proxy.server.port}")
-        client = HttpClient(origin.url, headers={}, connect_timeout=5)
+        client = HttpClient(f"http://origin.test:{origin.port}/v1", headers={}, connect_timeout=5)
         try:
             assert (await client.request("GET", "models"))[1] == b"ok"
             assert (await client.request("GET", "models"))[1] == b"ok"
         finally:
             await client.aclose()
     # One connection to the proxy carried both (the proxy reads only the first).
-    assert proxy.seen == [f"GET http://127.0.0.1:{origin.port}/v1/models HTTP/1.1"]
+    assert proxy.seen == [f"GET http://origin.test:{origin.port}/v1/models HTTP/1.1"]
     assert origin.requests[0][0] == "GET /v1/models HTTP/1.1"
 
 
-async def test_no_proxy_leaves_a_host_out(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_loopback_origin_never_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     proxy = Proxy()
     async with (
         keep_alive_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as origin,
         proxy.server,
     ):
-        use_proxy(monkeypatch, "HTTP_PROXY", f"http://127.0.0.1:{proxy.server.port}", "127.0.0.1")
-        client = HttpClient(origin.url, headers={}, connect_timeout=5)
-        try:
-            assert (await client.request("GET", "models"))[1] == b"ok"
-        finally:
-            await client.aclose()
+        use_proxy(monkeypatch, "HTTP_PROXY", f"http://127.0.0.1:{proxy.server.port}")
+        for url in (origin.url, f"http://localhost:{origin.port}/v1"):
+            client = HttpClient(url, headers={}, connect_timeout=5)
+            try:
+                assert (await client.request("GET", "models"))[1] == b"ok"
+            finally:
+                await client.aclose()
     assert proxy.seen == []
+    assert len(origin.requests) == 2
+
+
+async def test_no_proxy_sends_a_host_straight(monkeypatch: pytest.MonkeyPatch) -> None:
+    proxy = Proxy()
+    async with proxy.server:
+        proxy_url = f"http://127.0.0.1:{proxy.server.port}"
+        use_proxy(monkeypatch, "HTTP_PROXY", proxy_url, "example.com,192.0.2.0/24")
+        # Straight to an address nothing answers at (a documentation network), where
+        # the proxy would have taken the request.
+        client = HttpClient("http://192.0.2.1:8000/v1", headers={}, connect_timeout=0.5)
+        with pytest.raises(ConnectFailed):
+            await client.request("GET", "models")
+    assert proxy.seen == []
+
+
+@pytest.mark.parametrize(
+    ("host", "no_proxy", "straight"),
+    [
+        ("api.example.com", "example.com", True),
+        ("example.com", ".example.com", True),
+        ("api.example.com", "*.example.com", True),
+        ("notexample.com", "example.com", False),
+        ("openrouter.ai", "openrouter.ai:443", True),
+        ("openrouter.ai", "other.ai, *", True),
+        ("openrouter.ai", "", False),
+        ("10.1.2.3", "10.0.0.0/8", True),
+        ("11.1.2.3", "10.0.0.0/8", False),
+        ("192.168.1.9", "192.168.1.9", True),
+        ("192.168.1.9", "192.168.1.10", False),
+        ("fd00::5", "[fd00::5]:8080", True),
+        ("fd00::5", "fd00::/8", True),
+        ("127.0.0.1", "", True),
+        ("127.8.9.10", "", True),
+        ("::1", "", True),
+        ("localhost", "", True),
+        ("app.localhost", "", True),
+    ],
+)
+def test_which_hosts_bypass_the_proxy(host: str, no_proxy: str, straight: bool) -> None:
+    assert http_client.bypasses_proxy(host, no_proxy) is straight
 
 
 async def test_a_proxy_that_is_not_http_fails_the_call_clearly(
@@ -379,8 +426,8 @@ async def test_a_proxy_that_is_not_http_fails_the_call_clearly(
 
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A certificate authority and a server certificate for 127.0.0.1 it signed
-    (ca.pem, server.pem, server.key), made with the openssl command."""
+    """A certificate authority and a server certificate it signed for 127.0.0.1 and
+    origin.test (ca.pem, server.pem, server.key), made with the openssl command."""
     if shutil.which("openssl") is None:
         pytest.skip("the openssl command is needed to make test certificates")
     folder = tmp_path_factory.mktemp("tls")
@@ -394,7 +441,7 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
             "-addext", "keyUsage=critical,keyCertSign")  # fmt: skip
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
             "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
-    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    (folder / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:origin.test\n")
     openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
             "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf",
             "-out", "server.pem")  # fmt: skip
@@ -440,7 +487,8 @@ async def test_https_through_a_proxy_goes_through_a_tunnel(
     proxy = Proxy(password="secret")
     async with tls_server(certificates, EVENTS) as server, proxy.server:
         use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:secret@127.0.0.1:{proxy.server.port}")
-        client = HttpClient(server.url, headers={}, connect_timeout=5)
+        url = f"https://origin.test:{server.port}/v1"
+        client = HttpClient(url, headers={}, connect_timeout=5)
         try:
             for _ in range(2):
                 async with client.stream("POST", "chat/completions", content=b"{}") as response:
@@ -448,7 +496,7 @@ async def test_https_through_a_proxy_goes_through_a_tunnel(
                     assert (await response.aread()).endswith(b"data: [DONE]\n\n")
         finally:
             await client.aclose()
-    assert proxy.seen == [f"CONNECT 127.0.0.1:{server.port} HTTP/1.1"]
+    assert proxy.seen == [f"CONNECT origin.test:{server.port} HTTP/1.1"]
     assert server.connections == 1
 
 
@@ -458,7 +506,7 @@ async def test_a_proxy_that_refuses_the_tunnel_says_so(
     proxy = Proxy(password="right")
     async with proxy.server:
         use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:wrong@127.0.0.1:{proxy.server.port}")
-        client = HttpClient("https://127.0.0.1:9/v1", headers={}, connect_timeout=5)
+        client = HttpClient("https://origin.test:9/v1", headers={}, connect_timeout=5)
         with pytest.raises(ConnectFailed, match="refused the tunnel \\(HTTP 407\\)"):
             await client.request("GET", "models")
 

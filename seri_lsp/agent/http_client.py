@@ -15,8 +15,9 @@ nothing more, on the event loop's own streams:
 - TLS with the system's certificate store (`SSL_CERT_FILE` / `SSL_CERT_DIR` honoured)
   plus certifi's bundle when it is installed;
 - the proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with
-  `NO_PROXY`), an `http://` proxy: a CONNECT tunnel for https, the absolute URL for
-  http, `user:password@` in the proxy URL as Basic proxy authorization.
+  `NO_PROXY` read as curl reads it; loopback never goes through one), an `http://`
+  proxy: a CONNECT tunnel for https, the absolute URL for http, `user:password@` in
+  the proxy URL as Basic proxy authorization.
 
 Timeouts other than connecting are the caller's (`asyncio.timeout` around the call).
 Every failure is an `HttpError` subclass whose message says what happened in words.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import socket
 import ssl
 import time
@@ -119,10 +121,11 @@ class Proxy:
 
     @classmethod
     def for_origin(cls, origin: Origin) -> Proxy | None:
-        """The proxy the environment names for `origin`, if any and not bypassed."""
-        proxies = urllib.request.getproxies_environment()
+        """The proxy the environment (or the system's settings, on macOS and Windows)
+        names for `origin`, if any and not bypassed."""
+        proxies = urllib.request.getproxies()
         url = proxies.get(origin.scheme) or proxies.get("all")
-        if not url or urllib.request.proxy_bypass_environment(origin.host, proxies):
+        if not url or bypasses_proxy(origin.host, proxies.get("no", "")):
             return None
         if "://" not in url:
             url = "http://" + url
@@ -137,6 +140,54 @@ class Proxy:
             pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
             authorization = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
         return cls(Origin.parse(url), authorization)
+
+
+def bypasses_proxy(host: str, no_proxy: str) -> bool:
+    """Whether requests to `host` go straight, not through the proxy.
+
+    This machine's own names and addresses (localhost, 127.0.0.0/8, ::1) always do: a
+    proxy cannot reach them. Otherwise `NO_PROXY` decides, read as curl reads it: `*`
+    for every host; a name for itself and the names below it (`example.com` and
+    `.example.com` both cover `api.example.com`); an address; a network (`10.0.0.0/8`).
+    A `:port` after a name or an IPv4 address is ignored.
+    """
+    host = host.lower().rstrip(".")
+    address = _address(host)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    if address is not None and address.is_loopback:
+        return True
+    for entry in no_proxy.lower().split(","):
+        entry = entry.strip()
+        if entry == "*":
+            return True
+        if entry.startswith("["):  # [IPv6] or [IPv6]:port
+            entry = entry[1:].partition("]")[0]
+        elif entry.count(":") == 1:  # name:port or IPv4:port
+            entry = entry.partition(":")[0]
+        entry = entry.lstrip("*").lstrip(".").rstrip(".")
+        if not entry:
+            continue
+        if "/" in entry:
+            try:
+                network = ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                continue
+            if address is not None and address in network:
+                return True
+        elif (entry_address := _address(entry)) is not None:
+            if address == entry_address:
+                return True
+        elif host == entry or host.endswith("." + entry):
+            return True
+    return False
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return None
 
 
 class Connection:
