@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
 
+from seri_lsp.agent.disk import ToolThreads
+from seri_lsp.agent.tools import Toolbox, WriteGate
+from seri_lsp.agent.workspace import Workspace
+from seri_lsp.host import Host
+from seri_lsp.store.messages import ToolCall
 from tests.agent_helpers import events, messages, prompt, tool_results
 from tests.harness import CLIENTS, open_document
 from tests.scripted_provider import Calls, ScriptedProvider, Text
@@ -244,3 +253,74 @@ async def test_new_files_are_created_on_disk(
     await prompt(client, "create")
     assert (workspace / "deep" / "er" / "new.txt").read_text() == "fresh"
     assert client.applied_edits == []
+
+
+# --- in process: where the work runs ---------------------------------------------------
+
+
+class _Buffers(Host):
+    """A host whose editor has documents open (their text, by real path)."""
+
+    def __init__(self, buffers: dict[Path, str]) -> None:
+        self.buffers = buffers
+
+    def document_text(self, path: Path) -> str | None:
+        return self.buffers.get(path)
+
+
+def _toolbox(workspace: Path, host: Host) -> Toolbox:
+    return Toolbox(Workspace([workspace]), host, WriteGate("allow", host), ToolThreads())
+
+
+def _call(name: str, **arguments: object) -> ToolCall:
+    return ToolCall(id="c1", name=name, arguments=json.dumps(arguments))
+
+
+async def test_a_path_is_resolved_off_the_event_loop(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following a path's symbolic links reads the disk (a hung network mount blocks
+    it): the event loop goes on while it waits."""
+    (workspace / "slow.txt").write_text("worth the wait\n")
+    entered, release = threading.Event(), threading.Event()
+    realpath = os.path.realpath
+
+    def hanging_realpath(path: Any, *args: Any, **kwargs: Any) -> str:
+        if str(path).endswith("slow.txt"):
+            entered.set()
+            release.wait(3)
+        return realpath(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", hanging_realpath)
+    toolbox = _toolbox(workspace, Host())
+    call = asyncio.create_task(toolbox.run(_call("read_file", path="slow.txt")))
+    try:
+        assert await asyncio.to_thread(entered.wait, 3)
+        for _ in range(5):
+            await asyncio.sleep(0.01)  # the loop turns while the path is being resolved
+        assert not call.done()
+    finally:
+        release.set()
+    assert (await call).content == "worth the wait\n"
+    toolbox.threads.shutdown()
+
+
+async def test_an_open_buffer_stands_in_for_a_file_the_disk_cannot_give(workspace: Path) -> None:
+    """The disk read done with the path's resolution may fail (no such file yet, not a
+    regular file): the editor's buffer, when it has one, is what the tools see."""
+    os.mkfifo(workspace / "pipe.txt")
+    host = _Buffers(
+        {workspace / "unsaved.txt": "only in the editor\n", workspace / "pipe.txt": "a buffer\n"}
+    )
+    toolbox = _toolbox(workspace, host)
+    try:
+        read = await toolbox.run(_call("read_file", path="unsaved.txt"))
+        assert (read.content, read.is_error) == ("only in the editor\n", False)
+        edited = await toolbox.run(
+            _call("edit", path="pipe.txt", old_text="a buffer", new_text="an edit")
+        )
+        assert not edited.is_error, edited.content
+        missing = await toolbox.run(_call("read_file", path="nowhere.txt"))
+        assert missing.is_error and "nowhere.txt does not exist" in missing.content
+    finally:
+        toolbox.threads.shutdown()

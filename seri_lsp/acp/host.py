@@ -35,7 +35,7 @@ from acp.schema import (
 
 from seri_lsp.acp.toolcalls import ToolContent, present, proposed_change, text_content
 from seri_lsp.acp.transcript import Transcript, Update
-from seri_lsp.agent.workspace import PathDenied, Workspace
+from seri_lsp.agent.workspace import Workspace
 from seri_lsp.events import Event
 from seri_lsp.host import EditResult, Host, Level
 
@@ -92,13 +92,12 @@ class AcpHost(Host):
     # --- the session's updates ------------------------------------------------------------
 
     def attach(self, workspace: Workspace) -> None:
-        """Resolve the tools' paths against this workspace (for tool call locations)."""
+        """Place the tools' paths in this workspace (for tool call locations), as written:
+        the event loop reads nothing from disk for it."""
 
         def locate(raw: str) -> str | None:
-            try:
-                return str(workspace.resolve(raw).real)
-            except PathDenied:
-                return None
+            where = workspace.locate(raw)
+            return None if where is None else str(where)
 
         self.transcript.locate = locate
 

@@ -7,9 +7,11 @@ the host reads and writes them for the agent (ACP `fs/read_text_file` and
 `fs/write_text_file`). Every path goes through the workspace boundary first, and writes
 through the permission gate.
 
-The disk work (reading, listing, searching, writing) runs on the tool threads
-(`disk.ToolThreads`), never on the event loop, so the server keeps answering while a
-tool works and a cancel stops the tool at once. Files on disk are written atomically
+The disk work (following a path's symbolic links, reading, listing, searching, writing)
+runs on the tool threads (`disk.ToolThreads`), never on the event loop, so the server
+keeps answering while a tool works (on a hung network mount too) and a cancel stops the
+tool at once. A path is resolved in the same thread job as the disk work on it; a read
+whose file turns out open in the editor is answered from the buffer instead. Files on disk are written atomically
 (`seri_lsp.files`): a crash leaves the old content or the new, never a mix.
 """
 
@@ -18,7 +20,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+
+import regex
 
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.cancel import TaskCancelled
@@ -264,26 +269,27 @@ class Toolbox:
     # --- the tools ----------------------------------------------------------------
 
     async def _read_file(self, args: dict[str, Any]) -> ToolOutcome:
-        target = self._path(args.get("path"))
         lines = _line_range(args)
-        text = await self.host.read_file(target.real)
-        if text is not None:
-            if lines is not None:
-                text = disk.range_of_text(text, target.display, lines)
-            elif len(text) > disk.MAX_READ_CHARS:
-                size = f"{len(text)} characters"
-                raise disk.too_big(target.display, size, disk.text_line_count(text))
-        elif lines is not None:
-            text = await self.threads.run(disk.read_range, target.real, target.display, lines)
+        path = args.get("path")
+        if lines is None:
+            target, found = await self._locate(path, disk.read_whole, defer=True)
         else:
-            text = await self.threads.run(disk.read_whole, target.real, target.display)
+            target, found = await self._locate(path, disk.read_range, lines, defer=True)
+        text = await self.host.read_file(target.real)
+        if text is None:
+            text = _unless_failed(found)
+        elif lines is not None:
+            text = disk.range_of_text(text, target.display, lines)
+        elif len(text) > disk.MAX_READ_CHARS:
+            size = f"{len(text)} characters"
+            raise disk.too_big(target.display, size, disk.text_line_count(text))
         return ToolOutcome(text, read=(target.display,))
 
     async def _write_file(self, args: dict[str, Any]) -> ToolOutcome:
-        target = self._path(args.get("path"))
+        target, found = await self._locate(args.get("path"), disk.read_current, defer=True)
         content = _required_text(args, "content", allow_empty=True)
         data = _encoded(content, "content", target)
-        current, is_open = await self._current(target)
+        current, is_open = await self._current(target, found)
         verb = "create" if current is None else "overwrite"
         await self._allow_write(f"{verb} {target.display}", target)
         await self.changes.before(target, current)
@@ -300,11 +306,11 @@ class Toolbox:
         )
 
     async def _edit(self, args: dict[str, Any]) -> ToolOutcome:
-        target = self._path(args.get("path"))
+        target, found = await self._locate(args.get("path"), disk.read_current, defer=True)
         old_text = _required_text(args, "old_text")
         new_text = _required_text(args, "new_text", allow_empty=True)
         _encoded(new_text, "new_text", target)
-        current, is_open = await self._current(target)
+        current, is_open = await self._current(target, found)
         if current is None:
             raise ToolError(f"{target.display} does not exist.")
         count = current.count(old_text)
@@ -333,22 +339,20 @@ class Toolbox:
         )
 
     async def _list_dir(self, args: dict[str, Any]) -> ToolOutcome:
-        target = self._path(args.get("path") or ".")
-        return ToolOutcome(await self.threads.run(disk.list_folder, target.real, target.display))
+        _, listing = await self._locate(args.get("path") or ".", disk.list_folder)
+        return ToolOutcome(listing)
 
     async def _grep(self, args: dict[str, Any]) -> ToolOutcome:
         pattern = _required_text(args, "pattern")
         regex = search.compile_pattern(pattern)
-        target = self._path(args.get("path") or ".")
-        root = self.workspace.real_root_of(target.real)
-        scope = search.GrepScope(
-            target=target.real,
-            root=root if root is not None else target.real,
-            contains=self.workspace.contains,
-            relative=self.workspace.relative,
-            open_documents=self.host.open_documents(),
+        _, found = await self._locate(
+            args.get("path") or ".",
+            _grep_in,
+            regex,
+            self.workspace,
+            self.host.open_documents(),
+            budget=search.GREP_TIME_BUDGET,
         )
-        found = await self.threads.run(search.grep, regex, scope, budget=search.GREP_TIME_BUDGET)
         return ToolOutcome(found)
 
     async def _task(self, args: dict[str, Any]) -> ToolOutcome:
@@ -361,19 +365,33 @@ class Toolbox:
 
     # --- helpers --------------------------------------------------------------------
 
-    def _path(self, raw: object) -> WorkspacePath:
+    async def _locate(
+        self,
+        raw: object,
+        work: Callable[..., Any],
+        *args: Any,
+        defer: bool = False,
+        budget: float | None = None,
+    ) -> tuple[WorkspacePath, Any]:
+        """Where a model-supplied path leads, and `work(real, display, *args)` done on
+        it, in one job on a tool thread (following symbolic links reads the disk too).
+        Denied when the path is outside the workspace. With `defer`, the work's disk
+        failure comes back as its value instead (see `_unless_failed`): the editor's
+        buffer, looked up next, may stand in for the file."""
         try:
-            return self.workspace.resolve(raw)
+            return await self.threads.run(
+                _locate_then, self.workspace, raw, work, args, defer, budget=budget
+            )
         except PathDenied as exc:
             raise Denied(str(exc), raw if isinstance(raw, str) else None) from exc
 
-    async def _current(self, target: WorkspacePath) -> tuple[str | None, bool]:
-        """The file's text (the editor's buffer if open), and whether it is open."""
+    async def _current(self, target: WorkspacePath, found: Any) -> tuple[str | None, bool]:
+        """The file's text (the editor's buffer if open, else what `found` read from
+        disk), and whether it is open."""
         text = await self.host.read_file(target.real)
         if text is not None:
             return text, True
-        text = await self.threads.run(disk.read_current, target.real, target.display)
-        return text, False
+        return _unless_failed(found), False
 
     async def _allow_write(self, action: str, target: WorkspacePath) -> None:
         try:
@@ -432,6 +450,62 @@ class Toolbox:
         result = await self.host.write_file(target.real, text)
         if not result.applied:
             raise ToolError(f"the editor refused to write {target.display}: {result.reason}")
+
+
+def _locate_then(
+    workspace: Workspace,
+    raw: object,
+    work: Callable[..., Any],
+    args: tuple[Any, ...],
+    defer: bool,
+    *,
+    stop: disk.Stop,
+) -> tuple[WorkspacePath, Any]:
+    """On a tool thread: resolve `raw` in the workspace, then do `work` on it. With
+    `defer`, a DiskError or OSError of the work is returned, not raised."""
+    target = workspace.resolve(raw)
+    try:
+        return target, work(target.real, target.display, *args, stop=stop)
+    except (DiskError, OSError) as exc:
+        if not defer:
+            raise
+        return target, _Failed(exc)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A disk read that failed, held until it is known whether the editor's buffer
+    stands in for the file."""
+
+    error: DiskError | OSError
+
+
+def _unless_failed(found: Any) -> Any:
+    """What a deferred disk read found; its failure raised."""
+    if isinstance(found, _Failed):
+        raise found.error
+    return found
+
+
+def _grep_in(
+    real: Path,
+    display: str,
+    pattern: regex.Pattern[str],
+    workspace: Workspace,
+    open_documents: dict[Path, str],
+    *,
+    stop: disk.Stop,
+) -> str:
+    """grep under a resolved path (on a tool thread)."""
+    root = workspace.real_root_of(real)
+    scope = search.GrepScope(
+        target=real,
+        root=root if root is not None else real,
+        contains=workspace.contains,
+        relative=workspace.relative,
+        open_documents=open_documents,
+    )
+    return search.grep(pattern, scope, stop=stop)
 
 
 def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:

@@ -44,7 +44,40 @@ class Workspace:
         return self.roots[0] if self.roots else None
 
     def resolve(self, raw: object) -> WorkspacePath:
-        """Check a model-supplied path and return where it leads; PathDenied if outside."""
+        """Check a model-supplied path and return where it leads; PathDenied if outside.
+
+        Symbolic links are followed (`os.path.realpath` reads the disk, and a hung
+        network mount blocks it): call this on a tool thread, never on the event loop.
+        """
+        lexical, home = self._lexical(raw)
+        real = Path(os.path.realpath(lexical))
+        if _containing(real, self._real_roots) is None:
+            raise PathDenied(
+                f"{raw!r} leads outside the workspace through a symbolic link (to {real})"
+            )
+        return WorkspacePath(real=real, display=self._display(lexical, home))
+
+    def locate(self, raw: object) -> Path | None:
+        """Where a model-supplied path points, read as written (no link followed, nothing
+        read from disk, so safe on the event loop); None when it is outside. For showing
+        where a tool acts, never for touching the file (that is `resolve`'s)."""
+        try:
+            return self._lexical(raw)[0]
+        except PathDenied:
+            return None
+
+    def normalize(self, raw: str) -> str | None:
+        """A model-supplied path as the session's path lists show it (None: outside).
+        Read as written, like `locate`."""
+        try:
+            lexical, home = self._lexical(raw)
+        except PathDenied:
+            return None
+        return self._display(lexical, home)
+
+    def _lexical(self, raw: object) -> tuple[Path, Path]:
+        """The absolute, normalised path `raw` names and the workspace folder it lies in,
+        from the text alone; PathDenied when it is no valid path or lies outside."""
         if not isinstance(raw, str) or not raw.strip():
             raise PathDenied("a path is required")
         if "\x00" in raw or lone_surrogate(raw) is not None:
@@ -59,19 +92,7 @@ class Workspace:
             raise PathDenied(
                 f"the {kind} {raw!r} is outside the workspace ({self._describe_roots()})"
             )
-        real = Path(os.path.realpath(lexical))
-        if _containing(real, self._real_roots) is None:
-            raise PathDenied(
-                f"{raw!r} leads outside the workspace through a symbolic link (to {real})"
-            )
-        return WorkspacePath(real=real, display=self._display(lexical, home))
-
-    def normalize(self, raw: str) -> str | None:
-        """A model-supplied path as the session's path lists show it (None: outside)."""
-        try:
-            return self.resolve(raw).display
-        except PathDenied:
-            return None
+        return lexical, home
 
     def contains(self, path: Path) -> bool:
         """Whether `path`, with every symbolic link followed, lies inside the workspace."""
