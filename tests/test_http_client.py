@@ -270,6 +270,21 @@ async def test_nothing_listening_is_a_failed_connection() -> None:
         await client.request("GET", "models")
 
 
+async def test_a_base_url_beyond_ascii_goes_out_percent_encoded_with_its_query() -> None:
+    async with keep_alive_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as server:
+        url = f"http://127.0.0.1:{server.port}/v1 beta/ü/?api-version=2024-10-21"
+        client = HttpClient(url, headers={}, connect_timeout=5)
+        try:
+            await client.request("GET", "models")
+        finally:
+            await client.aclose()
+    assert server.requests[0][0] == "GET /v1%20beta/%C3%BC/models?api-version=2024-10-21 HTTP/1.1"
+    # An internationalised host name is sent (and resolved) in its ASCII form.
+    assert http_client.Origin.parse("https://bücher.example/v1").authority == (
+        "xn--bcher-kva.example"
+    )
+
+
 @pytest.mark.parametrize(
     "url", ["ftp://example.com/v1", "example.com/v1", "http:///v1", "http://host:99999/v1"]
 )

@@ -36,7 +36,7 @@ import urllib.request
 import zlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 # An idle connection older than this is closed rather than reused: servers close theirs
 # after a few seconds of quiet, and a request must not race that close.
@@ -46,6 +46,8 @@ MAX_IDLE_CONNECTIONS = 8
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _READ_SIZE = 64 * 1024
+# Characters a URL's path and query keep as they are (the rest is percent-encoded).
+_URL_SAFE = "/%:@!$&'()*+,;=-._~"
 
 
 class HttpError(Exception):
@@ -94,10 +96,18 @@ class Origin:
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
             raise BadUrl(f"unsupported scheme {parts.scheme!r}" if scheme else "no scheme")
-        if not parts.hostname:
+        host = parts.hostname
+        if not host:
             raise BadUrl("no host")
+        if not host.isascii():  # an internationalised name goes out in its ASCII form
+            try:
+                host = host.encode("idna").decode("ascii")
+            except UnicodeError as exc:
+                raise BadUrl(f"the host name {host!r} is not a valid name") from exc
+        # What the URL holds beyond ASCII (or spaces) goes out percent-encoded.
+        path = quote(parts.path.rstrip("/"), safe=_URL_SAFE)
         default = 443 if scheme == "https" else 80
-        return cls(scheme, parts.hostname, port or default, parts.path.rstrip("/"), parts.query)
+        return cls(scheme, host, port or default, path, quote(parts.query, safe=_URL_SAFE + "?"))
 
     @property
     def authority(self) -> str:

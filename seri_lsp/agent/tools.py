@@ -11,8 +11,9 @@ The disk work (following a path's symbolic links, reading, listing, searching, w
 runs on the tool threads (`disk.ToolThreads`), never on the event loop, so the server
 keeps answering while a tool works (on a hung network mount too) and a cancel stops the
 tool at once. A path is resolved in the same thread job as the disk work on it; a read
-whose file turns out open in the editor is answered from the buffer instead. Files on disk are written atomically
-(`seri_lsp.files`): a crash leaves the old content or the new, never a mix.
+whose file turns out open in the editor is answered from the buffer instead. Files on
+disk are written atomically (`seri_lsp.files`): a crash leaves the old content or the
+new, never a mix.
 """
 
 from __future__ import annotations
