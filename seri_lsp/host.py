@@ -7,6 +7,10 @@ Files reach the tools in one of two ways. An LSP editor shows its open buffers
 (`document_text`) and changes files by edits (`apply_edit`); an ACP editor reads and
 writes whole files for the agent (`read_file`, `write_file` with `writes_files`), its
 unsaved buffers and undo included. The defaults of the file hooks keep the first way.
+
+Every path the engine hands the file hooks is a real path (symbolic links followed, as
+`Workspace.resolve` gives it, on a tool thread): a host compares it as it is and reads
+nothing from disk on the event loop to canonicalise it.
 """
 
 from __future__ import annotations

@@ -119,8 +119,8 @@ class LspHost(Host):
         return {real: document.source for _, real, document in self._open_files()}
 
     def document_text(self, path: Path) -> str | None:
-        real = Path(os.path.realpath(path))
-        return next((d.source for _, r, d in self._open_files() if r == real), None)
+        # `path` is real already (see seri_lsp.host): compared as it is, no disk read.
+        return next((d.source for _, r, d in self._open_files() if r == path), None)
 
     def _open_files(self) -> list[tuple[str, Path, TextDocument]]:
         """The open documents that are files: (uri, real path, document)."""
@@ -225,9 +225,8 @@ class LspHost(Host):
         return [path for uri, path in by_uri.items() if _real(uri) not in saved]
 
     def _document_identity(self, path: Path) -> tuple[str, int | None]:
-        real = Path(os.path.realpath(path))
         for uri, open_real, document in self._open_files():
-            if open_real == real:
+            if open_real == path:  # a real path already (see seri_lsp.host)
                 return uri, document.version
         return from_fs_path(str(path)) or path.as_uri(), None
 
