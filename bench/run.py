@@ -46,7 +46,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from bench import engine, estimate, server
 from bench.measure import Figure, render
 
-FULL = {"start": 31, "history": 15, "memory": 3, "turn": 15, "import": 11}
+FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11}
 QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3}
 
 
