@@ -344,12 +344,11 @@ class Toolbox:
         return ToolOutcome(listing)
 
     async def _grep(self, args: dict[str, Any]) -> ToolOutcome:
-        pattern = _required_text(args, "pattern")
-        regex = search.compile_pattern(pattern)
+        compiled = search.compile_pattern(_required_text(args, "pattern"))
         _, found = await self._locate(
             args.get("path") or ".",
             _grep_in,
-            regex,
+            compiled,
             self.workspace,
             self.host.open_documents(),
             budget=search.GREP_TIME_BUDGET,
