@@ -394,6 +394,10 @@ class Engine:
         outcome = await self.tasks.run_prompt(
             conversation, text, lambda: self.sessions.max_turns_for(conversation)
         )
+        # The task is over and the user reads its answer: a good moment to fold the
+        # write-ahead log into the database, which SQLite would otherwise do inside one
+        # of the next task's commits. Queued, not awaited.
+        self.io(self.db.checkpoint)
         if outcome.status == "max_turns" and outcome.error:
             self.host.show("warning", outcome.error)
         elif outcome.status == "failed" and outcome.error:

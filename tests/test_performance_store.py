@@ -277,3 +277,31 @@ async def test_an_older_database_gets_its_running_totals(
     # The estimate counts every message (8000 characters), not only the page.
     assert page["usage"]["estimateTokens"] >= math.ceil(8000 / 4)
     assert len(page["messages"]) == 1 and page["hasMore"] is True
+
+
+CHECKPOINT = "PRAGMA wal_checkpoint(PASSIVE)"
+
+
+async def test_the_write_ahead_log_is_folded_in_after_a_task_not_during_it(
+    agent, provider: ScriptedProvider, tmp_path: Path
+) -> None:
+    """SQLite folds its write-ahead log into the database file inside whichever commit
+    finds it long; seri does it once a task has ended, so a turn's commits do not stop
+    for it (a few milliseconds every few hundred steps otherwise)."""
+    trace = tmp_path / "statements.sql"
+    client = await agent(env={"SERI_TRACE_SQL": str(trace)})
+    start = line_count(trace)
+    provider.script(
+        Calls([("c1", "list_dir", {"path": "."})]),
+        Calls([("c2", "list_dir", {"path": "."})]),
+        Text("Two folders listed."),
+    )
+    assert (await prompt(client, "list the folder twice"))["status"] == "done"
+    await wait_until(lambda: CHECKPOINT in statements(trace, start))
+    ran = statements(trace, start)
+    at = ran.index(CHECKPOINT)
+    # Every step of the task committed before it (the prompt, three replies, two
+    # results, the task's end); none after.
+    assert ran[:at].count("COMMIT") >= 7, ran
+    assert ran.count(CHECKPOINT) == 1
+    assert "COMMIT" not in ran[at:]

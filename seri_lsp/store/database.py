@@ -250,6 +250,14 @@ class Database:
             with suppress(sqlite3.Error):
                 self._conn.execute("ROLLBACK")
 
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log's pages into the database file now (SQLite's PASSIVE
+        checkpoint: it waits for nobody and copies what it can), so the commits that
+        follow do not stop to do it. For idle moments; a failure only leaves the work
+        to SQLite's own checkpoint at a later commit."""
+        with self._lock, suppress(sqlite3.Error):
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         """Run a read and return all its rows."""
         with self._lock, busy_as_store_busy():
