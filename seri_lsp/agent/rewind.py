@@ -365,9 +365,11 @@ class Rewinder:
         written: dict[str, str | None],
     ) -> None:
         contents = await self.io(self.store.blobs, [p.target for p in plans if p.target])
-        for plan in plans:
-            path = Path(plan.path)
-            if not self.workspace.contains(path):
+        paths = [Path(plan.path) for plan in plans]
+        # Links are followed (the disk is read) on a tool thread.
+        inside = await self.tasks.threads.run(_inside, self.workspace, paths)
+        for plan, path, within in zip(plans, paths, inside, strict=True):
+            if not within:
                 failed.append(
                     {"path": plan.display, "reason": "it is outside the workspace folders now"}
                 )
@@ -471,3 +473,8 @@ def _remove(path: Path, *, stop: Stop) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise DiskError(f"{path.name} is a folder now; it was left alone")
     path.unlink()
+
+
+def _inside(workspace: Workspace, paths: list[Path], *, stop: Stop) -> list[bool]:
+    """Whether each path, links followed, is inside the workspace (on a tool thread)."""
+    return [workspace.contains(path) for path in paths]

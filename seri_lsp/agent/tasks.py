@@ -319,13 +319,12 @@ class Tasks:
             )
         project_memory = conversation.frozen.memory_path
         target = project_memory or self.profile_root / "memory.md"
-        # Name the file that would really be written: a link is followed, and one that
-        # leads out of the workspace is refused, not followed.
-        real = Path(os.path.realpath(target))
-        if project_memory is not None and self.workspace.root is not None:
-            outside = leads_outside(target, self.workspace.root)
-            if outside is not None:
-                return await self._memory_refused(conversation, line, target, outside)
+        # Name the file that would really be written: a link is followed (on a tool thread:
+        # it reads the disk), and one that leads out of the workspace is refused.
+        guard = self.workspace.root if project_memory is not None else None
+        real, outside = await self.threads.run(_memory_target, target, guard)
+        if outside is not None:
+            return await self._memory_refused(conversation, line, target, outside)
         answer = await self.host.ask(
             f"seri wants to remember for this project: “{line}” (saved to {real})",
             ["Remember", "Don't remember"],
@@ -365,6 +364,15 @@ class MemoryOutside(Exception):
     def __init__(self, real: Path) -> None:
         super().__init__(str(real))
         self.real = real
+
+
+def _memory_target(
+    path: Path, workspace_root: Path | None, *, stop: Stop
+) -> tuple[Path, Path | None]:
+    """Where a memory file really is, and (with `workspace_root`) where it leads if that
+    is outside the workspace. On a tool thread: links are followed."""
+    outside = leads_outside(path, workspace_root) if workspace_root is not None else None
+    return Path(os.path.realpath(path)), outside
 
 
 def _append_memory(path: Path, line: str, workspace_root: Path | None, *, stop: Stop) -> None:
