@@ -447,7 +447,7 @@ class HttpClient:
         origin = self.origin
         hop = self._proxy.origin if self._proxy is not None else origin
         tunnel = self._proxy is not None and origin.scheme == "https"
-        tls = self._tls_context() if origin.scheme == "https" and not tunnel else None
+        tls = await self._tls_context() if origin.scheme == "https" and not tunnel else None
         try:
             async with asyncio.timeout(self.connect_timeout):
                 try:
@@ -490,7 +490,8 @@ class HttpClient:
                     f"the proxy at {self._proxy.origin.authority} refused the tunnel "
                     f"(HTTP {status})"
                 )
-            await connection.writer.start_tls(self._tls_context(), server_hostname=self.origin.host)
+            tls = await self._tls_context()
+            await connection.writer.start_tls(tls, server_hostname=self.origin.host)
         except (ConnectionLost, OSError) as exc:
             connection.close()
             reason = str(exc) if isinstance(exc, ConnectionLost) else _lost(exc)
@@ -501,16 +502,22 @@ class HttpClient:
             connection.close()
             raise
 
-    def _tls_context(self) -> ssl.SSLContext:
+    async def _tls_context(self) -> ssl.SSLContext:
+        """The TLS settings, made at the first https connection on a thread of its own
+        (loading the certificate stores reads files)."""
         if self._tls is None:
-            context = ssl.create_default_context()
-            with contextlib.suppress(ImportError, OSError, ssl.SSLError):
-                import certifi
-
-                context.load_verify_locations(certifi.where())
-            context.set_alpn_protocols(["http/1.1"])
-            self._tls = context
+            self._tls = await asyncio.to_thread(_make_tls_context)
         return self._tls
+
+
+def _make_tls_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    with contextlib.suppress(ImportError, OSError, ssl.SSLError):
+        import certifi
+
+        context.load_verify_locations(certifi.where())
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 # --- the wire format ---------------------------------------------------------------------
