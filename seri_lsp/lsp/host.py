@@ -62,8 +62,14 @@ class LspHost(Host):
     def __init__(self, server: LanguageServer) -> None:
         self.server = server
         # The real path of each open document's uri (None: not a file), worked out once
-        # per uri rather than with a walk of the disk per document at every tool call.
+        # per uri, on a thread, when it opens (`note_opened`): following links reads the
+        # disk, which the event loop never waits on.
         self._real_paths: dict[str, Path | None] = {}
+
+    async def note_opened(self, uri: str) -> None:
+        """A document opened: work out its real path before a tool looks for it."""
+        if uri not in self._real_paths:
+            self._real_paths[uri] = await asyncio.to_thread(_real_path, uri)
 
     def emit(self, event: Event) -> None:
         method = NOTIFICATIONS.get(type(event))
@@ -130,9 +136,9 @@ class LspHost(Host):
             self._real_paths = known = {uri: known[uri] for uri in documents if uri in known}
         files = []
         for uri, document in documents.items():
-            if uri not in known:
-                known[uri] = _real_path(uri)
-            real = known[uri]
+            # Until its real path is known (a moment after it opened), a document is
+            # where its uri says: no disk read here.
+            real = known[uri] if uri in known else _named_path(uri)
             if real is not None:
                 files.append((uri, real, document))
         return files
@@ -221,8 +227,7 @@ class LspHost(Host):
         except Exception as exc:
             logger.info("%s failed: %s", SAVE_DOCUMENTS, exc)
             return list(paths)
-        saved = {_real(uri) for uri in _saved_uris(result)}
-        return [path for uri, path in by_uri.items() if _real(uri) not in saved]
+        return await asyncio.to_thread(_still_unsaved, by_uri, _saved_uris(result))
 
     def _document_identity(self, path: Path) -> tuple[str, int | None]:
         for uri, open_real, document in self._open_files():
@@ -250,6 +255,19 @@ def _real_path(uri: str) -> Path | None:
     """The canonical path a file uri names (None: not a file uri)."""
     path = to_fs_path(uri)
     return Path(os.path.realpath(path)) if path is not None else None
+
+
+def _still_unsaved(by_uri: dict[str, Path], saved: list[str]) -> list[Path]:
+    """The paths whose uris the editor did not report saved, uris compared as the real
+    paths they name (links followed: run on a thread)."""
+    done = {_real(uri) for uri in saved}
+    return [path for uri, path in by_uri.items() if _real(uri) not in done]
+
+
+def _named_path(uri: str) -> Path | None:
+    """The absolute path a file uri names, links not followed (None: not a file uri)."""
+    path = to_fs_path(uri)
+    return Path(os.path.abspath(path)) if path is not None else None
 
 
 def _real(uri: str) -> Path | str:

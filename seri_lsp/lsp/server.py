@@ -206,7 +206,8 @@ async def open_from_command_line(engine: Engine, options: ServerOptions) -> None
 
 
 def setup_lifecycle(server: SeriServer) -> None:
-    """Register initialize, initialized, shutdown and workspace-folder handling."""
+    """Register initialize, initialized, shutdown, document opens and workspace-folder
+    handling."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: SeriServer, params: types.InitializeParams) -> None:
@@ -248,6 +249,12 @@ def setup_lifecycle(server: SeriServer) -> None:
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: SeriServer, params: None) -> None:
         await ls.close_engine()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def on_document_opened(ls: SeriServer, params: types.DidOpenTextDocumentParams) -> None:
+        # pygls keeps the document; the host learns its real path off the event loop.
+        if ls.engine is not None and isinstance(ls.engine.host, LspHost):
+            await ls.engine.host.note_opened(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def on_folders_changed(ls: SeriServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
