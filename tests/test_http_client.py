@@ -515,9 +515,7 @@ async def test_https_through_a_proxy_goes_through_a_tunnel(
     assert server.connections == 1
 
 
-async def test_a_proxy_that_refuses_the_tunnel_says_so(
-    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_proxy_that_refuses_the_tunnel_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     proxy = Proxy(password="right")
     async with proxy.server:
         use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:wrong@127.0.0.1:{proxy.server.port}")

@@ -111,10 +111,18 @@ class Origin:
 
     @property
     def authority(self) -> str:
-        """host[:port] as the Host header and a CONNECT line spell it."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """host[:port] as the Host header spells it (no port when it is the default)."""
         default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
+        return self._host if self.port == default else self.address
+
+    @property
+    def address(self) -> str:
+        """host:port as a CONNECT line spells it."""
+        return f"{self._host}:{self.port}"
+
+    @property
+    def _host(self) -> str:
+        return f"[{self.host}]" if ":" in self.host else self.host
 
     def target(self, path: str) -> str:
         """The request target (origin form) of `path`, relative to the base path."""
@@ -413,10 +421,11 @@ class HttpClient:
             connection.writer.write(request)
             await connection.writer.drain()
             status, headers = await _read_head(connection.reader)
+            length, chunked = _framing(status, headers)
             body = _Body(
                 connection.reader,
-                length=_content_length(status, headers),
-                chunked="chunked" in headers.get("transfer-encoding", "").lower(),
+                length=length,
+                chunked=chunked,
                 encoding=headers.get("content-encoding", "").strip().lower(),
             )
         except BaseException as exc:
@@ -475,10 +484,8 @@ class HttpClient:
     async def _tunnel(self, connection: Connection) -> None:
         """Ask the proxy for a tunnel to the origin, then speak TLS through it."""
         assert self._proxy is not None
-        authority = f"{self.origin.host}:{self.origin.port}"
-        if ":" in self.origin.host:
-            authority = f"[{self.origin.host}]:{self.origin.port}"
-        head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
+        address = self.origin.address
+        head = f"CONNECT {address} HTTP/1.1\r\nHost: {address}\r\n".encode("ascii")
         if self._proxy.authorization:
             head += _encode_headers({"Proxy-Authorization": self._proxy.authorization})
         try:
@@ -586,14 +593,16 @@ async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]
             return status, headers
 
 
-def _content_length(status: int, headers: dict[str, str]) -> int | None:
-    if status in (204, 304) or status < 200:
-        return 0
+def _framing(status: int, headers: dict[str, str]) -> tuple[int | None, bool]:
+    """How the reply's body ends: (its length, whether it is chunked); neither (None,
+    False) when it ends with the connection."""
+    if status in (204, 304):
+        return 0, False
     if "chunked" in headers.get("transfer-encoding", "").lower():
-        return None
+        return None, True
     value = headers.get("content-length")
     if value is None:
-        return None
+        return None, False
     try:
         # Repeated identical lengths ("12, 12") are one length.
         lengths = {int(part) for part in value.split(",")}
@@ -601,7 +610,7 @@ def _content_length(status: int, headers: dict[str, str]) -> int | None:
         lengths = set()
     if len(lengths) != 1 or min(lengths) < 0:
         raise ConnectionLost(f"the reply's Content-Length is not a length ({value[:40]!r})")
-    return lengths.pop()
+    return lengths.pop(), False
 
 
 def _chunk_size(line: bytes) -> int:
