@@ -26,11 +26,13 @@ from seri_lsp.context.prompt_files import freeze
 from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import InvalidArgument, SessionHeld
 from seri_lsp.events import SessionChanged
-from seri_lsp.host import Host
+from seri_lsp.host import Host, Level
 from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import Message, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.worker import Worker
+
+Note = tuple[Level, str]  # a log line: (level, text)
 
 
 class SessionManager:
@@ -112,7 +114,9 @@ class SessionManager:
         async with self._switching:
             return await self._new(reason)
 
-    async def _new(self, reason: str = "new") -> dict[str, Any]:
+    async def _new(
+        self, reason: str = "new", *, note: Callable[[str], Note] | None = None
+    ) -> dict[str, Any]:
         # Locked before its row exists, so no other process can continue it first.
         session_id = str(uuid.uuid4())
         await self._acquire(session_id)
@@ -121,7 +125,9 @@ class SessionManager:
         except BaseException:
             self.locks.release(session_id)
             raise
-        return await self._open(info, reason, new=True)
+        return await self._open(
+            info, reason, new=True, note=None if note is None else note(session_id)
+        )
 
     async def continue_latest(self, *, or_new: bool = False) -> dict[str, Any] | None:
         """Open the project's most recently touched session that no other process holds.
@@ -142,44 +148,48 @@ class SessionManager:
             )
             return None
         skipped: tuple[str, Holder] | None = None
-        for session_id in candidates:
-            holder = await self.io(self.locks.acquire, session_id)
+        free: str | None = None
+        for candidate in candidates:
+            holder = await self.io(self.locks.acquire, candidate)
             if holder is None:
+                free = candidate
                 break
-            skipped = skipped or (session_id, holder)
-        else:
+            skipped = skipped or (candidate, holder)
+        if free is None:
             assert skipped is not None
-            latest, holder = skipped
+            latest, latest_holder = skipped
+            why = (
+                f"open in another seri process (the most recent, {latest}, in "
+                f"{latest_holder.describe()})"
+            )
             if not or_new:
                 raise SessionHeld(
                     latest,
-                    holder.describe(),
-                    f"Every session of this project is open in another seri process (the most "
-                    f"recent, {latest}, in {holder.describe()}); close one there, or start a "
-                    "new session.",
+                    latest_holder.describe(),
+                    f"Every session of this project is {why}; close one there, or start a new "
+                    "session.",
                 )
-            wire = await self._new()
-            self.host.log(
-                "warning",
-                f"Started a new session {wire['id']}: every session of this project is open "
-                f"in another seri process (the most recent, {latest}, in {holder.describe()}).",
+            return await self._new(
+                note=lambda new_id: (
+                    "warning",
+                    f"Started a new session {new_id}: every session of this project is {why}.",
+                )
             )
-            return wire
+        session_id = free
         try:
             info = await self.io(self.store.get, session_id)
         except BaseException:
             self._release_unless_open(session_id)
             raise
-        wire = await self._open(info, "continued")
         if skipped is None:
-            self.host.log("info", f"Continued session {session_id}, the project's latest.")
+            note = ("info", f"Continued session {session_id}, the project's latest.")
         else:
-            self.host.log(
+            note = (
                 "info",
                 f"Continued session {session_id}, the latest not open in another seri process "
                 f"(session {skipped[0]} is open in {skipped[1].describe()}).",
             )
-        return wire
+        return await self._open(info, "continued", note=note)
 
     async def resume(self, session_id: str) -> dict[str, Any]:
         """Open a session by id (or unique id prefix).
@@ -213,13 +223,18 @@ class SessionManager:
         if self.conversation is None or self.conversation.id != session_id:
             self.locks.release(session_id)
 
-    async def _open(self, info: SessionInfo, reason: str, *, new: bool = False) -> dict[str, Any]:
+    async def _open(
+        self, info: SessionInfo, reason: str, *, new: bool = False, note: Note | None = None
+    ) -> dict[str, Any]:
+        """Open `info` in this process and announce it. `note`, a log line saying why this
+        session, goes out just before the announcement, so a client has it in hand when
+        the change arrives."""
         current = self.conversation
         if current is not None and current.id == info.id:
             # Still open in this process: its frozen prompt (and recording) stay as they were.
             current.info = await self.io(self.store.touch, info.id)
             await self._opened(current.info)
-            return self._announce(current.info, reason)
+            return self._announce(current.info, reason, note)
         await self._acquire(info.id)
         try:
             # No message is read: the history waits for the first prompt or view.
@@ -252,7 +267,7 @@ class SessionManager:
         # Retention (checkpoints; recordings, with this session's recording already in
         # progress, so it is kept).
         await self._opened(info)
-        return self._announce(info, reason)
+        return self._announce(info, reason, note)
 
     async def _opened(self, info: SessionInfo) -> None:
         """Retention at every session open: recordings (the one in progress is kept),
@@ -275,7 +290,9 @@ class SessionManager:
                 "the log says which and why.",
             )
 
-    def _announce(self, info: SessionInfo, reason: str) -> dict[str, Any]:
+    def _announce(self, info: SessionInfo, reason: str, note: Note | None) -> dict[str, Any]:
+        if note is not None:
+            self.host.log(*note)
         wire = self.wire(info)
         self.host.emit(SessionChanged(wire, reason))
         return wire
