@@ -306,10 +306,10 @@ class Proxy:
     """An HTTP proxy: forwards absolute-form requests, and tunnels CONNECT, to any name
     as if it were 127.0.0.1."""
 
-    def __init__(self, *, password: str | None = None) -> None:
+    def __init__(self, *, password: str | None = None, tls: ssl.SSLContext | None = None) -> None:
         self.password = password
         self.seen: list[str] = []
-        self.server = Server(self.handle)
+        self.server = Server(self.handle, tls=tls)
 
     async def handle(self, reader, writer) -> None:
         request = await self.server.read_request(reader)
@@ -432,7 +432,7 @@ async def test_a_proxy_that_is_not_http_fails_the_call_clearly(
 ) -> None:
     use_proxy(monkeypatch, "HTTPS_PROXY", "socks5://127.0.0.1:1080")
     client = HttpClient("https://provider.example/v1", headers={}, connect_timeout=5)
-    with pytest.raises(ConnectFailed, match="not an http:// proxy"):
+    with pytest.raises(ConnectFailed, match="not an http:// or https:// proxy"):
         await client.request("GET", "models")
 
 
@@ -463,11 +463,16 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
     return folder / "ca.pem", folder / "server.pem", folder / "server.key"
 
 
-def tls_server(certificates: tuple[Path, Path, Path], reply: bytes) -> Server:
+def server_tls(certificates: tuple[Path, Path, Path]) -> ssl.SSLContext:
+    """A server's TLS settings with the test certificate."""
     _, cert, key = certificates
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
-    return keep_alive_server(reply, tls=context)
+    return context
+
+
+def tls_server(certificates: tuple[Path, Path, Path], reply: bytes) -> Server:
+    return keep_alive_server(reply, tls=server_tls(certificates))
 
 
 async def test_tls_with_a_trusted_certificate_and_a_kept_connection(
@@ -513,6 +518,66 @@ async def test_https_through_a_proxy_goes_through_a_tunnel(
             await client.aclose()
     assert proxy.seen == [f"CONNECT origin.test:{server.port} HTTP/1.1"]
     assert server.connections == 1
+
+
+async def test_https_through_an_https_proxy_is_tls_inside_tls(
+    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificates[0]))
+    proxy = Proxy(password="secret", tls=server_tls(certificates))
+    async with tls_server(certificates, EVENTS) as server, proxy.server:
+        use_proxy(monkeypatch, "HTTPS_PROXY", f"https://me:secret@127.0.0.1:{proxy.server.port}")
+        client = HttpClient(f"https://origin.test:{server.port}/v1", headers={}, connect_timeout=5)
+        try:
+            for _ in range(2):
+                async with client.stream("POST", "chat/completions", content=b"{}") as response:
+                    assert response.status_code == 200
+                    assert (await response.aread()).endswith(b"data: [DONE]\n\n")
+        finally:
+            await client.aclose()
+    assert proxy.seen == [f"CONNECT origin.test:{server.port} HTTP/1.1"]
+    assert server.connections == 1
+    assert server.requests[1][0] == "POST /v1/chat/completions HTTP/1.1"
+
+
+async def test_http_through_an_https_proxy_goes_to_the_proxy_over_tls(
+    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificates[0]))
+    proxy = Proxy(tls=server_tls(certificates))
+    async with (
+        keep_alive_server(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") as origin,
+        proxy.server,
+    ):
+        use_proxy(monkeypatch, "HTTP_PROXY", f"https://localhost:{proxy.server.port}")
+        client = HttpClient(f"http://origin.test:{origin.port}/v1", headers={}, connect_timeout=5)
+        try:
+            assert (await client.request("GET", "models"))[1] == b"ok"
+        finally:
+            await client.aclose()
+    assert proxy.seen == [f"GET http://origin.test:{origin.port}/v1/models HTTP/1.1"]
+
+
+async def test_an_https_proxy_or_origin_with_an_untrusted_certificate_is_named(
+    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proxy = Proxy(tls=server_tls(certificates))
+    async with tls_server(certificates, EVENTS) as server, proxy.server:
+        url = f"https://origin.test:{server.port}/v1"
+        # The proxy's certificate is not trusted: the proxy is named.
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        use_proxy(monkeypatch, "HTTPS_PROXY", f"https://127.0.0.1:{proxy.server.port}")
+        client = HttpClient(url, headers={}, connect_timeout=5)
+        with pytest.raises(ConnectFailed, match=r"certificate of the proxy at 127\.0\.0\.1:\d+ is"):
+            await client.request("GET", "models")
+        # Through a plain proxy, the origin's certificate is not trusted: the origin is.
+        plain = Proxy()
+        async with plain.server:
+            use_proxy(monkeypatch, "HTTPS_PROXY", f"http://127.0.0.1:{plain.server.port}")
+            client = HttpClient(url, headers={}, connect_timeout=5)
+            with pytest.raises(ConnectFailed, match=r"certificate of origin\.test:\d+ is not"):
+                await client.request("GET", "models")
+    assert proxy.seen == []
 
 
 async def test_a_proxy_that_refuses_the_tunnel_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

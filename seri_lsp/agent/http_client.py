@@ -16,8 +16,9 @@ nothing more, on the event loop's own streams:
   plus certifi's bundle when it is installed;
 - the proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, with
   `NO_PROXY` read as curl reads it; loopback never goes through one), an `http://`
-  proxy: a CONNECT tunnel for https, the absolute URL for http, `user:password@` in
-  the proxy URL as Basic proxy authorization.
+  proxy or an `https://` one (TLS to the proxy itself): a CONNECT tunnel for https
+  (TLS inside the proxy's TLS, for an https proxy), the absolute URL for http,
+  `user:password@` in the proxy URL as Basic proxy authorization.
 
 Timeouts other than connecting are the caller's (`asyncio.timeout` around the call).
 Every failure is an `HttpError` subclass whose message says what happened in words.
@@ -132,7 +133,7 @@ class Origin:
 
 @dataclass(frozen=True)
 class Proxy:
-    """An http:// proxy, and the Proxy-Authorization it wants (if any)."""
+    """An http:// or https:// proxy, and the Proxy-Authorization it wants (if any)."""
 
     origin: Origin
     authorization: str | None
@@ -148,10 +149,10 @@ class Proxy:
         if "://" not in url:
             url = "http://" + url
         parts = urlsplit(url)
-        if parts.scheme.lower() != "http":
+        if parts.scheme.lower() not in ("http", "https"):
             raise ConnectFailed(
                 f"the proxy {parts.scheme}://{parts.hostname} from the environment is not an "
-                "http:// proxy; seri speaks to http:// proxies only"
+                "http:// or https:// proxy; seri speaks to those only"
             )
         authorization = None
         if parts.username is not None:
@@ -453,10 +454,11 @@ class HttpClient:
     async def _connect(self) -> Connection:
         if self._proxy_problem is not None:
             raise self._proxy_problem
-        origin = self.origin
-        hop = self._proxy.origin if self._proxy is not None else origin
-        tunnel = self._proxy is not None and origin.scheme == "https"
-        tls = await self._tls_context() if origin.scheme == "https" and not tunnel else None
+        # The first hop is the proxy when there is one (TLS to it when it is an https://
+        # proxy), else the origin; https through a proxy is TLS inside a CONNECT tunnel.
+        hop = self._proxy.origin if self._proxy is not None else self.origin
+        tunnel = self._proxy is not None and self.origin.scheme == "https"
+        tls = await self._tls_context() if hop.scheme == "https" else None
         try:
             async with asyncio.timeout(self.connect_timeout):
                 try:
@@ -499,6 +501,9 @@ class HttpClient:
                 )
             tls = await self._tls_context()
             await connection.writer.start_tls(tls, server_hostname=self.origin.host)
+        except ssl.SSLError as exc:  # TLS with the origin, through the tunnel
+            connection.close()
+            raise ConnectFailed(_refused(exc, self.origin, via_proxy=False)) from exc
         except (ConnectionLost, OSError) as exc:
             connection.close()
             reason = str(exc) if isinstance(exc, ConnectionLost) else _lost(exc)
