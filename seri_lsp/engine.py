@@ -14,6 +14,7 @@ shows one and is closed again never loads it.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,7 @@ class Engine:
         self.io = Worker()
         self.store = SessionStore(db)
         self.workspace = Workspace(workspace_roots)
+        self._roots_changing = asyncio.Lock()
         self._provider: Provider | None = None
         self._tasks: Tasks | None = None
         self._checkpoints: CheckpointKeeper | None = None
@@ -259,10 +261,16 @@ class Engine:
         # Only now, with every write done, may another process open our sessions.
         self.sessions.close()
 
-    def set_workspace_roots(self, roots: list[Path]) -> None:
-        """The editor's workspace folders changed; the project keeps its place first."""
-        project = Path(self.project)
-        self.workspace.set_roots([project] + [root for root in roots if root != project])
+    async def set_workspace_roots(self, folders: list[str]) -> None:
+        """The editor's workspace folders changed (all of them, as paths); the project
+        keeps its place first. Their links are followed on a thread; changes take effect
+        in the order they came, however long one's disk takes."""
+        async with self._roots_changing:
+            roots = await asyncio.to_thread(lambda: [Path(os.path.realpath(f)) for f in folders])
+            project = Path(self.project)
+            self.workspace.set_roots(
+                [project] + [root for root in roots if root != project], real=True
+            )
 
     # --- legacy import --------------------------------------------------------------
 

@@ -683,3 +683,40 @@ async def test_grep_walks_a_tree_deeper_than_the_recursion_limit(
     assert not found.get("isError"), found["content"][:300]
     assert found["content"].endswith("deep.txt:1: needle at the bottom")
     assert "ignored" not in found["content"]
+
+
+async def test_the_folders_the_editor_adds_and_removes_are_where_the_tools_may_read(
+    agent, provider: ScriptedProvider, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "b.txt").write_text("from the other folder\n")
+    # The editor names the folder through a link: its real path is the root.
+    link = tmp_path / "other-link"
+    link.symlink_to(other)
+    target = str(Path(os.path.realpath(other)) / "b.txt")
+    for call_id in ("before", "added", "removed"):
+        provider.script(Calls([(call_id, "read_file", {"path": target})]), Text("ok"))
+    client = await agent()
+    folder = types.WorkspaceFolder(uri=link.as_uri(), name="other")
+
+    def change(added: list[types.WorkspaceFolder], removed: list[types.WorkspaceFolder]) -> None:
+        event = types.WorkspaceFoldersChangeEvent(added=added, removed=removed)
+        client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(event=event)
+        )
+
+    await prompt(client, "read it")
+    change([folder], [])
+    await prompt(client, "read it now")
+    change([], [folder])
+    await prompt(client, "and now")
+    results = tool_results(await messages(client))
+    assert results["before"]["isError"] and "outside the workspace" in results["before"]["content"]
+    assert not results["added"].get("isError"), results["added"]["content"]
+    assert "from the other folder" in results["added"]["content"]
+    assert results["removed"]["isError"], results["removed"]["content"]
+    assert "outside the workspace" in results["removed"]["content"]
+    # The project is still the first folder: the session stays where it was.
+    session = await command(client, "seri.session.get", {})
+    assert session["session"]["project"] == str(workspace)

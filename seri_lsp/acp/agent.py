@@ -118,8 +118,10 @@ class _Notices(Host):
         self.shown.append(message)
 
 
-def project_folder(cwd: object) -> Path:
-    """A session's `cwd` as its project: canonical, absolute, an existing folder."""
+async def project_folder(cwd: object) -> Path:
+    """A session's `cwd` as its project: canonical, absolute, an existing folder.
+
+    Following its links reads the disk, so that is done on a thread."""
     if not isinstance(cwd, str) or not cwd.strip():
         raise InvalidArgument("cwd", "cwd is required: the project folder, as an absolute path.")
     check_text("cwd", cwd, MAX_CWD_CHARS)
@@ -127,10 +129,15 @@ def project_folder(cwd: object) -> Path:
         raise InvalidArgument("cwd", f"cwd must not hold a NUL character, got {cwd!r}.")
     if not Path(cwd).is_absolute():
         raise InvalidArgument("cwd", f"cwd must be an absolute path, got {cwd!r}.")
-    real = Path(os.path.realpath(cwd))
-    if not real.is_dir():
+    real, is_dir = await asyncio.to_thread(_real_folder, cwd)
+    if not is_dir:
         raise InvalidArgument("cwd", f"cwd {cwd!r} is not a folder.")
     return real
+
+
+def _real_folder(path: str) -> tuple[Path, bool]:
+    real = Path(os.path.realpath(path))
+    return real, real.is_dir()
 
 
 class SeriAgent:
@@ -221,7 +228,7 @@ class SeriAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         with acp_errors():
-            project = project_folder(cwd)
+            project = await project_folder(cwd)
             session = await self._open(project, lambda engine: engine.new_session())
         self._greet(session)
         # The client learns the session id from this response; its updates follow it.
@@ -281,7 +288,7 @@ class SeriAgent:
     ) -> ListSessionsResponse:
         with acp_errors():
             catalog = await self._ready()
-            project = str(project_folder(cwd)) if cwd is not None else None
+            project = str(await project_folder(cwd)) if cwd is not None else None
             offset = _offset(cursor)
             page, more = await catalog.sessions_page(project, offset, SESSIONS_PAGE)
         return ListSessionsResponse(
@@ -313,9 +320,13 @@ class SeriAgent:
     ) -> PromptResponse:
         with acp_errors():
             session = self._session(session_id)
-            text = check_text("prompt", prompt_text(prompt, session.project), MAX_PROMPT_CHARS)
+            # Resource links are shown relative to the project: their links are followed
+            # (the disk is read) on a thread.
+            text = await asyncio.to_thread(prompt_text, prompt, session.project)
+            text = check_text("prompt", text, MAX_PROMPT_CHARS)
             if not text:
                 raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
+            session = self._session(session_id)  # still open after the wait
             if session.task is not None:
                 raise Busy("A prompt is running in this session; wait for it or cancel it.")
             session.cancelled = False
@@ -421,7 +432,7 @@ class SeriAgent:
     async def _open_as(self, acp_id: str, full_id: str, cwd: str) -> AcpSession:
         """A new engine on seri session `full_id`, as ACP session `acp_id` (the id the
         client asked for, by which it goes on naming the session)."""
-        project = project_folder(cwd)
+        project = await project_folder(cwd)
         return await self._open(project, lambda engine: engine.resume_session(full_id), acp_id)
 
     def _rekey(self, session: AcpSession, acp_id: str) -> None:

@@ -33,10 +33,15 @@ class Workspace:
     def __init__(self, roots: list[Path]) -> None:
         self.set_roots(roots)
 
-    def set_roots(self, roots: list[Path]) -> None:
-        """Change the workspace folders (the editor added or removed one)."""
-        self.roots = [Path(os.path.abspath(root)) for root in roots]
-        self._real_roots = [Path(os.path.realpath(root)) for root in self.roots]
+    def set_roots(self, roots: list[Path], *, real: bool = False) -> None:
+        """Change the workspace folders (the editor added or removed one).
+
+        `real`: the roots are real paths already (their links followed off the event
+        loop); otherwise their links are followed here, which reads the disk.
+        """
+        absolute = [Path(os.path.abspath(root)) for root in roots]
+        real_roots = absolute if real else [Path(os.path.realpath(root)) for root in absolute]
+        self.roots, self._real_roots = absolute, real_roots
 
     @property
     def root(self) -> Path | None:

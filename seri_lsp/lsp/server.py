@@ -257,11 +257,14 @@ def setup_lifecycle(server: SeriServer) -> None:
             await ls.engine.host.note_opened(params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    def on_folders_changed(ls: SeriServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    async def on_folders_changed(
+        ls: SeriServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
         if ls.engine is None:
             return
+        # pygls has applied the change: its folders are all of them, in order.
         paths = [to_fs_path(folder.uri) for folder in ls.workspace.folders.values()]
-        ls.engine.set_workspace_roots([Path(os.path.realpath(p)) for p in paths if p])
+        await ls.engine.set_workspace_roots([path for path in paths if path])
 
 
 def create_server(options: ServerOptions | None = None) -> SeriServer:
