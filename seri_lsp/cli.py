@@ -55,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    # Given before the subcommand, after it, or not at all (the last given wins).
+    args.profile_root = getattr(args, "profile_root", None)
+    args.log_level = getattr(args, "log_level", "warning")
     if args.continue_ and args.resume is not None:
         parser.error("--continue and --resume cannot be used together")
     if args.command in ("sessions", "show", "trajectory", "acp") and (
@@ -109,7 +112,10 @@ def _parser() -> argparse.ArgumentParser:
         description="seri's session-and-context engine, served over the Language Server Protocol.",
         parents=[common],
     )
-    parser.set_defaults(profile_root=None, log_level="warning", command=None)
+    # Not `set_defaults` for the common flags: it would change the defaults of the very
+    # arguments the subcommands share (`parents`), and a subcommand would then put its
+    # default back over a flag given before it. `main` fills in what was not given.
+    parser.set_defaults(command=None)
     parser.add_argument("--version", action="version", version=f"seri-lsp {__version__}")
     transport = parser.add_mutually_exclusive_group()
     transport.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (default)")

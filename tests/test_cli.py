@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.harness import command, seri
 from tests.test_legacy import good_session, write_legacy
 
@@ -30,6 +32,26 @@ async def test_sessions_lists_what_the_server_created(
     assert json.loads(none_here.stdout) == []
     everywhere = seri("sessions", "--all", "--json", cwd=elsewhere, env=env)
     assert len(json.loads(everywhere.stdout)) == 2
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_the_common_flags_count_before_or_after_the_subcommand(
+    profile_root: Path, workspace: Path, tmp_path: Path, where: str
+) -> None:
+    write_legacy(profile_root, "flags.jsonl", good_session("legacy-flags", workspace))
+    # Where the flag would otherwise lead: a default profile that must stay untouched.
+    default = tmp_path / "default-profile"
+    env = {"SERI_PROFILE_ROOT": str(default)}
+    flags = ["--profile-root", str(profile_root), "--log-level", "error"]
+    for subcommand in (["sessions", "--json"], ["show", "legacy-flags"], ["trajectory", "list"]):
+        args = flags + subcommand if where == "before" else subcommand + flags
+        result = seri(*args, cwd=workspace, env=env)
+        assert result.returncode == 0, (args, result.stderr)
+        if subcommand[0] == "sessions":
+            assert [s["id"] for s in json.loads(result.stdout)] == ["legacy-flags"]
+        if subcommand[0] == "show":
+            assert "Rename foo to bar" in result.stdout
+    assert not default.exists()
 
 
 def test_show_prints_one_conversation(profile_root: Path, workspace: Path) -> None:
