@@ -489,3 +489,56 @@ async def test_the_billed_count_and_delivered_rules_go_back_with_the_conversatio
     await run(client, "write a.py again")
     assert provider.chat_requests(with_tools=False) == []
     assert sum("Use type hints." in m["content"] for m in await messages(client)) == 1
+
+
+async def test_a_file_the_editor_will_not_put_back_keeps_the_conversation_and_its_checkpoint(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "open.py").write_text("a = 1\n")
+    (workspace / "app.py").write_text("value = 1\n")
+    client = await agent()
+    uri = open_document(client, workspace / "open.py", "a = 1\n")
+    task(provider, edit("e1", "open.py", "a = 1", "a = 2"), edit("e2", "app.py", "1", "2"))
+    await run(client, "change both")
+    client.refuse_edits = True
+
+    result = await command(client, "seri.rewind", {})
+    # What could be put back was; the file the editor refused is named, and the
+    # conversation (with the checkpoint holding that file's earlier content) stays.
+    assert result["conversationKept"] is True and "prompt" not in result
+    assert result["restoredFiles"] == ["app.py"]
+    assert [f["path"] for f in result["failed"]] == ["open.py"]
+    assert "the editor refused" in result["failed"][0]["reason"]
+    assert (workspace / "app.py").read_text() == "value = 1\n"
+    assert user_texts(await messages(client)) == ["change both"]
+    assert shown_messages(client, types.MessageType.Warning, "only files were rewound")
+
+    # The same rewind, tried again once the editor lets it, finishes the job.
+    client.refuse_edits = False
+    again = await command(client, "seri.rewind", {})
+    assert again["prompt"] == "change both" and "conversationKept" not in again
+    assert again["restoredFiles"] == ["app.py", "open.py"] and again["conflicts"] == []
+    assert client.documents[uri][1] == "a = 1\n"
+    assert user_texts(await messages(client)) == []
+
+
+async def test_a_rewind_that_cannot_reach_a_file_outside_the_workspace_changes_nothing(
+    agent, provider: ScriptedProvider, workspace: Path, tmp_path: Path
+) -> None:
+    client = await agent()
+    task(provider, write("w", "notes.txt", "the task's notes\n"))
+    await run(client, "write notes")
+    # The workspace folder is now a link elsewhere: notes.txt's real path lies outside.
+    moved = tmp_path / "moved"
+    workspace.rename(moved)
+    workspace.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir()
+
+    message = await refused(client, "seri.rewind", {})
+    assert message.startswith("Cannot rewind 1 prompt: notes.txt is outside the workspace")
+    assert "nothing was changed" in message and "/rewind 1 conversation" in message
+    assert user_texts(await messages(client)) == ["write notes"]
+    assert (moved / "notes.txt").read_text() == "the task's notes\n"
+    # The conversation alone may still go back (its checkpoint goes with it, by choice).
+    alone = await command(client, "seri.rewind", {"restore": "conversation"})
+    assert alone["prompt"] == "write notes"

@@ -25,7 +25,11 @@ contents as seri's last write, so a later rewind does not take them for conflict
 
 A rewind is refused, changing nothing, while a task runs, for a session another seri
 process holds, when its prompts' checkpoints were retired, and when any of the n
-prompts was evicted by a compaction (it never steps across one).
+prompts was evicted by a compaction (it never steps across one); a `both` rewind also
+when a file to put back is outside the workspace folders now. A file that cannot be put
+back (the editor refuses, the disk fails) makes a `both` rewind files-only: the
+conversation and the checkpoints stay (`conversationKept`), so nothing saved is lost and
+the same rewind can be tried again.
 """
 
 from __future__ import annotations
@@ -291,11 +295,20 @@ class Rewinder:
             failed: list[dict[str, str]] = []
             written: dict[str, str | None] = {}
             if request.restore in ("both", "files"):
+                plans = file_plans(chosen)
+                paths = [Path(plan.path) for plan in plans]
+                # Links are followed (the disk is read) on a tool thread.
+                inside = await self.tasks.threads.run(_inside, self.workspace, paths)
+                if request.restore == "both":
+                    _refuse_outside(request.steps, plans, inside)
                 await self._restore_files(
-                    file_plans(chosen), request.force, restored, conflicts, failed, written
+                    plans, inside, request.force, restored, conflicts, failed, written
                 )
             cut = chosen[-1]
-            if request.restore == "files":
+            # A file that could not be put back keeps its checkpoint: the conversation
+            # stays (the rewind became files-only), so the same rewind can be tried again.
+            kept = request.restore == "both" and bool(failed)
+            if request.restore == "files" or kept:
                 await self.io(self.store.files_restored, [c.id for c in chosen], written)
                 conversation.info = await self.io(self.sessions.store.get, conversation.id)
             else:
@@ -308,7 +321,9 @@ class Rewinder:
                 )
             session = self.sessions.wire(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
-        if request.restore != "files":
+        if kept:
+            result["conversationKept"] = True
+        elif request.restore != "files":
             result["prompt"] = cut.prompt
         result["restoredFiles"] = restored
         result["conflicts"] = conflicts
@@ -326,6 +341,7 @@ class Rewinder:
                 "restoredFiles": restored,
                 "conflicts": conflicts,
                 "failed": failed,
+                "conversationKept": kept,
             },
         )
         return result
@@ -358,6 +374,7 @@ class Rewinder:
     async def _restore_files(
         self,
         plans: list[FilePlan],
+        inside: list[bool],
         force: bool,
         restored: list[str],
         conflicts: list[str],
@@ -365,10 +382,8 @@ class Rewinder:
         written: dict[str, str | None],
     ) -> None:
         contents = await self.io(self.store.blobs, [p.target for p in plans if p.target])
-        paths = [Path(plan.path) for plan in plans]
-        # Links are followed (the disk is read) on a tool thread.
-        inside = await self.tasks.threads.run(_inside, self.workspace, paths)
-        for plan, path, within in zip(plans, paths, inside, strict=True):
+        for plan, within in zip(plans, inside, strict=True):
+            path = Path(plan.path)
             if not within:
                 failed.append(
                     {"path": plan.display, "reason": "it is outside the workspace folders now"}
@@ -452,7 +467,7 @@ class Rewinder:
                 + ", ".join(result["conflicts"])
                 + "."
             )
-            if request.restore != "files":
+            if request.restore != "files" and not result.get("conversationKept"):
                 # Their checkpoints went with the prompts, so no later rewind can reach them.
                 message += (
                     " Their earlier content is no longer kept after this rewind: to put them "
@@ -462,6 +477,29 @@ class Rewinder:
             self.host.log("warning", message)
         for failure in result.get("failed", []):
             self.host.log("warning", f"Could not restore {failure['path']}: {failure['reason']}.")
+        if result.get("conversationKept"):
+            names = ", ".join(failure["path"] for failure in result["failed"])
+            self.host.show(
+                "warning",
+                f"seri: only files were rewound: {names} could not be put back, so the "
+                "conversation and its checkpoints were kept; the same rewind can be tried "
+                "again.",
+            )
+
+
+def _refuse_outside(steps: int, plans: list[FilePlan], inside: list[bool]) -> None:
+    """A conversation rewind that could not put a file back would lose its only saved
+    content with the prompt's checkpoint: refused, nothing changed, when a file is now
+    outside the workspace."""
+    outside = [plan.display for plan, within in zip(plans, inside, strict=True) if not within]
+    if outside:
+        raise SeriError(
+            f"Cannot rewind {plural(steps)}: {', '.join(outside)} "
+            f"{'is' if len(outside) == 1 else 'are'} outside the workspace folders now, so "
+            f"{'its' if len(outside) == 1 else 'their'} earlier content could not be put back; "
+            "nothing was changed. Open the folder again, or rewind the conversation alone "
+            f"(/rewind {steps} conversation)."
+        )
 
 
 def _remove(path: Path, *, stop: Stop) -> None:

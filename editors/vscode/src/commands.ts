@@ -223,8 +223,10 @@ export class CommandHandlers {
       await this.openChat();
     }
     const restored = result.restoredFiles.length > 0 ? `; restored ${result.restoredFiles.join(', ')}` : '';
+    // A file that could not be put back keeps the conversation: only files were rewound.
+    const done = result.conversationKept === true ? 'files' : restore;
     void vscode.window.showInformationMessage(
-      `Seri: rewound ${plural(result.rewound, 'prompt')} (${RESTORED[restore]})${restored}.`,
+      `Seri: rewound ${plural(result.rewound, 'prompt')} (${RESTORED[done]})${restored}.`,
     );
     const problems = rewindProblems(result);
     if (problems) {

@@ -142,6 +142,8 @@ export interface RewindResult {
   restoredFiles: string[];
   conflicts: string[];
   failed?: { path: string; reason: string }[];
+  /** True when a file could not be put back, so the conversation was kept (files only). */
+  conversationKept?: boolean;
 }
 
 /** `seri.trajectory`: whether runs are recorded, and where that comes from. */

@@ -122,7 +122,8 @@ end
 ---@param request seri.RewindRequest
 ---@param result table the answer of `seri.rewind`
 function M.done(project, request, result)
-  local restore = request.restore or "both"
+  -- A file that could not be put back keeps the conversation: only files were rewound.
+  local restore = result.conversationKept and "files" or request.restore or "both"
   local rewound = tonumber(result.rewound) or request.steps
   if type(result.prompt) == "string" then
     chat.open(project)
