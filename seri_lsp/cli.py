@@ -521,11 +521,15 @@ async def _run(args: argparse.Namespace) -> int:
 def _said(result: dict[str, Any]) -> str | None:
     """What a slash command did, in words (the editors show their own)."""
     if result.get("command") == "rewind":
-        from seri_lsp.agent.rewind import plural
+        from seri_lsp.agent.rewind import KEPT_NOTE, plural
 
         lines = [f"Rewound {plural(result['rewound'])}."]
         if result.get("restoredFiles"):
             lines.append("Restored: " + ", ".join(result["restoredFiles"]) + ".")
+        for failure in result.get("failed", []):
+            lines.append(f"Could not restore {failure['path']}: {failure['reason']}.")
+        if result.get("conversationKept"):
+            lines.append(KEPT_NOTE)
         if "prompt" in result:
             lines.append(f"The prompt was: {result['prompt']}")
         return "\n".join(lines)

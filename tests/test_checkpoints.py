@@ -511,7 +511,7 @@ async def test_a_file_the_editor_will_not_put_back_keeps_the_conversation_and_it
     assert "the editor refused" in result["failed"][0]["reason"]
     assert (workspace / "app.py").read_text() == "value = 1\n"
     assert user_texts(await messages(client)) == ["change both"]
-    assert shown_messages(client, types.MessageType.Warning, "only files were rewound")
+    assert shown_messages(client, types.MessageType.Warning, "Only files were rewound")
 
     # The same rewind, tried again once the editor lets it, finishes the job.
     client.refuse_edits = False

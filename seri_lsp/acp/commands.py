@@ -11,6 +11,8 @@ from typing import Any
 
 from acp.schema import AvailableCommand, AvailableCommandsUpdate, UnstructuredCommandInput
 
+from seri_lsp.agent.rewind import KEPT_NOTE
+
 # name, description, input hint (None: the command takes no input)
 COMMANDS: list[tuple[str, str, str | None]] = [
     (
@@ -95,7 +97,9 @@ def _rewind_note(result: dict[str, Any]) -> str:
             + "; ".join(f"{f.get('path')} ({f.get('reason')})" for f in failed)
             + "."
         )
-    if rewound:
+    if result.get("conversationKept"):
+        lines.append(KEPT_NOTE)
+    elif rewound:
         lines.append(
             "The transcript above still shows what was removed; the model no longer sees it."
         )

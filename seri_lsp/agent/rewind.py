@@ -63,6 +63,10 @@ from seri_lsp.store.checkpoints import (
 from seri_lsp.store.worker import Worker
 
 RESTORE_MODES = ("both", "conversation", "files")
+KEPT_NOTE = (
+    "Only files were rewound: a file could not be put back, so the conversation and its "
+    "checkpoints were kept; the same rewind can be tried again."
+)
 USAGE = COMMANDS["rewind"]
 PROMPT_LENGTH = 80
 # A file that cannot be read (a folder now, not UTF-8, too big) matches no content.
@@ -479,12 +483,7 @@ class Rewinder:
             self.host.log("warning", f"Could not restore {failure['path']}: {failure['reason']}.")
         if result.get("conversationKept"):
             names = ", ".join(failure["path"] for failure in result["failed"])
-            self.host.show(
-                "warning",
-                f"seri: only files were rewound: {names} could not be put back, so the "
-                "conversation and its checkpoints were kept; the same rewind can be tried "
-                "again.",
-            )
+            self.host.show("warning", f"seri: {KEPT_NOTE} (Not put back: {names}.)")
 
 
 def _refuse_outside(steps: int, plans: list[FilePlan], inside: list[bool]) -> None:
