@@ -3,16 +3,21 @@
 Each file becomes one session that keeps its legacy id, so `--resume <id>` still finds
 it. The files are only ever read. A file is imported once, keyed by (path, size, mtime),
 across restarts and across server processes sharing the profile. A bad line is skipped,
-counted and reported with its line number; the rest of the file is kept.
+counted and reported with its line number; the rest of the file is kept. No line, and no
+file, stops the import or the start-up that runs it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
+import reprlib
 import sqlite3
+import sys
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,13 +32,18 @@ from seri_lsp.store.sessions import NewMessage, SessionStore, insert_new_message
 
 LEGACY_DIR = "sessions"
 
+logger = logging.getLogger(__name__)
+
 ProgressCallback = Callable[[int, int, str], None]
 
 _IMPORTED_SQL = "SELECT 1 FROM legacy_imports WHERE path = ? AND size = ? AND mtime_ns = ?"
-_MAX_TOKENS = 2**63 - 1
+_MAX_INT64 = 2**63 - 1  # the largest integer SQLite holds
 # The file is read as UTF-8 (bad bytes replaced), so a lone surrogate can only come from a
 # `\\uD800`-`\\uDFFF` escape: a line without one needs no look at each of its strings.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# A value quoted in a reason is cut short: a line may hold megabytes.
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 60
 
 
 @dataclass(frozen=True)
@@ -119,7 +129,9 @@ def find_pending(profile_root: Path, store: SessionStore) -> tuple[list[Path], i
         except OSError:
             pending.append(path)  # import_files reports why it cannot be read
             continue
-        if _already_imported(store, path, stat):
+        if not _utf8_name(path):
+            pending.append(path)  # cannot be looked up; import_files reports it
+        elif _already_imported(store, path, stat):
             already += 1
         else:
             pending.append(path)
@@ -131,13 +143,15 @@ def import_files(
 ) -> ImportReport:
     """Import the given legacy files; never writes to them.
 
-    A file that cannot be read or stored is reported and the others still import; a
-    busy database (StoreBusy) stops the run, to be retried at the next start.
+    A file that cannot be read or stored, or that meets an unexpected error, is reported
+    and the others still import; a busy database (StoreBusy) stops the run, to be retried
+    at the next start, and so does an interrupt (a BaseException that is not an Exception).
     """
     report = ImportReport()
     for index, path in enumerate(paths):
+        shown = _shown_path(path)
         if progress is not None:
-            progress(index, len(paths), path.name)
+            progress(index, len(paths), Path(shown).name)
         try:
             file_report = _import_file(path, store)
         except StoreBusy:
@@ -145,9 +159,17 @@ def import_files(
         except OSError as exc:
             # Not recorded: the file is tried again once it can be read.
             reason = f"it cannot be read ({exc.strerror or exc})"
-            file_report = FileReport(path=str(path), outcome="failed", reason=reason)
+            file_report = FileReport(path=shown, outcome="failed", reason=reason)
         except (sqlite3.Error, ValueError) as exc:
             file_report = _record_failure(path, store, f"it could not be stored ({exc})")
+        except Exception as exc:
+            # A fault of ours (the lines are checked one by one before this), so not
+            # recorded: the file never changes, and a record would keep it out for good;
+            # unrecorded, it is reported and tried again at each start, and a fixed
+            # release imports it.
+            logger.exception("Importing the legacy file %s failed", shown)
+            reason = f"an unexpected error stopped it ({_describe(exc)}); the server log says more"
+            file_report = FileReport(path=shown, outcome="failed", reason=reason)
         if file_report is None:
             report.already_imported += 1
         else:
@@ -155,21 +177,53 @@ def import_files(
     return report
 
 
+def _utf8_name(path: Path) -> bool:
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of the name, as surrogate escapes
+        return False
+    return True
+
+
+def _shown_path(path: Path) -> str:
+    """The path as text that can be logged and sent (bad bytes of its name escaped)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _key(path: Path, stat: os.stat_result) -> tuple[str, int, int]:
+    """The (path, size, mtime) a version of a file is known by in `legacy_imports`."""
+    # A file dated after 2262 has an mtime in ns beyond SQLite's integers: kept at the limit.
+    return str(path), stat.st_size, min(stat.st_mtime_ns, _MAX_INT64)
+
+
 def _already_imported(store: SessionStore, path: Path, stat: os.stat_result) -> bool:
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    return store.db.query_one(_IMPORTED_SQL, key) is not None
+    return store.db.query_one(_IMPORTED_SQL, _key(path, stat)) is not None
+
+
+def _file_time(stat: os.stat_result) -> str:
+    """The file's mtime as a store timestamp, or now when it is no usable date."""
+    try:
+        return format_time(datetime.fromtimestamp(stat.st_mtime, UTC))
+    except (OverflowError, ValueError, OSError):  # a year beyond 1-9999
+        return utc_now()
 
 
 def _import_file(path: Path, store: SessionStore) -> FileReport | None:
+    if not _utf8_name(path):
+        # Not recorded (the database holds text, and this name is not): tried again once
+        # the file is renamed.
+        reason = "its name is not valid UTF-8; rename it to import it"
+        return FileReport(path=_shown_path(path), outcome="failed", reason=reason)
     stat = path.stat()
     if not S_ISREG(stat.st_mode):
         # A FIFO would block the import (and the database thread) forever.
         return FileReport(path=str(path), outcome="failed", reason="it is not a regular file")
     header, messages, skipped, last_input_tokens = _parse_file(path)
     report = FileReport(path=str(path), outcome="imported", skipped=skipped)
+    key = _key(path, stat)
     with store.db.transaction() as tx:
         # Another server process may have imported it since we looked.
-        if tx.execute(_IMPORTED_SQL, (str(path), stat.st_size, stat.st_mtime_ns)).fetchone():
+        if tx.execute(_IMPORTED_SQL, key).fetchone():
             return None
         if header is None:
             report.outcome = "failed"
@@ -177,9 +231,9 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
         elif tx.execute("SELECT 1 FROM sessions WHERE id = ?", (header["id"],)).fetchone():
             report.outcome = "conflict"
             report.session_id = header["id"]
-            report.reason = f"a session with id {header['id']!r} is already in the store"
+            report.reason = f"a session with id {_shown(header['id'])} is already in the store"
         else:
-            updated = format_time(datetime.fromtimestamp(stat.st_mtime, UTC))
+            updated = _file_time(stat)
             title = next((make_title(m[1]) for m in messages if m[0] == "user" and m[1]), "")
             store.create(
                 header["cwd"],
@@ -202,9 +256,7 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
             " (path, size, mtime_ns, session_id, skipped_lines, outcome, imported_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
-                str(path),
-                stat.st_size,
-                stat.st_mtime_ns,
+                *key,
                 report.session_id,
                 len(skipped),
                 report.outcome,
@@ -217,14 +269,16 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
 def _record_failure(path: Path, store: SessionStore, reason: str) -> FileReport:
     """Remember that this version of the file failed, so it is reported once, not at
     every start (an edited file is a new version and is tried again)."""
-    stat = path.stat()
-    with store.db.transaction() as tx:
-        tx.execute(
-            "INSERT OR IGNORE INTO legacy_imports"
-            " (path, size, mtime_ns, session_id, skipped_lines, outcome, imported_at)"
-            " VALUES (?, ?, ?, NULL, 0, 'failed', ?)",
-            (str(path), stat.st_size, stat.st_mtime_ns, utc_now()),
-        )
+    # Reported all the same when it cannot be recorded; then it is tried again next start.
+    with suppress(OSError, sqlite3.Error):
+        key = _key(path, path.stat())
+        with store.db.transaction() as tx:
+            tx.execute(
+                "INSERT OR IGNORE INTO legacy_imports"
+                " (path, size, mtime_ns, session_id, skipped_lines, outcome, imported_at)"
+                " VALUES (?, ?, ?, NULL, 0, 'failed', ?)",
+                (*key, utc_now()),
+            )
     return FileReport(path=str(path), outcome="failed", reason=reason)
 
 
@@ -235,12 +289,21 @@ def _parse_file(
     messages: list[NewMessage] = []
     skipped: list[SkippedLine] = []
     last_input_tokens: int | None = None
+    logged = False
+    # Reading the file is outside the per-line `try`: an OSError fails the whole file.
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                try:
+                    record = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise _BadLine(f"invalid JSON ({exc.msg})") from None
+                except ValueError:
+                    # Not a JSONDecodeError: Python refuses to convert an integer that long.
+                    limit = sys.get_int_max_str_digits()
+                    raise _BadLine(f"invalid JSON (a number of more than {limit} digits)") from None
                 if not isinstance(record, dict):
                     raise _BadLine("not a JSON object")
                 bad = lone_surrogate(record) if _SURROGATE_ESCAPE.search(raw) else None
@@ -257,17 +320,22 @@ def _parse_file(
                 if kind == "session":
                     raise _BadLine("a second session line")
                 if kind != "message":
-                    raise _BadLine(f"unknown type {kind!r}")
+                    raise _BadLine(f"unknown type {_shown(kind)}")
                 message, tokens = _parse_message(record)
                 messages.append(message)
                 if tokens is not None:
                     last_input_tokens = tokens
-            except json.JSONDecodeError as exc:
-                skipped.append(SkippedLine(number, f"invalid JSON ({exc.msg})"))
             except RecursionError:
                 skipped.append(SkippedLine(number, "JSON nested too deeply"))
             except _BadLine as exc:
                 skipped.append(SkippedLine(number, str(exc)))
+            except Exception as exc:
+                # The last safety net: a line nobody foresaw is skipped, never the file.
+                if not logged:  # one traceback per file is enough to find the fault
+                    logger.exception("Reading line %d of the legacy file %s failed", number, path)
+                    logged = True
+                reason = f"an unexpected error while reading it ({_describe(exc)})"
+                skipped.append(SkippedLine(number, reason))
     return header, messages, skipped, last_input_tokens
 
 
@@ -278,6 +346,8 @@ def _parse_header(record: dict[str, Any]) -> dict[str, Any]:
     cwd = record.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise _BadLine("the session line has no absolute cwd")
+    if "\0" in cwd:  # no path holds one (os.path.realpath refuses it)
+        raise _BadLine("the session line's cwd contains a NUL character")
     return {"id": session_id, "cwd": os.path.realpath(cwd), "created": _parse_time(record)}
 
 
@@ -287,15 +357,15 @@ def _parse_time(record: dict[str, Any]) -> str | None:
         return None
     try:
         return format_time(datetime.fromisoformat(created.replace("Z", "+00:00")))
-    except ValueError:
+    except (ValueError, OverflowError):  # not a date, or one that leaves years 1-9999 in UTC
         return None
 
 
 def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
     """A message line as the row it becomes (no Message object: an import makes many)."""
     role = record.get("role")
-    if role not in ROLES:
-        raise _BadLine(f"unknown role {role!r}")
+    if not isinstance(role, str) or role not in ROLES:
+        raise _BadLine(f"unknown role {_shown(role)}")
     content = record.get("content")
     if content is None:
         content = ""
@@ -304,18 +374,20 @@ def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
     thinking = record.get("thinking")
     if thinking is not None and not isinstance(thinking, str):
         raise _BadLine("thinking is not a string")
-    calls = [_parse_tool_call(call) for call in record.get("tool_calls") or []]
+    raw_calls = record.get("tool_calls")
+    if raw_calls is None:
+        raw_calls = []
+    if not isinstance(raw_calls, list):
+        raise _BadLine(f"tool_calls is not a list (it is {_shown(raw_calls)})")
+    calls = [_parse_tool_call(call) for call in raw_calls]
     if calls and role != "assistant":
         raise _BadLine("only assistant messages may carry tool_calls")
     tool_call_id = record.get("tool_call_id")
-    if role == "tool" and not isinstance(tool_call_id, str):
+    if role == "tool" and tool_call_id is None:
         raise _BadLine("a tool message without tool_call_id")
-    tokens = None
-    usage = record.get("usage")
-    if isinstance(usage, dict):
-        value = usage.get("input_tokens")
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKENS:
-            tokens = value
+    if tool_call_id is not None and not isinstance(tool_call_id, str):
+        raise _BadLine(f"tool_call_id is not a string (it is {_shown(tool_call_id)})")
+    tokens = _input_tokens(record.get("usage"))
     thinking = thinking or None
     arguments = (call["arguments"] for call in calls)
     message: NewMessage = (
@@ -332,13 +404,43 @@ def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
     return message, tokens
 
 
+def _input_tokens(usage: Any) -> int | None:
+    """`usage.input_tokens`: a token count, or None when the line gives no usable one.
+
+    A count is bookkeeping, not the conversation: one of the wrong shape is ignored and
+    the message kept (the next model call bills the history afresh)."""
+    value = usage.get("input_tokens") if isinstance(usage, dict) else None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= _MAX_INT64:
+        return None
+    return value
+
+
 def _parse_tool_call(call: Any) -> dict[str, str]:
     """A tool call as stored: {id, name, arguments} (the arguments as JSON text)."""
     if not isinstance(call, dict):
         raise _BadLine("a tool call is not an object")
-    call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", {})
+    call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise _BadLine("a tool call lacks its id or name")
-    if not isinstance(arguments, str):
+    # As a provider sends them: JSON text, or an object (none at all is an empty one).
+    if arguments is None:
+        arguments = "{}"
+    elif isinstance(arguments, dict):
         arguments = json.dumps(arguments)
+    elif not isinstance(arguments, str):
+        raise _BadLine(
+            f"the arguments of tool call {_shown(call_id)} are neither JSON text nor an object"
+            f" (they are {_shown(arguments)})"
+        )
     return {"id": call_id, "name": name, "arguments": arguments}
+
+
+def _shown(value: Any) -> str:
+    """A value of a line as a reason quotes it, cut short."""
+    return _SHORT.repr(value)
+
+
+def _describe(exc: Exception) -> str:
+    """An unexpected exception in a few words: its kind and message, shortened."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 200 else text[:199] + "…"
