@@ -536,7 +536,13 @@ async def test_hostile_numbers_and_nesting_in_a_reply_lose_nothing(
     agent, provider: ScriptedProvider
 ) -> None:
     provider.script(
-        Calls([("deep", "read_file", "[" * 50_000)], usage={"prompt_tokens": 10**30}),
+        Calls(
+            [
+                ("deep", "read_file", "[" * 50_000),
+                ("long", "read_file", '{"n": ' + "7" * 5000 + "}"),
+            ],
+            usage={"prompt_tokens": 10**30},
+        ),
         Text("still here", usage={"prompt_tokens": -5, "completion_tokens": 10**40}),
     )
     client = await agent()
@@ -545,8 +551,9 @@ async def test_hostile_numbers_and_nesting_in_a_reply_lose_nothing(
     stored = await messages(client)
     calls = [m for m in stored if m["role"] == "assistant" and m.get("tool_calls")]
     assert calls, stored  # the reply with the absurd usage was kept
-    [answer] = [m for m in stored if m["role"] == "tool"]
-    assert answer["isError"] and "not a JSON object" in answer["content"]
+    answers = [m for m in stored if m["role"] == "tool"]
+    assert [a["tool_call_id"] for a in answers] == ["deep", "long"]
+    assert all(a["isError"] and "not a JSON object" in a["content"] for a in answers)
     assert stored[-1]["content"] == "still here"
     await assert_still_answers(client, provider)
 

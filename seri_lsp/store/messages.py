@@ -38,7 +38,9 @@ class ToolCall:
         """The arguments as an object, or None when the model sent invalid JSON."""
         try:
             value = json.loads(self.arguments or "{}")
-        except (json.JSONDecodeError, RecursionError):  # nested too deep is invalid too
+        except (ValueError, RecursionError):
+            # Not JSON (JSONDecodeError), a number of more than 4,300 digits (ValueError),
+            # nested too deep: all invalid arguments.
             return None
         return value if isinstance(value, dict) else None
 
