@@ -139,11 +139,13 @@ async def test_database_recordings_go_by_their_sessions_newest_record(
     assert ids["touched"] not in logged and ids["open"] not in logged
 
 
-async def test_zero_days_keeps_only_the_recordings_in_progress(
+async def test_zero_days_keeps_only_the_sessions_being_recorded(
     lsp, agent, provider: ScriptedProvider, profile_root: Path
 ) -> None:
-    provider.script(Text("one"), Text("two"), Text("three"))
+    provider.script(Text("zero"), Text("one"), Text("two"), Text("three"))
     first = await agent()
+    left = (await command(first, "seri.session.new", {}))["session"]["id"]
+    await prompt(first, "in a session nobody records now")
     earlier = (await command(first, "seri.session.new", {}))["session"]["id"]
     await prompt(first, "in the earlier session")
     held = (await command(first, "seri.clear", {}))["session"]["id"]
@@ -160,7 +162,9 @@ async def test_zero_days_keeps_only_the_recordings_in_progress(
     second = await lsp(init_options={"resumeOnOpen": True}, env={RETENTION: "0"})
     assert (await command(second, "seri.session.get", {}))["session"]["id"] == earlier
     in_progress = (await recording(second))["id"]
-    assert recordings_of(profile_root, earlier) == [in_progress] != [earlier_recording]
+    assert recordings_of(profile_root, left) == []  # pruned: nobody records it
+    # The session being recorded is never pruned: its earlier recording stays too.
+    assert sorted(recordings_of(profile_root, earlier)) == sorted([earlier_recording, in_progress])
     # The first window's recording in progress is left alone, with all its events.
     assert recordings_of(profile_root, held) == [held_recording]
     assert (

@@ -384,10 +384,9 @@ class Recordings:
         candidates = self.store.prune_candidates(
             None if days == 0 else cutoff_for(days), keep=active.keys()
         )
-        protected = self.locks.open_elsewhere(candidates)
-        if days > 0:
-            # The session being recorded is never pruned, however old its records.
-            protected |= set(active.values())
+        # The session being recorded is never pruned, however old its records (with a
+        # window of 0 days too), nor one another seri process has open.
+        protected = self.locks.open_elsewhere(candidates) | set(active.values())
         doomed = [
             (trajectory_id, session)
             for session, ids in candidates.items()
