@@ -134,3 +134,39 @@ async def test_a_seri_db_from_a_newer_schema_stops_the_server_untouched(
     conn.commit()
     conn.close()
     await expect_refused_start(profile_root, workspace, "newer seri-lsp")
+
+
+@pytest.mark.parametrize(
+    "root", ["~no-such-user-seri/profile", "/tmp/a\x00b", "/tmp/lone-\ud83d-surrogate"]
+)
+async def test_a_profile_root_no_system_can_use_stops_the_server_saying_why(
+    workspace: Path, root: str
+) -> None:
+    client = await start_server(None, workspace, initialize=False)
+    try:
+        with pytest.raises(JsonRpcException, match=r"the profile root .* is not usable") as caught:
+            await initialize_client(client, workspace, init_options={"profileRoot": root})
+        assert caught.value.code == -32803  # RequestFailed, not an internal error
+        await asyncio.wait_for(client._server.wait(), timeout=10)
+        assert client._server.returncode == 1
+    finally:
+        await stop_server(client)
+
+
+async def test_a_profile_root_that_is_not_text_is_warned_about_and_ignored(
+    workspace: Path, tmp_path: Path
+) -> None:
+    fallback = tmp_path / "from-the-environment"
+    client = await start_server(
+        None,
+        workspace,
+        init_options={"profileRoot": 5},
+        env={"SERI_PROFILE_ROOT": str(fallback)},
+    )
+    try:
+        warnings = await wait_until(lambda: shown_messages(client, types.MessageType.Warning))
+        assert any("profileRoot must be a folder path" in w for w in warnings)
+        await command(client, "seri.session.new", {})
+        assert (fallback / "seri.db").exists()
+    finally:
+        await stop_server(client)

@@ -17,6 +17,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -205,6 +206,15 @@ async def open_from_command_line(engine: Engine, options: ServerOptions) -> None
     engine.host.log("info", f"Resumed session {session['id']} (--resume).")
 
 
+def cannot_start(ls: SeriServer, message: str, exc: Exception) -> NoReturn:
+    """Answer `initialize` with RequestFailed saying why, show it, and end the process
+    once the answer is out: there is nothing to serve."""
+    print(message, file=sys.stderr, flush=True)
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+    asyncio.get_running_loop().call_later(0.5, os._exit, 1)
+    raise JsonRpcException(message=message, code=REQUEST_FAILED) from exc
+
+
 def setup_lifecycle(server: SeriServer) -> None:
     """Register initialize, initialized, shutdown, document opens and workspace-folder
     handling."""
@@ -216,9 +226,24 @@ def setup_lifecycle(server: SeriServer) -> None:
         if options is not None and not isinstance(options, dict):
             problems.append("initializationOptions must be a JSON object; ignoring them.")
             options = {}
-        profile_root = resolve_profile_root(
-            ls.options.profile_root, (options or {}).get("profileRoot")
-        )
+        init_root = (options or {}).get("profileRoot")
+        if init_root is not None and not isinstance(init_root, str):
+            problems.append(
+                f"profileRoot must be a folder path (text), got {type(init_root).__name__}; "
+                "ignoring it."
+            )
+            init_root = None
+        try:
+            # `~nosuchuser/x`, a NUL, a lone surrogate: no path the system can use.
+            profile_root = resolve_profile_root(ls.options.profile_root, init_root)
+        except (ValueError, RuntimeError) as exc:
+            given = ls.options.profile_root or init_root or os.environ.get("SERI_PROFILE_ROOT")
+            cannot_start(
+                ls,
+                f"seri-lsp cannot start: the profile root {shorten(repr(given))} is not "
+                f"usable ({exc})",
+                exc,
+            )
         settings, setting_problems = load_settings(profile_root, options)
         roots = project_roots(params)
         try:
@@ -231,14 +256,7 @@ def setup_lifecycle(server: SeriServer) -> None:
                 max_turns_flag=ls.options.max_turns,
             )
         except (StoreError, OSError) as exc:
-            message = f"seri-lsp cannot start: {exc}"
-            print(message, file=sys.stderr, flush=True)
-            ls.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Error, message=message)
-            )
-            # Answer the request first, then stop: there is nothing to serve.
-            asyncio.get_running_loop().call_later(0.5, os._exit, 1)
-            raise JsonRpcException(message=message, code=REQUEST_FAILED) from exc
+            cannot_start(ls, f"seri-lsp cannot start: {exc}", exc)
         ls.startup_problems = problems + setting_problems
 
     @server.feature(types.INITIALIZED)
