@@ -87,6 +87,8 @@ async def test_the_header_holds_the_settings_in_force(
     assert header["permissions"] == {"write": "allow", "run": "deny"}
     files = header["promptFiles"]
     assert "<builtin>/system.md" in files
+    summarizer = Path(seri_lsp.__file__).parent / "context" / "prompts" / "summarizer.md"
+    assert files["<builtin>/summarizer.md"] == sha(summarizer)
     for path in (agents, project_rule, project_memory, own_rule, own_memory):
         assert files[str(path)] == sha(path), path
     assert header["startedAt"] == rec["startedAt"]

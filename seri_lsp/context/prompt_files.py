@@ -88,14 +88,19 @@ class FrozenPrompt:
         return len(self.system)
 
     def hashes(self) -> dict[str, str]:
-        """path -> sha256 of every prompt file, as recorded with the session."""
+        """path -> sha256 of every prompt file, as recorded with the session (the
+        summariser's, which compaction sends, included)."""
         return {f.path: f.sha256 for f in self.files}
 
 
 def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system") -> FrozenPrompt:
     """Read the prompt files now and assemble the system message."""
     system_text = builtin_prompt(base)
-    files = [PromptFile(f"<builtin>/{base}.md", _sha256(system_text))]
+    files = [
+        PromptFile(f"<builtin>/{base}.md", _sha256(system_text)),
+        # Not in the system message, but a prompt the session uses: compaction's.
+        PromptFile("<builtin>/summarizer.md", _sha256(builtin_prompt("summarizer"))),
+    ]
     sections = [system_text.strip()]
     warnings: list[str] = []
 
