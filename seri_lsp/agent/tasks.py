@@ -29,7 +29,14 @@ from seri_lsp.agent.loop import (
 from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.tools import FileChanges, Toolbox, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import Workspace
-from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, CompactionResult, Compactor
+from seri_lsp.context.compaction import (
+    NOT_ENOUGH,
+    STORE_ERRORS,
+    CompactionFailed,
+    CompactionResult,
+    Compactor,
+    failure_reason,
+)
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
 from seri_lsp.context.recording import Recordings
@@ -153,28 +160,37 @@ class Tasks:
     async def compact(
         self, conversation: Conversation | None, focus: str | None
     ) -> CompactionResult:
-        """Compact `conversation` now, without waiting for the 50% trigger."""
+        """Compact `conversation` now, without waiting for the 50% trigger.
+
+        The one-task slot is taken before the first wait (reading the history of a
+        resumed session), so a prompt sent meanwhile is refused as busy and a cancel
+        reaches this compaction. A store that fails while the recap is written (or while
+        the summariser's usage is recorded) makes it answer `compacted: false`.
+        """
         self.ensure_idle()
-        if conversation is not None:
-            await conversation.load()
-        plan = self.compactor.plan(conversation) if conversation is not None else None
-        if conversation is None or plan is None:
-            self.host.show("info", NOT_ENOUGH)
-            return CompactionResult(False, 0, NOT_ENOUGH)
         scope = self._begin()
-        summarise = model_summariser(self.provider, conversation, scope, self.host)
         try:
-            window = await self.provider.context_window()
-            return await self.compactor.compact(
-                conversation, plan, summarise, trigger="manual", window=window, focus=focus
-            )
-        except CompactionFailed as exc:
-            message = f"Compaction failed: {exc}."
-            await record_compaction_failed(conversation, "manual", str(exc), len(plan.evicted))
-            self.host.show("error", message)
-            return CompactionResult(False, 0, message)
-        except TaskCancelled:
-            return CompactionResult(False, 0, "Compaction cancelled; nothing changed.")
+            if conversation is not None:
+                await conversation.load()
+            plan = self.compactor.plan(conversation) if conversation is not None else None
+            if conversation is None or plan is None:
+                self.host.show("info", NOT_ENOUGH)
+                return CompactionResult(False, 0, NOT_ENOUGH)
+            summarise = model_summariser(self.provider, conversation, scope, self.host)
+            try:
+                scope.check()  # a cancel that came while the history was read
+                window = await self.provider.context_window()
+                return await self.compactor.compact(
+                    conversation, plan, summarise, trigger="manual", window=window, focus=focus
+                )
+            except (CompactionFailed, *STORE_ERRORS) as exc:
+                reason = failure_reason(exc)
+                message = f"Compaction failed: {reason}."
+                await record_compaction_failed(conversation, "manual", reason, len(plan.evicted))
+                self.host.show("error", message)
+                return CompactionResult(False, 0, message)
+            except TaskCancelled:
+                return CompactionResult(False, 0, "Compaction cancelled; nothing changed.")
         finally:
             self._end(scope)
 
