@@ -25,7 +25,14 @@ from seri_lsp.agent.provider import (
     Usage,
 )
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
-from seri_lsp.context.compaction import NOT_ENOUGH, CompactionFailed, Compactor, Summariser
+from seri_lsp.context.compaction import (
+    NOT_ENOUGH,
+    STORE_ERRORS,
+    CompactionFailed,
+    Compactor,
+    Summariser,
+    failure_reason,
+)
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
@@ -68,17 +75,24 @@ def retry_recorder(conversation: Conversation, host: Host) -> RetryCallback:
 async def record_compaction_failed(
     conversation: Conversation, trigger: str, error: str, attempted: int
 ) -> None:
-    """Record a compaction that did not happen (`attempted`: the messages it would evict)."""
-    await conversation.record_event(
-        "compaction_failed",
-        {
-            "trigger": trigger,
-            "outcome": "failed",
-            "evicted": 0,
-            "attempted": attempted,
-            "error": error,
-        },
-    )
+    """Record a compaction that did not happen (`attempted`: the messages it would evict).
+
+    Best effort: the store that failed the compaction may fail this record too; that is
+    logged, and the caller goes on as it would have.
+    """
+    try:
+        await conversation.record_event(
+            "compaction_failed",
+            {
+                "trigger": trigger,
+                "outcome": "failed",
+                "evicted": 0,
+                "attempted": attempted,
+                "error": error,
+            },
+        )
+    except STORE_ERRORS:
+        logger.warning("Recording a failed %s compaction failed", trigger, exc_info=True)
 
 
 def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
@@ -359,15 +373,18 @@ class AgentLoop:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="auto", window=window
             )
-        except CompactionFailed as exc:
-            message = f"Automatic compaction failed: {exc}. The turn goes on uncompacted."
+        except (CompactionFailed, *STORE_ERRORS) as exc:
+            # Fail-soft, a store error too (StoreBusy, a full disk): the turn goes on.
+            # TaskCancelled and asyncio.CancelledError are not caught: a cancel stops it.
+            reason = failure_reason(exc)
+            message = f"Automatic compaction failed: {reason}. The turn goes on uncompacted."
             if self.notices.first("compaction_failed"):
                 # Shown once per task; logged too, at a level a terminal does not echo.
                 self.host.show("warning", message)
                 self.host.log("info", message)
             else:
                 self.host.log("warning", message)
-            await record_compaction_failed(conversation, "auto", str(exc), len(plan.evicted))
+            await record_compaction_failed(conversation, "auto", reason, len(plan.evicted))
 
     async def _store_reply(self, reply: Reply) -> Message:
         """The reply's step: the message with its usage, billed count and the call events

@@ -31,6 +31,7 @@ import ipaddress
 import json
 import random
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -691,11 +692,11 @@ async def _read_stream(
     add_thinking(thinking.flush())
     reply.tool_calls = [
         ToolCall(
-            id=clean_text(slot["id"]) or f"call_{index}",
+            id=clean_text(slot["id"]) or f"call_{uuid.uuid4().hex}",
             name=clean_text(slot["name"]),
             arguments=clean_text(slot["args"]) or "{}",
         )
-        for index, slot in sorted(calls.items())
+        for _, slot in sorted(calls.items())
     ]
     return lines
 
@@ -753,7 +754,7 @@ def _read_whole(raw: bytes, reply: Reply) -> None:
         arguments = _arguments(function.get("arguments"), f"{where}.function.arguments")
         tool_calls.append(
             ToolCall(
-                id=clean_text(_string(call.get("id"), f"{where}.id")) or f"call_{index}",
+                id=clean_text(_string(call.get("id"), f"{where}.id")) or f"call_{uuid.uuid4().hex}",
                 name=clean_text(_string(function.get("name"), f"{where}.function.name")),
                 arguments=clean_text(arguments) or "{}",
             )

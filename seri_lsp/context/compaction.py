@@ -24,7 +24,9 @@ shrink check, and the single transaction that writes the recap and deletes the p
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,10 +35,13 @@ from seri_lsp import faults
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import builtin_prompt
 from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
+from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Compacted
 from seri_lsp.host import Host
 from seri_lsp.settings import ProviderSettings
-from seri_lsp.store.messages import FIELDS, HEADINGS, Message, tokens_for_chars
+from seri_lsp.store.messages import FIELDS, HEADINGS, Message, ToolCall, tokens_for_chars
+
+logger = logging.getLogger(__name__)
 
 MIN_EVICTABLE = 4
 NOT_ENOUGH = "Not enough history to compact"
@@ -46,6 +51,19 @@ MODIFY_TOOLS = frozenset({"write_file", "edit"})
 
 class CompactionFailed(Exception):
     """A compaction was attempted and did not happen; the message says why."""
+
+
+# What a store that fails under a compaction raises: another process holding the write
+# lock past the busy timeout, or SQLite's own errors (a full disk, a constraint).
+STORE_ERRORS: tuple[type[Exception], ...] = (StoreBusy, sqlite3.Error)
+
+
+def failure_reason(exc: Exception) -> str:
+    """Why a compaction did not happen, in words for "Compaction failed: ...": a
+    CompactionFailed's message, or the store error that stopped it."""
+    if isinstance(exc, CompactionFailed):
+        return str(exc)
+    return f"the store failed ({str(exc).rstrip('.')})"
 
 
 @dataclass(frozen=True)
@@ -129,22 +147,48 @@ def evicted_paths(
 
     A call counts when its result is among the evicted messages and is not an error
     (a denied or failed write modified nothing). Modified wins over read.
+
+    Results are paired with calls by position, as requests pair them: the tool results
+    after an assistant message answer that message's calls (by id within it, in order),
+    so an id seen again in a later turn (older versions named the calls a provider sent
+    without an id `call_0`, `call_1`, ... in every turn) cannot lend one call's result
+    to another.
     """
-    results = {m.tool_call_id: m for m in evicted if m.role == "tool"}
     read: list[str] = []
     modified: list[str] = []
-    for message in evicted:
-        for call in message.tool_calls:
-            if call.name not in READ_TOOLS | MODIFY_TOOLS:
-                continue
-            result = results.get(call.id)
-            if result is None or result.is_error:
+    calls: tuple[ToolCall, ...] = ()  # the calls of the assistant message just before
+    succeeded: list[bool] = []
+    answered: list[bool] = []
+
+    def close_group() -> None:
+        for call, ok in zip(calls, succeeded, strict=True):
+            if not ok or call.name not in READ_TOOLS | MODIFY_TOOLS:
                 continue
             raw = (call.parsed_arguments() or {}).get("path")
             path = normalize(raw) if isinstance(raw, str) and raw else None
-            if path is None:
-                continue
-            (modified if call.name in MODIFY_TOOLS else read).append(path)
+            if path is not None:
+                (modified if call.name in MODIFY_TOOLS else read).append(path)
+
+    for message in evicted:
+        if message.role == "tool":
+            # The first call of the group with this id that has no result yet.
+            index = next(
+                (
+                    i
+                    for i, call in enumerate(calls)
+                    if call.id == message.tool_call_id and not answered[i]
+                ),
+                None,
+            )
+            if index is not None:
+                answered[index] = True
+                succeeded[index] = not message.is_error
+            continue
+        close_group()
+        calls = message.tool_calls if message.role == "assistant" else ()
+        succeeded = [False] * len(calls)
+        answered = [False] * len(calls)
+    close_group()
     return merge_paths((), (), read, modified)
 
 
@@ -512,20 +556,34 @@ class Compactor:
                     f"({recap_message.chars} characters for {replaced_chars})"
                 )
             faults.crash_point("compaction.before_commit")
-            await conversation.replace_prefix(plan.replaced, recap_message)
+            try:
+                await conversation.replace_prefix(plan.replaced, recap_message)
+            except STORE_ERRORS as exc:
+                # Rolled back: the history is as it was, in the store and in memory.
+                raise CompactionFailed(
+                    f"the recap could not be stored ({str(exc).rstrip('.')})"
+                ) from exc
             progress.report("done", 100)
-        await conversation.record_event(
-            "compaction",
-            {
-                "trigger": trigger,
-                "outcome": "compacted",
-                "evicted": len(plan.evicted),
-                "focus": focus,
-                "charsBefore": replaced_chars,
-                "recapChars": recap_message.chars,
-                "summaryRequests": planner.requests,
-                "elidedTexts": planner.elided,
-            },
-        )
+        try:
+            await conversation.record_event(
+                "compaction",
+                {
+                    "trigger": trigger,
+                    "outcome": "compacted",
+                    "evicted": len(plan.evicted),
+                    "focus": focus,
+                    "charsBefore": replaced_chars,
+                    "recapChars": recap_message.chars,
+                    "summaryRequests": planner.requests,
+                    "elidedTexts": planner.elided,
+                },
+            )
+        except Exception as exc:
+            # The compaction is committed: failing to record it does not undo it.
+            logger.warning("Recording a compaction failed", exc_info=True)
+            self.host.log(
+                "warning",
+                f"The conversation was compacted, but recording the compaction failed: {exc}",
+            )
         self.host.emit(Compacted(conversation.id, trigger, len(plan.evicted)))
         return CompactionResult(True, len(plan.evicted))
