@@ -542,3 +542,31 @@ async def test_a_rewind_that_cannot_reach_a_file_outside_the_workspace_changes_n
     # The conversation alone may still go back (its checkpoint goes with it, by choice).
     alone = await command(client, "seri.rewind", {"restore": "conversation"})
     assert alone["prompt"] == "write notes"
+
+
+async def test_an_approved_memory_is_part_of_the_prompts_checkpoint(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    memory = workspace / ".seri" / "memory.md"
+    memory.parent.mkdir()
+    memory.write_text("- Use tabs.")  # no final newline
+    task(provider, ("m", "remember", {"text": "The project uses pnpm."}))
+    client = await agent()
+    client.answers.append("Remember")
+    await run(client, "remember pnpm")
+    assert memory.read_text() == "- Use tabs.\n- The project uses pnpm.\n"
+    [checkpoint] = (await command(client, "seri.checkpoints", {}))["checkpoints"]
+    assert checkpoint["files"] == [".seri/memory.md"]
+
+    result = await command(client, "seri.rewind", {})
+    assert result["restoredFiles"] == [".seri/memory.md"]
+    assert memory.read_text() == "- Use tabs."
+
+    # A memory file the task created is deleted again.
+    memory.unlink()
+    task(provider, ("m2", "remember", {"text": "Deploy on Mondays."}))
+    client.answers.append("Remember")
+    await run(client, "remember deploys")
+    assert memory.read_text() == "- Deploy on Mondays.\n"
+    await command(client, "seri.rewind", {})
+    assert not memory.exists()

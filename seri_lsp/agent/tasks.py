@@ -28,7 +28,7 @@ from seri_lsp.agent.loop import (
 )
 from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.tools import FileChanges, Toolbox, ToolOutcome, WriteGate
-from seri_lsp.agent.workspace import Workspace
+from seri_lsp.agent.workspace import Workspace, WorkspacePath
 from seri_lsp.context.compaction import (
     NOT_ENOUGH,
     STORE_ERRORS,
@@ -265,7 +265,7 @@ class Tasks:
                 slots.release()
 
         async def propose_memory(text: str) -> ToolOutcome:
-            return await self._propose_memory(conversation, text)
+            return await self._propose_memory(conversation, text, changes)
 
         return Toolbox(
             self.workspace,
@@ -323,7 +323,9 @@ class Tasks:
             subagent_editor_paths=tuple(loop.editor_paths),
         )
 
-    async def _propose_memory(self, conversation: Conversation, text: str) -> ToolOutcome:
+    async def _propose_memory(
+        self, conversation: Conversation, text: str, changes: FileChanges | None
+    ) -> ToolOutcome:
         line = " ".join(text.split())
         try:
             line.encode("utf-8")
@@ -351,7 +353,19 @@ class Tasks:
             return ToolOutcome("The user did not approve this memory; nothing was saved.")
         root = self.workspace.root if project_memory is not None else None
         try:
-            await self.threads.run(_append_memory, target, line, root)
+            real, existing = await self.threads.run(_read_memory, target, root)
+            prefix = "" if not existing or existing.endswith("\n") else "\n"
+            new_text = f"{existing or ''}{prefix}- {line}\n"
+            # The project's memory file is a workspace file the task changes: it goes into
+            # the prompt's checkpoint like any write (a rewind takes the line out again).
+            # The profile's memory lies outside every workspace, beyond a rewind's reach.
+            place = None
+            if root is not None and changes is not None:
+                place = WorkspacePath(real=real, display=self.workspace.relative(real))
+                await changes.before(place, existing)
+            await self.threads.run(_write_memory, target, new_text, root)
+            if place is not None and changes is not None:
+                await changes.after(place, new_text)
         except MemoryOutside as exc:
             return await self._memory_refused(conversation, line, target, exc.real)
         except (DiskError, OSError) as exc:
@@ -391,14 +405,24 @@ def _memory_target(
     return Path(os.path.realpath(path)), outside
 
 
-def _append_memory(path: Path, line: str, workspace_root: Path | None, *, stop: Stop) -> None:
-    """Add a line to a memory file, atomically; never through a link out of the workspace."""
+def _read_memory(path: Path, workspace_root: Path | None, *, stop: Stop) -> tuple[Path, str | None]:
+    """A memory file's real path and its text (None: it does not exist yet); never through
+    a link out of the workspace (with `workspace_root`). On a tool thread."""
+    _check_memory(path, workspace_root)
+    real = Path(os.path.realpath(path))
+    return real, read_current(real, str(real), stop=stop)
+
+
+def _write_memory(path: Path, text: str, workspace_root: Path | None, *, stop: Stop) -> None:
+    """Write a memory file's new text atomically, the link check made again just before."""
+    _check_memory(path, workspace_root)
+    real = Path(os.path.realpath(path))
+    real.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(real, text)
+
+
+def _check_memory(path: Path, workspace_root: Path | None) -> None:
     if workspace_root is not None:
         outside = leads_outside(path, workspace_root)
         if outside is not None:
             raise MemoryOutside(outside)
-    real = Path(os.path.realpath(path))
-    real.parent.mkdir(parents=True, exist_ok=True)
-    existing = read_current(real, str(real), stop=stop) or ""
-    prefix = "" if not existing or existing.endswith("\n") else "\n"
-    atomic_write_text(real, f"{existing}{prefix}- {line}\n")
