@@ -73,6 +73,8 @@ async def test_a_good_file_is_imported_once_and_left_unchanged(
         {"id": "c1", "name": "read_file", "arguments": '{"path": "app.py"}'}
     ]
     assert view["messages"][2]["tool_call_id"] == "c1"
+    # The paths its tools touched, as a session's path lists show them.
+    assert view["paths"] == {"read": ["app.py"], "modified": []}
     # The last billed input-token count came along.
     assert view["usage"]["estimateTokens"] == 1234
     # It kept its legacy id, so resume finds it, and it is the project's latest session.
@@ -180,3 +182,44 @@ async def test_the_import_runs_once_across_two_processes(
         view = await command(client, "seri.session.get", {"sessionId": "shared-0"})
         assert len(view["messages"]) == 4
     assert not [m for m in first.messages if m.type == types.MessageType.Error]
+
+
+def test_an_imported_history_lists_the_paths_its_answered_tool_calls_touched(
+    tmp_path: Path, workspace: Path
+) -> None:
+    def assistant(*calls: tuple[str, str, object]) -> dict[str, object]:
+        return {
+            "type": "message",
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": i, "name": n, "arguments": a} for i, n, a in calls],
+        }
+
+    def result(call_id: str) -> dict[str, object]:
+        return {"type": "message", "role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+    lines = good_session("legacy-paths", workspace)[:2]
+    lines += [
+        assistant(
+            ("c1", "read_file", {"path": "src/a.py"}),
+            ("c2", "write_file", {"path": str(workspace / "src" / "b.py")}),
+            ("c3", "edit", '{"path": "./src/../a.py"}'),
+            ("c4", "read_file", {"path": "../outside.txt"}),
+            ("c5", "list_dir", {"path": "src"}),
+        ),
+        *(result(c) for c in ("c1", "c2", "c3", "c4", "c5")),
+        # The same id in a later turn pairs with its own call; an unanswered call is left out.
+        assistant(("c1", "edit", {"path": "src/a.py"}), ("c9", "write_file", {"path": "z.py"})),
+        result("c1"),
+    ]
+    write_legacy(tmp_path, "paths.jsonl", lines)
+    db = Database.open(tmp_path / "seri.db")
+    try:
+        store = SessionStore(db)
+        pending, _ = find_pending(tmp_path, store)
+        import_files(pending, store)
+        paths = store.paths("legacy-paths")
+    finally:
+        db.close()
+    assert paths.read == ()
+    assert paths.modified == ("src/a.py", "src/b.py", "a.py")

@@ -28,7 +28,13 @@ from seri_lsp.errors import StoreBusy
 from seri_lsp.limits import lone_surrogate
 from seri_lsp.store.database import format_time, utc_now
 from seri_lsp.store.messages import ROLES, chars_of
-from seri_lsp.store.sessions import NewMessage, SessionStore, insert_new_messages, make_title
+from seri_lsp.store.sessions import (
+    NewMessage,
+    SessionStore,
+    insert_new_messages,
+    make_title,
+    note_paths,
+)
 
 LEGACY_DIR = "sessions"
 
@@ -218,7 +224,7 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
     if not S_ISREG(stat.st_mode):
         # A FIFO would block the import (and the database thread) forever.
         return FileReport(path=str(path), outcome="failed", reason="it is not a regular file")
-    header, messages, skipped, last_input_tokens = _parse_file(path)
+    header, messages, skipped, last_input_tokens, paths = _parse_file(path)
     report = FileReport(path=str(path), outcome="imported", skipped=skipped)
     key = _key(path, stat)
     with store.db.transaction() as tx:
@@ -245,6 +251,7 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
             )
             # One timestamp for the file's messages (the legacy lines carry none).
             insert_new_messages(tx, header["id"], messages, utc_now())
+            note_paths(tx, header["id"], paths.read, paths.modified)
             tx.execute(
                 "UPDATE sessions SET last_input_tokens = ? WHERE id = ?",
                 (last_input_tokens, header["id"]),
@@ -266,6 +273,57 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
     return report
 
 
+# The tools whose `path` a session's path lists show, as the agent loop notes them.
+_READING = frozenset({"read_file"})
+_MODIFYING = frozenset({"write_file", "edit"})
+
+
+class _PathLists:
+    """The paths an imported history's tool calls read and modified, as the session's
+    path lists show them (relative to the project; one outside it is left out), noted
+    as the file's messages are read.
+
+    A call counts when a tool result answers it (by id, among the calls of the assistant
+    message just before); legacy files do not say whether it failed.
+    """
+
+    def __init__(self) -> None:
+        self.project = ""
+        self.read: list[str] = []
+        self.modified: list[str] = []
+        self._pending: dict[str, tuple[str, str]] = {}  # the last assistant's calls by id
+
+    def note(self, role: str, calls: list[dict[str, str]], call_id: str | None) -> None:
+        if role == "assistant":
+            self._pending = {}
+            for call in calls:
+                name = call["name"]
+                if name in _READING or name in _MODIFYING:
+                    path = _project_path(call["arguments"], self.project)
+                    if path is not None:
+                        self._pending.setdefault(call["id"], (name, path))
+        elif call_id is not None and call_id in self._pending:
+            name, path = self._pending.pop(call_id)
+            (self.modified if name in _MODIFYING else self.read).append(path)
+
+
+def _project_path(arguments: str, project: str) -> str | None:
+    """A call's `path` argument relative to the project, with / separators (None: none,
+    or outside the project)."""
+    try:
+        raw = json.loads(arguments).get("path")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+        return None
+    full = os.path.normpath(os.path.join(project, raw))
+    base = project.rstrip(os.sep) + os.sep
+    if not full.startswith(base):  # outside, or the project folder itself
+        return None
+    relative = full[len(base) :]
+    return relative if os.sep == "/" else relative.replace(os.sep, "/")
+
+
 def _record_failure(path: Path, store: SessionStore, reason: str) -> FileReport:
     """Remember that this version of the file failed, so it is reported once, not at
     every start (an edited file is a new version and is tried again)."""
@@ -284,8 +342,9 @@ def _record_failure(path: Path, store: SessionStore, reason: str) -> FileReport:
 
 def _parse_file(
     path: Path,
-) -> tuple[dict[str, Any] | None, list[NewMessage], list[SkippedLine], int | None]:
+) -> tuple[dict[str, Any] | None, list[NewMessage], list[SkippedLine], int | None, _PathLists]:
     header: dict[str, Any] | None = None
+    paths = _PathLists()
     messages: list[NewMessage] = []
     skipped: list[SkippedLine] = []
     last_input_tokens: int | None = None
@@ -316,13 +375,15 @@ def _parse_file(
                     if kind != "session":
                         raise _BadLine("expected the session line first")
                     header = _parse_header(record)
+                    paths.project = header["cwd"]
                     continue
                 if kind == "session":
                     raise _BadLine("a second session line")
                 if kind != "message":
                     raise _BadLine(f"unknown type {_shown(kind)}")
-                message, tokens = _parse_message(record)
+                message, tokens, calls = _parse_message(record)
                 messages.append(message)
+                paths.note(message[0], calls, message[4])
                 if tokens is not None:
                     last_input_tokens = tokens
             except RecursionError:
@@ -336,7 +397,7 @@ def _parse_file(
                     logged = True
                 reason = f"an unexpected error while reading it ({_describe(exc)})"
                 skipped.append(SkippedLine(number, reason))
-    return header, messages, skipped, last_input_tokens
+    return header, messages, skipped, last_input_tokens, paths
 
 
 def _parse_header(record: dict[str, Any]) -> dict[str, Any]:
@@ -361,8 +422,11 @@ def _parse_time(record: dict[str, Any]) -> str | None:
         return None
 
 
-def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
-    """A message line as the row it becomes (no Message object: an import makes many)."""
+def _parse_message(
+    record: dict[str, Any],
+) -> tuple[NewMessage, int | None, list[dict[str, str]]]:
+    """A message line as the row it becomes (no Message object: an import makes many),
+    its token count and its tool calls."""
     role = record.get("role")
     if not isinstance(role, str) or role not in ROLES:
         raise _BadLine(f"unknown role {_shown(role)}")
@@ -401,7 +465,7 @@ def _parse_message(record: dict[str, Any]) -> tuple[NewMessage, int | None]:
         0,
         chars_of(content, thinking, arguments),
     )
-    return message, tokens
+    return message, tokens, calls
 
 
 def _input_tokens(usage: Any) -> int | None:
