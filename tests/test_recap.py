@@ -68,6 +68,25 @@ def test_bold_headings_are_accepted() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "### 1. Goal\ng\n### 2. Progress\np\n### 3. Blockers\nb\n### 4. Next steps\nn\n",
+        "- **Goal**: g\n- **Progress**: p\n- **Blockers**: b\n- **Next steps**: n\n",
+        "1) Goal: g\n2) Progress: p\n3) Blockers: b\n4) Next steps: n\n",
+        "* Goal: g\n* Progress: p\n* Blockers: b\n* Next steps: n\n- **Read:** x.py\n",
+    ],
+    ids=["numbered hash headings", "bold list items", "numbered lines", "starred list"],
+)
+def test_headings_written_as_list_items_or_numbered_are_accepted(reply: str) -> None:
+    assert parse_summary(reply) == {
+        "goal": "g",
+        "progress": "p",
+        "blockers": "b",
+        "next_steps": "n",
+    }
+
+
 def test_content_on_the_same_line_as_the_heading_belongs_to_its_section() -> None:
     reply = "Goal: ship it\n**Progress:** half done\n## Blockers: none\nNext steps: test it\n"
     assert parse_summary(reply) == {

@@ -14,8 +14,10 @@ from seri_lsp.store.messages import FIELDS, HEADINGS, Recap
 
 __all__ = ["Recap", "UnusableSummary", "merge_paths", "parse_summary"]
 
+# A heading may come as a list item or numbered (`- **Goal**: ...`, `### 1. Goal`).
 _HEADING = re.compile(
     r"""^\s*(?P<hashes>\#{1,6}\s*)?
+        (?:[-*+]\s+)?(?:\d{1,2}[.)]\s*)?
         (?:\*\*|__)?\s*
         (?P<name>goal|progress|blockers|next[\s_-]*steps)
         \s*(?:\*\*|__)?\s*(?P<colon>:)?\s*(?:\*\*|__)?\s*
@@ -25,7 +27,8 @@ _HEADING = re.compile(
 # Path claims in the same markdown dress as the headings (`**Read:** a`, `## Modified: b`)
 # are dropped too, or they would leak into the field above them.
 _PATH_LINE = re.compile(
-    r"^\s*(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?:read|modified)\s*(?:\*\*|__)?\s*:", re.IGNORECASE
+    r"^\s*(?:#{1,6}\s*)?(?:[-*+]\s+)?(?:\*\*|__)?\s*(?:read|modified)\s*(?:\*\*|__)?\s*:",
+    re.IGNORECASE,
 )
 
 
@@ -36,7 +39,8 @@ class UnusableSummary(ValueError):
 def parse_summary(text: str) -> dict[str, str]:
     """Split a summariser reply into the four fields.
 
-    Accepts `Goal:` style headings and markdown headings (`## Goal`, `**Goal:**`).
+    Accepts `Goal:` style headings and markdown headings (`## Goal`, `**Goal:**`), also
+    as list items or numbered (`- **Goal**: ...`, `### 1. Goal`).
     Lines that claim Read/Modified paths are dropped: paths come from the tool calls.
     Raises UnusableSummary naming the missing sections.
     """
