@@ -11,6 +11,16 @@ from pytest_lsp import LanguageClient
 
 from tests.harness import command
 
+# A summariser's reply with the four sections, and a reply long enough to fill a small
+# window, for the tests that compact.
+SUMMARY = (
+    "Goal: rename foo to bar across the project\n"
+    "Progress: renamed foo to bar in src/app.py\n"
+    "Blockers: none\n"
+    "Next steps: update README.md"
+)
+FILLER = "x" * 400
+
 
 async def prompt(client: LanguageClient, text: str) -> dict[str, Any]:
     """Send a prompt (or slash command) and return the command's result."""

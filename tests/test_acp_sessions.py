@@ -18,16 +18,9 @@ from seri_lsp.profile import DB_NAME
 from seri_lsp.store.database import Database
 from seri_lsp.store.sessions import SessionStore
 from tests.acp_client import HOLD, start_acp, until, within, write_config
+from tests.agent_helpers import FILLER, SUMMARY
 from tests.harness import command, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
-
-SUMMARY = (
-    "Goal: rename foo to bar across the project\n"
-    "Progress: renamed foo to bar in src/app.py\n"
-    "Blockers: none\n"
-    "Next steps: update README.md"
-)
-FILLER = "x" * 400
 
 
 @pytest.fixture

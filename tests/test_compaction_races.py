@@ -25,17 +25,10 @@ from pygls.exceptions import JsonRpcException
 
 from seri_lsp.context.compaction import evicted_paths
 from seri_lsp.store.messages import Message, ToolCall
-from tests.agent_helpers import events, messages, prompt
+from tests.agent_helpers import FILLER, SUMMARY, events, messages, prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, Respond, ScriptedProvider, Text, usage
 
-SUMMARY = (
-    "Goal: rename foo to bar across the project\n"
-    "Progress: renamed foo to bar in src/app.py\n"
-    "Blockers: none\n"
-    "Next steps: update README.md"
-)
-FILLER = "x" * 400
 BUSY = "A task is running"
 
 

@@ -500,33 +500,17 @@ async def test_tls_with_an_untrusted_certificate_is_refused(
             await client.request("GET", "models")
 
 
+@pytest.mark.parametrize("proxy_scheme", ["http", "https"])
 async def test_https_through_a_proxy_goes_through_a_tunnel(
-    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, proxy_scheme: str
 ) -> None:
+    """Through an https:// proxy, the origin's TLS runs inside the proxy's."""
     monkeypatch.setenv("SSL_CERT_FILE", str(certificates[0]))
-    proxy = Proxy(password="secret")
+    tls = server_tls(certificates) if proxy_scheme == "https" else None
+    proxy = Proxy(password="secret", tls=tls)
     async with tls_server(certificates, EVENTS) as server, proxy.server:
-        use_proxy(monkeypatch, "HTTPS_PROXY", f"http://me:secret@127.0.0.1:{proxy.server.port}")
-        url = f"https://origin.test:{server.port}/v1"
-        client = HttpClient(url, headers={}, connect_timeout=5)
-        try:
-            for _ in range(2):
-                async with client.stream("POST", "chat/completions", content=b"{}") as response:
-                    assert response.status_code == 200
-                    assert (await response.aread()).endswith(b"data: [DONE]\n\n")
-        finally:
-            await client.aclose()
-    assert proxy.seen == [f"CONNECT origin.test:{server.port} HTTP/1.1"]
-    assert server.connections == 1
-
-
-async def test_https_through_an_https_proxy_is_tls_inside_tls(
-    certificates: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SSL_CERT_FILE", str(certificates[0]))
-    proxy = Proxy(password="secret", tls=server_tls(certificates))
-    async with tls_server(certificates, EVENTS) as server, proxy.server:
-        use_proxy(monkeypatch, "HTTPS_PROXY", f"https://me:secret@127.0.0.1:{proxy.server.port}")
+        proxy_url = f"{proxy_scheme}://me:secret@127.0.0.1:{proxy.server.port}"
+        use_proxy(monkeypatch, "HTTPS_PROXY", proxy_url)
         client = HttpClient(f"https://origin.test:{server.port}/v1", headers={}, connect_timeout=5)
         try:
             for _ in range(2):
