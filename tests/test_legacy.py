@@ -206,8 +206,9 @@ def test_an_imported_history_lists_the_paths_its_answered_tool_calls_touched(
             ("c3", "edit", '{"path": "./src/../a.py"}'),
             ("c4", "read_file", {"path": "../outside.txt"}),
             ("c5", "list_dir", {"path": "src"}),
+            ("c6", "read_file", '{"path": "lone-\\ud83d.py"}'),
         ),
-        *(result(c) for c in ("c1", "c2", "c3", "c4", "c5")),
+        *(result(c) for c in ("c1", "c2", "c3", "c4", "c5", "c6")),
         # The same id in a later turn pairs with its own call; an unanswered call is left out.
         assistant(("c1", "edit", {"path": "src/a.py"}), ("c9", "write_file", {"path": "z.py"})),
         result("c1"),

@@ -316,6 +316,8 @@ def _project_path(arguments: str, project: str) -> str | None:
         return None
     if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
         return None
+    if lone_surrogate(raw) is not None:  # the store holds UTF-8 text, which this is not
+        return None
     full = os.path.normpath(os.path.join(project, raw))
     base = project.rstrip(os.sep) + os.sep
     if not full.startswith(base):  # outside, or the project folder itself
