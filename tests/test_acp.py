@@ -294,7 +294,10 @@ async def test_a_memory_to_keep_is_asked_about_its_remember_call(
         ("remember", "Remember", "allow_once"),
         ("dont-remember", "Don't remember", "reject_once"),
     }
-    assert "use tabs" in (workspace / ".seri" / "memory.md").read_text()
+    # Written as the other tools write: through the editor (fs/write_text_file).
+    memory = workspace / ".seri" / "memory.md"
+    assert client.writes == [(str(memory), "- use tabs\n")]
+    assert client.buffers[str(memory)] == "- use tabs\n"
 
 
 async def test_a_question_outside_a_running_call_gets_a_tool_call_of_its_own(

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from tests.agent_helpers import events, messages, prompt, system_prompt, tool_results
-from tests.harness import command, stop_server
+from tests.harness import command, open_document, stop_server
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 
@@ -105,6 +105,23 @@ async def test_an_approved_memory_is_written_and_reaches_the_prompt_at_the_next_
     again = await agent()
     await prompt(again, "after restart")
     assert "The project uses pnpm, not npm." in system_prompt(provider.requests[3])
+
+
+async def test_an_approved_memory_goes_into_the_open_buffer_of_the_memory_file(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    memory = workspace / ".seri" / "memory.md"
+    memory.parent.mkdir()
+    memory.write_text("- on disk\n")
+    provider.script(Calls([("m", "remember", {"text": "Use tabs."})]), Text("noted"))
+    client = await agent()
+    uri = open_document(client, memory, "- on disk\n- typed, not saved yet")
+    client.answers.append("Remember")
+    await prompt(client, "remember tabs")
+    # As the write tools change an open file: the buffer (unsaved text kept), not the disk.
+    assert client.documents[uri][1] == "- on disk\n- typed, not saved yet\n- Use tabs.\n"
+    assert memory.read_text() == "- on disk\n"
+    assert "Saved to" in tool_results(await messages(client))["m"]["content"]
 
 
 async def test_a_declined_memory_is_not_written(

@@ -27,8 +27,8 @@ from seri_lsp.agent.loop import (
     record_compaction_failed,
 )
 from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.tools import FileChanges, Toolbox, ToolOutcome, WriteGate
-from seri_lsp.agent.workspace import Workspace, WorkspacePath
+from seri_lsp.agent.tools import Denied, FileChanges, Toolbox, ToolError, ToolOutcome, WriteGate
+from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import (
     NOT_ENOUGH,
     STORE_ERRORS,
@@ -265,9 +265,9 @@ class Tasks:
                 slots.release()
 
         async def propose_memory(text: str) -> ToolOutcome:
-            return await self._propose_memory(conversation, text, changes)
+            return await self._propose_memory(conversation, text, toolbox)
 
-        return Toolbox(
+        toolbox = Toolbox(
             self.workspace,
             self.host,
             gate,
@@ -276,6 +276,7 @@ class Tasks:
             remember=propose_memory,
             changes=changes,
         )
+        return toolbox
 
     async def _run_subagent(
         self,
@@ -324,7 +325,7 @@ class Tasks:
         )
 
     async def _propose_memory(
-        self, conversation: Conversation, text: str, changes: FileChanges | None
+        self, conversation: Conversation, text: str, toolbox: Toolbox
     ) -> ToolOutcome:
         line = " ".join(text.split())
         try:
@@ -342,7 +343,7 @@ class Tasks:
         guard = self.workspace.root if project_memory is not None else None
         real, outside = await self.threads.run(_memory_target, target, guard)
         if outside is not None:
-            return await self._memory_refused(conversation, line, target, outside)
+            return await self._memory_refused(conversation, line, _outside_reason(target, outside))
         answer = await self.host.ask(
             f"seri wants to remember for this project: “{line}” (saved to {real})",
             ["Remember", "Don't remember"],
@@ -351,36 +352,26 @@ class Tasks:
         await conversation.record_event("memory", {"text": line, "approved": approved})
         if not approved:
             return ToolOutcome("The user did not approve this memory; nothing was saved.")
-        root = self.workspace.root if project_memory is not None else None
         try:
-            real, existing = await self.threads.run(_read_memory, target, root)
-            prefix = "" if not existing or existing.endswith("\n") else "\n"
-            new_text = f"{existing or ''}{prefix}- {line}\n"
-            # The project's memory file is a workspace file the task changes: it goes into
-            # the prompt's checkpoint like any write (a rewind takes the line out again).
-            # The profile's memory lies outside every workspace, beyond a rewind's reach.
-            place = None
-            if root is not None and changes is not None:
-                place = WorkspacePath(real=real, display=self.workspace.relative(real))
-                await changes.before(place, existing)
-            await self.threads.run(_write_memory, target, new_text, root)
-            if place is not None and changes is not None:
-                await changes.after(place, new_text)
-        except MemoryOutside as exc:
-            return await self._memory_refused(conversation, line, target, exc.real)
-        except (DiskError, OSError) as exc:
+            if project_memory is not None:
+                # A workspace file: written as the write tools write (through the editor
+                # when it has it open, into the prompt's checkpoint, so /rewind takes the
+                # line out again).
+                await toolbox.append_line(target, f"- {line}")
+            else:
+                # The profile's memory lies outside every workspace (and a rewind's reach).
+                await self.threads.run(_append_memory, target, line)
+        except Denied as exc:  # it leads outside now (a link made since the question)
+            return await self._memory_refused(conversation, line, str(exc))
+        except (ToolError, DiskError, OSError) as exc:
             return ToolOutcome(f"Not saved: {exc}", is_error=True)
         return ToolOutcome(
             f"Saved to {real}. It reaches the prompt from the next session open, not now."
         )
 
     async def _memory_refused(
-        self, conversation: Conversation, line: str, target: Path, real: Path
+        self, conversation: Conversation, line: str, reason: str
     ) -> ToolOutcome:
-        reason = (
-            f"{target} leads outside the workspace through a symbolic link (to {real}); "
-            "memory is written only inside the workspace"
-        )
         self.host.log("warning", f"Refused to remember “{line}”: {reason}.")
         await conversation.record_event(
             "memory", {"text": line, "approved": False, "refused": reason}
@@ -388,12 +379,11 @@ class Tasks:
         return ToolOutcome(f"Not saved: {reason}. Nothing was written.", is_error=True)
 
 
-class MemoryOutside(Exception):
-    """The project memory file leads outside the workspace (checked again when writing)."""
-
-    def __init__(self, real: Path) -> None:
-        super().__init__(str(real))
-        self.real = real
+def _outside_reason(target: Path, real: Path) -> str:
+    return (
+        f"{target} leads outside the workspace through a symbolic link (to {real}); "
+        "memory is written only inside the workspace"
+    )
 
 
 def _memory_target(
@@ -405,24 +395,10 @@ def _memory_target(
     return Path(os.path.realpath(path)), outside
 
 
-def _read_memory(path: Path, workspace_root: Path | None, *, stop: Stop) -> tuple[Path, str | None]:
-    """A memory file's real path and its text (None: it does not exist yet); never through
-    a link out of the workspace (with `workspace_root`). On a tool thread."""
-    _check_memory(path, workspace_root)
-    real = Path(os.path.realpath(path))
-    return real, read_current(real, str(real), stop=stop)
-
-
-def _write_memory(path: Path, text: str, workspace_root: Path | None, *, stop: Stop) -> None:
-    """Write a memory file's new text atomically, the link check made again just before."""
-    _check_memory(path, workspace_root)
+def _append_memory(path: Path, line: str, *, stop: Stop) -> None:
+    """Add a line to the profile's memory file, atomically."""
     real = Path(os.path.realpath(path))
     real.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(real, text)
-
-
-def _check_memory(path: Path, workspace_root: Path | None) -> None:
-    if workspace_root is not None:
-        outside = leads_outside(path, workspace_root)
-        if outside is not None:
-            raise MemoryOutside(outside)
+    existing = read_current(real, str(real), stop=stop) or ""
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    atomic_write_text(real, f"{existing}{prefix}- {line}\n")

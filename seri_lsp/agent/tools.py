@@ -363,6 +363,24 @@ class Toolbox:
         assert self._memory_proposer is not None
         return await self._memory_proposer(_required_text(args, "text"))
 
+    async def append_line(self, path: Path, line: str) -> WorkspacePath:
+        """Add `line` at the end of a workspace file (created if missing) as the write
+        tools change files: through the editor when it has the file open or writes files,
+        else atomically on disk, into the task's checkpoint. No permission is asked (the
+        caller asked its own question). Denied when the path leads outside the
+        workspace, ToolError when the write fails."""
+        target, found = await self._locate(str(path), disk.read_current, defer=True)
+        current, is_open = await self._current(target, found)
+        await self.changes.before(target, current)
+        if current is None:
+            text = f"{line}\n"
+            await self._create(target, text, _encoded(text, "the new text", target))
+        else:
+            separator = "" if not current or current.endswith("\n") else "\n"
+            end = len(current)
+            await self._replace(target, current, is_open, end, end, f"{separator}{line}\n")
+        return target
+
     # --- helpers --------------------------------------------------------------------
 
     async def _locate(
