@@ -62,3 +62,15 @@ def system_prompt(request: dict[str, Any]) -> str:
     first = request["messages"][0]
     assert first["role"] == "system"
     return first["content"]
+
+
+def add_trigger(profile_root: Path, table: str, kind: str) -> None:
+    """Make every insert of a `table` row of `kind` fail, as a full disk would."""
+    conn = sqlite3.connect(profile_root / "seri.db")
+    try:
+        conn.execute(
+            f"CREATE TRIGGER fail_{table}_{kind} BEFORE INSERT ON {table} "
+            f"WHEN NEW.kind = '{kind}' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+        )
+    finally:
+        conn.close()

@@ -46,6 +46,7 @@ def make_client() -> LanguageClient:
     client.applied_edits = []  # type: ignore[attr-defined]
     client.documents = {}  # type: ignore[attr-defined]
     client.refuse_edits = False  # type: ignore[attr-defined]
+    client.hold_edits = False  # type: ignore[attr-defined]  # an editor that never answers
     client.save_requests = []  # type: ignore[attr-defined]
 
     for method in SERI_NOTIFICATIONS:
@@ -60,8 +61,10 @@ def make_client() -> LanguageClient:
         return types.MessageActionItem(title=answer) if answer is not None else None
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
-    def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
+    async def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
         ls.applied_edits.append(params)
+        if ls.hold_edits:
+            await asyncio.Event().wait()
         if ls.refuse_edits:
             return types.ApplyWorkspaceEditResult(applied=False, failure_reason="read-only")
         for change in params.edit.document_changes or []:

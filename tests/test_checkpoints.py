@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient, client_capabilities
 
-from tests.agent_helpers import messages, prompt
+from tests.agent_helpers import add_trigger, messages, prompt
 from tests.harness import command, open_document, shown_messages, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
 
@@ -570,3 +570,38 @@ async def test_an_approved_memory_is_part_of_the_prompts_checkpoint(
     assert memory.read_text() == "- Deploy on Mondays.\n"
     await command(client, "seri.rewind", {})
     assert not memory.exists()
+
+
+async def test_an_editor_that_never_answers_does_not_hang_the_rewind(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "open.py").write_text("a = 1\n")
+    client = await agent()
+    uri = open_document(client, workspace / "open.py", "a = 1\n")
+    task(provider, edit("e", "open.py", "a = 1", "a = 2"))
+    await run(client, "change it")
+    client.hold_edits = True
+
+    rewinding = asyncio.ensure_future(command(client, "seri.rewind", {}))
+    # Meanwhile the server answers; the rewind ends once the editor's time is up.
+    assert (await command(client, "seri.session.get", {}))["session"] is not None
+    result = await asyncio.wait_for(rewinding, timeout=30)
+    assert result["conversationKept"] is True
+    assert result["failed"] == [
+        {"path": "open.py", "reason": "the editor did not answer within 10 s"}
+    ]
+    assert user_texts(await messages(client)) == ["change it"]
+    assert client.documents[uri][1] == "a = 2\n"
+
+
+async def test_a_store_that_will_not_record_a_done_rewind_or_task_does_not_undo_its_answer(
+    agent, provider: ScriptedProvider, workspace: Path, profile_root: Path
+) -> None:
+    client = await agent()
+    add_trigger(profile_root, "trajectory_events", "task_ended")
+    add_trigger(profile_root, "trajectory_events", "rewind")
+    task(provider, write("w", "notes.txt", "notes\n"))
+    await run(client, "write notes")  # done, though its last record failed
+    result = await command(client, "seri.rewind", {})
+    assert result["prompt"] == "write notes" and result["restoredFiles"] == ["notes.txt"]
+    assert not (workspace / "notes.txt").exists()

@@ -25,7 +25,7 @@ from pygls.exceptions import JsonRpcException
 
 from seri_lsp.context.compaction import evicted_paths
 from seri_lsp.store.messages import Message, ToolCall
-from tests.agent_helpers import FILLER, SUMMARY, events, messages, prompt
+from tests.agent_helpers import FILLER, SUMMARY, add_trigger, events, messages, prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, Respond, ScriptedProvider, Text, usage
 
@@ -127,18 +127,6 @@ async def test_cancel_stops_whichever_of_a_concurrent_compaction_and_prompt_runs
 
 
 # --- the store fails while a compaction writes ----------------------------------------
-
-
-def add_trigger(profile_root: Path, table: str, kind: str) -> None:
-    """Make every insert of a `table` row of `kind` fail, as a full disk would."""
-    conn = sqlite3.connect(profile_root / "seri.db")
-    try:
-        conn.execute(
-            f"CREATE TRIGGER fail_{table}_{kind} BEFORE INSERT ON {table} "
-            f"WHEN NEW.kind = '{kind}' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
-        )
-    finally:
-        conn.close()
 
 
 async def small_window(agent, provider: ScriptedProvider, **env: str):

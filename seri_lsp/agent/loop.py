@@ -27,7 +27,6 @@ from seri_lsp.agent.provider import (
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import (
     NOT_ENOUGH,
-    STORE_ERRORS,
     CompactionFailed,
     Compactor,
     Summariser,
@@ -37,6 +36,7 @@ from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
 from seri_lsp.host import Host, ProgressReporter
+from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -238,7 +238,9 @@ class AgentLoop:
                 await self._checks_after_stop(status, progress)
         outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
         try:
-            await conversation.record_event("task_ended", outcome.to_wire())
+            # The task's work is stored; a store that fails to take this record does
+            # not turn a done task into a failed one.
+            await conversation.record_event_softly("task_ended", outcome.to_wire())
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).

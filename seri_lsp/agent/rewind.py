@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
-from seri_lsp.host import Host
+from seri_lsp.host import EditResult, Host
 from seri_lsp.limits import MAX_REWIND_STEPS, shorten
 from seri_lsp.slash import COMMANDS
 from seri_lsp.store.checkpoints import (
@@ -69,6 +70,8 @@ KEPT_NOTE = (
 )
 USAGE = COMMANDS["rewind"]
 PROMPT_LENGTH = 80
+# How long a rewind waits for the editor to apply one file's change.
+EDITOR_ANSWER_SECONDS = 10.0
 # A file that cannot be read (a folder now, not UTF-8, too big) matches no content.
 _UNREADABLE = "unreadable"
 
@@ -335,7 +338,8 @@ class Rewinder:
             result["failed"] = failed
         self._tell(request, result)
         self.host.emit(SessionChanged(session, "rewound"))
-        await conversation.record_event(
+        # Done: a store that fails to take the record does not undo the answer.
+        await conversation.record_event_softly(
             "rewind",
             {
                 "steps": request.steps,
@@ -420,16 +424,12 @@ class Rewinder:
             if content is None:
                 return await self._delete(path, display)
             if self.host.writes_files:
-                edit = await self.host.write_file(path, decode(content))
-                if not edit.applied:
-                    return f"the editor refused the change: {edit.reason}"
-            elif current.text is not None and self.host.can_apply_edits:
+                return await _editor_change(self.host.write_file(path, decode(content)))
+            if current.text is not None and self.host.can_apply_edits:
                 text = decode(content)
-                edit = await self.host.apply_edit(path, current.text, 0, len(current.text), text)
-                if not edit.applied:
-                    return f"the editor refused the change: {edit.reason}"
-            else:
-                await self.tasks.threads.run(disk.write_file, path, content)
+                end = len(current.text)
+                return await _editor_change(self.host.apply_edit(path, current.text, 0, end, text))
+            await self.tasks.threads.run(disk.write_file, path, content)
         except (DiskError, OSError) as exc:
             return str(exc) if isinstance(exc, DiskError) else (exc.strerror or str(exc))
         return None
@@ -439,8 +439,8 @@ class Rewinder:
         delete files (it closes the buffer and removes the file), else on disk."""
         is_open = self.host.document_text(path) is not None
         if is_open and self.host.can_delete_files:
-            edit = await self.host.delete_file(path)
-            return None if edit.applied else f"the editor refused to delete it: {edit.reason}"
+            refused = "the editor refused to delete it"
+            return await _editor_change(self.host.delete_file(path), refused)
         await self.tasks.threads.run(_remove, path)
         if is_open:
             self.host.show(
@@ -484,6 +484,20 @@ class Rewinder:
         if result.get("conversationKept"):
             names = ", ".join(failure["path"] for failure in result["failed"])
             self.host.show("warning", f"seri: {KEPT_NOTE} (Not put back: {names}.)")
+
+
+async def _editor_change(
+    request: Awaitable[EditResult], refused: str = "the editor refused the change"
+) -> str | None:
+    """Why the editor did not make a change (None: it did). An editor that does not answer
+    within EDITOR_ANSWER_SECONDS counts as not having made it: a rewind cannot be
+    cancelled, so it must not wait for ever (a late answer that did make it is seen as
+    restored by the next rewind)."""
+    try:
+        edit = await asyncio.wait_for(request, EDITOR_ANSWER_SECONDS)
+    except TimeoutError:
+        return f"the editor did not answer within {EDITOR_ANSWER_SECONDS:g} s"
+    return None if edit.applied else f"{refused}: {edit.reason}"
 
 
 def _refuse_outside(steps: int, plans: list[FilePlan], inside: list[bool]) -> None:

@@ -31,7 +31,6 @@ from seri_lsp.agent.tools import Denied, FileChanges, Toolbox, ToolError, ToolOu
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.compaction import (
     NOT_ENOUGH,
-    STORE_ERRORS,
     CompactionFailed,
     CompactionResult,
     Compactor,
@@ -44,6 +43,7 @@ from seri_lsp.errors import Busy
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
+from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,10 +34,10 @@ from seri_lsp import faults
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import builtin_prompt
 from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
-from seri_lsp.errors import StoreBusy
 from seri_lsp.events import Compacted
 from seri_lsp.host import Host
 from seri_lsp.settings import ProviderSettings
+from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import FIELDS, HEADINGS, Message, ToolCall, tokens_for_chars
 
 logger = logging.getLogger(__name__)
@@ -51,11 +50,6 @@ MODIFY_TOOLS = frozenset({"write_file", "edit"})
 
 class CompactionFailed(Exception):
     """A compaction was attempted and did not happen; the message says why."""
-
-
-# What a store that fails under a compaction raises: another process holding the write
-# lock past the busy timeout, or SQLite's own errors (a full disk, a constraint).
-STORE_ERRORS: tuple[type[Exception], ...] = (StoreBusy, sqlite3.Error)
 
 
 def failure_reason(exc: Exception) -> str:

@@ -22,6 +22,7 @@ re-checks nor re-encodes the history before it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +32,12 @@ from seri_lsp.context.pairing import PairedHistory
 from seri_lsp.context.prompt_files import FrozenPrompt
 from seri_lsp.context.recording import Recorder
 from seri_lsp.events import Event, MessageStored
+from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, request_json, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.worker import Worker
+
+logger = logging.getLogger(__name__)
 
 
 class HistoryNotLoaded(RuntimeError):
@@ -248,6 +252,16 @@ class Conversation:
         recording in progress; nothing is written when recording is off."""
         if self.recorder is not None:
             await self.recorder.record(kind, data)
+
+    async def record_event_softly(self, kind: str, data: dict[str, Any]) -> None:
+        """`record_event` for the record of work already done (a task's end, a rewind): a
+        store that fails to take it is logged, and the work stands as done."""
+        try:
+            await self.record_event(kind, data)
+        except STORE_ERRORS:
+            logger.warning(
+                "Could not record the %s event of session %s", kind, self.id, exc_info=True
+            )
 
     async def note_context_window(self, window: int) -> None:
         """The model's context window is known now (the recording's header wants it)."""

@@ -47,6 +47,11 @@ MAX_BUSY_TIMEOUT_MS = 600_000
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
+# What a store that fails under a write raises: another process holding the write lock
+# past the busy timeout, or SQLite's own errors (a full disk, a constraint).
+STORE_ERRORS: tuple[type[Exception], ...] = (StoreBusy, sqlite3.Error)
+
+
 class StoreError(Exception):
     """The database cannot be used; the message says why and what to do."""
 
