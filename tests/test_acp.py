@@ -7,8 +7,10 @@ Each test drives the real agent process with the client side of agent-client-pro
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from acp.schema import (
 from seri_lsp import __version__
 from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.agent_helpers import events
-from tests.harness import provider_config
+from tests.harness import provider_config, server_env
 from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
 COMMANDS = {"compact", "clear", "rewind", "max-turns", "trajectory"}
@@ -524,6 +526,82 @@ async def test_bad_requests_are_answered_with_acp_errors(
     assert command.value.code == -32602 and "/frobnicate" in str(command.value)
     assert surrogate.value.code == -32602 and surrogate.value.data == {"field": "prompt"}
     assert response.stop_reason == "end_turn"
+
+
+async def test_a_resource_link_holding_a_nul_is_refused_naming_the_prompt(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        link = ResourceContentBlock(type="resource_link", name="n", uri="file:///tmp/a%00b")
+        with pytest.raises(RequestError) as refused:
+            await agent.prompt(session_id, "look", link)
+    assert refused.value.code == -32602 and refused.value.data == {"field": "prompt"}
+    assert "NUL" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [("5", -32600), ("[]", -32600), ('"text"', -32600), ("null", -32600), ("{not json", -32700)],
+)
+async def test_a_message_that_is_not_a_json_object_is_answered_and_the_agent_goes_on(
+    configured: Path, workspace: Path, line: str, code: int
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "seri_lsp", "acp", "--profile-root", str(configured),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=server_env(),
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+
+    async def send(message: str) -> None:
+        process.stdin.write(message.encode() + b"\n")  # type: ignore[union-attr]
+        await process.stdin.drain()  # type: ignore[union-attr]
+
+    async def answer() -> dict:
+        return json.loads(await within(process.stdout.readline()))  # type: ignore[union-attr]
+
+    try:
+        await send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                               "params": {"protocolVersion": 1}}))  # fmt: skip
+        assert (await answer())["id"] == 0
+        await send(line)
+        error = await answer()
+        assert error["id"] is None and error["error"]["code"] == code
+        await send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}))
+        listed = await answer()
+        assert listed["id"] == 1 and listed["result"]["sessions"] == []
+    finally:
+        process.stdin.close()
+        await within(process.wait())
+    assert process.returncode == 0
+
+
+async def test_a_cancel_right_after_the_prompt_cancels_it(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("a long reply " * 40, chunk_size=4, chunk_delay=0.02))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        prompting = asyncio.ensure_future(agent.prompt(session_id, "hello"))
+        await asyncio.sleep(0)  # the prompt is on its way
+        await agent.conn.cancel(session_id=session_id)
+        response = await prompting
+    assert response.stop_reason == "cancelled"
+    assert len(agent.client.text(session_id)) < len("a long reply " * 40)
+
+
+async def test_two_loads_of_one_session_at_once_both_replay_it(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("first answer"))
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "first")
+    async with start_acp(configured, workspace) as agent:
+        await asyncio.gather(agent.load(session_id), agent.load(session_id))
+        provider.script(Text("again"))
+        assert (await agent.prompt(session_id, "again")).stop_reason == "end_turn"
 
 
 # --- subagents and the end of the connection ---------------------------------------------------

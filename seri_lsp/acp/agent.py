@@ -150,6 +150,7 @@ class SeriAgent:
         self._fs: FileSystemCapabilities | None = None
         self._sessions: dict[str, AcpSession] = {}
         self._profile_root: Path | None = None
+        self._opening = asyncio.Lock()  # session/load and session/resume, one at a time
         self._settings = Settings()
         self._catalog: Engine | None = None
         self._problems: list[str] = []
@@ -243,23 +244,26 @@ class SeriAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
+        # One load or resume at a time: a second load of the same session waits for the
+        # first to have it open, then replays it (instead of finding it "held").
         with acp_errors():
-            full_id = await self._full_id(session_id)
-            session = self._showing(full_id)
-            if session is None:
-                session = await self._open_as(session_id, full_id, cwd)
-            elif session.task is not None:
-                raise Busy(f"Session {session_id} is running a task; wait for it or cancel it.")
-            else:
-                self._rekey(session, session_id)
-                session.host.hold()
-                session.host.transcript = session.host.transcript.restarted()
-            # The conversation first (a compacted session's recap leads), then any notes.
-            early = session.host.take_held()
-            view = await session.engine.session_view(None)
-            session.host.send(session.host.transcript.replay(view["messages"]))
-            session.host.send(early)
-            self._greet(session)
+            async with self._opening:
+                full_id = await self._full_id(session_id)
+                session = self._showing(full_id)
+                if session is None:
+                    session = await self._open_as(session_id, full_id, cwd)
+                elif session.task is not None:
+                    raise Busy(f"Session {session_id} is running a task; wait for it or cancel it.")
+                else:
+                    self._rekey(session, session_id)
+                    session.host.hold()
+                    session.host.transcript = session.host.transcript.restarted()
+                # The conversation first (a compacted session's recap leads), then notes.
+                early = session.host.take_held()
+                view = await session.engine.session_view(None)
+                session.host.send(session.host.transcript.replay(view["messages"]))
+                session.host.send(early)
+                self._greet(session)
         session.host.release(session.id)
         await session.host.flush()
         return LoadSessionResponse()
@@ -273,14 +277,15 @@ class SeriAgent:
         **kwargs: Any,
     ) -> ResumeSessionResponse:
         with acp_errors():
-            full_id = await self._full_id(session_id)
-            session = self._showing(full_id)
-            if session is None:
-                session = await self._open_as(session_id, full_id, cwd)
-                self._greet(session)
-                asyncio.get_running_loop().call_soon(session.host.release, session.id)
-            else:
-                self._rekey(session, session_id)
+            async with self._opening:
+                full_id = await self._full_id(session_id)
+                session = self._showing(full_id)
+                if session is None:
+                    session = await self._open_as(session_id, full_id, cwd)
+                    self._greet(session)
+                    asyncio.get_running_loop().call_soon(session.host.release, session.id)
+                else:
+                    self._rekey(session, session_id)
         return ResumeSessionResponse()
 
     async def list_sessions(
@@ -320,6 +325,9 @@ class SeriAgent:
     ) -> PromptResponse:
         with acp_errors():
             session = self._session(session_id)
+            _refuse_if_busy(session)
+            # `received` cleared `cancelled` when this request arrived: a session/cancel
+            # sent after it counts, even one handled before its task runs.
             # Resource links are shown relative to the project: their links are followed
             # (the disk is read) on a thread.
             text = await asyncio.to_thread(prompt_text, prompt, session.project)
@@ -327,9 +335,9 @@ class SeriAgent:
             if not text:
                 raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
             session = self._session(session_id)  # still open after the wait
-            if session.task is not None:
-                raise Busy("A prompt is running in this session; wait for it or cancel it.")
-            session.cancelled = False
+            _refuse_if_busy(session)
+            if session.cancelled:
+                return PromptResponse(stop_reason="cancelled")
             session.host.shown.clear()
             task = asyncio.ensure_future(session.engine.prompt(text))
             session.task = task
@@ -353,13 +361,29 @@ class SeriAgent:
         }
         return PromptResponse(stop_reason=stop, field_meta={"seri": outcome})
 
+    def received(self, message: dict[str, Any]) -> None:
+        """A message from the client, as it arrives, before it is dispatched (in order:
+        requests run concurrently once dispatched). A prompt clears its session's
+        `cancelled` here, so a session/cancel sent after it cancels it however the two
+        handlers interleave."""
+        if message.get("method") != "session/prompt":
+            return
+        params = message.get("params")
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        session = self._sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is not None and session.task is None:
+            session.cancelled = False
+
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
         if session is None:
             logger.info("session/cancel for unknown session %s ignored", session_id)
             return
         session.cancelled = True
-        session.engine.cancel()
+        if not session.engine.cancel() and session.task is not None:
+            # The prompt's task is still starting (its session opening): it is cancelled
+            # as soon as it runs.
+            await _cancel_once_running(session, session.task)
 
     # --- the connection ends -------------------------------------------------------------
 
@@ -485,3 +509,16 @@ def _offset(cursor: str | None) -> int:
     if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
         raise InvalidArgument("cursor", f"Unknown cursor {cursor!r}; pass a nextCursor as given.")
     return int(cursor)
+
+
+def _refuse_if_busy(session: AcpSession) -> None:
+    if session.task is not None:
+        raise Busy("A prompt is running in this session; wait for it or cancel it.")
+
+
+async def _cancel_once_running(session: AcpSession, task: asyncio.Future[Any]) -> None:
+    """Cancel the engine's task as soon as it has started, unless it ended first."""
+    while not task.done():
+        if session.engine.cancel():
+            return
+        await asyncio.sleep(0.01)

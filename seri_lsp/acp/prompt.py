@@ -27,6 +27,8 @@ from acp.schema import (
     TextContentBlock,
 )
 
+from seri_lsp.errors import InvalidArgument
+from seri_lsp.limits import shorten
 from seri_lsp.slash import parse_slash
 
 ContentBlock = (
@@ -76,7 +78,10 @@ def _file_path(uri: str) -> Path | None:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         return None
-    path = Path(unquote(parsed.path))
+    text = unquote(parsed.path)
+    if "\x00" in text:
+        raise InvalidArgument("prompt", f"The link {shorten(uri)!r} names no file: it holds a NUL.")
+    path = Path(text)
     return path if path.is_absolute() else None
 
 
