@@ -6,7 +6,10 @@ plus `.git/info/exclude`), files that are not regular (FIFOs, devices, sockets),
 files and files too big to be source. The pattern runs on the `regex` engine with a
 timeout on every line, so a catastrophic pattern such as `(a|aa)+$` cannot stall the
 search: the lines it chokes on are skipped and reported. The whole search stops at a
-time budget, saying it was cut short.
+time budget, saying it was cut short. Compiling a pattern can cost as much as running
+it (`regex` spells out counted repeats: `(?:a{3000}){3000}` takes seconds and gigabytes),
+so a pattern too long, or whose repeat counts are too big, is refused before it is
+compiled, and it is compiled on a tool thread.
 """
 
 from __future__ import annotations
@@ -30,18 +33,116 @@ MAX_LINE_SHOWN = 300
 GREP_TIME_BUDGET = 5.0
 GREP_LINE_TIMEOUT = 1.0
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+# What a pattern may ask of the compiler: its length, one repeat count ({n}, {n,}, {n,m}),
+# and its size with the counted repeats spelled out (nested counts multiply).
+MAX_PATTERN_CHARS = 1000
+MAX_REPEAT_COUNT = 1000
+MAX_PATTERN_SIZE = 100_000
+
+_COUNTED = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
 
 
 class PatternError(Exception):
-    """The pattern is not a valid regular expression."""
+    """The pattern is not a valid regular expression, or too costly to compile."""
 
 
 def compile_pattern(pattern: str) -> regex.Pattern[str]:
-    """Compile a grep pattern (Python syntax); PatternError with the reason if invalid."""
+    """Compile a grep pattern (Python syntax); PatternError with the reason if it is
+    invalid or too costly. Call it on a tool thread: compiling can take a while."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(
+            f"the pattern is {len(pattern)} characters long; the limit is "
+            f"{MAX_PATTERN_CHARS}. Search for a shorter pattern."
+        )
+    _check_repeats(pattern)
     try:
         return regex.compile(pattern)
     except (regex.error, ValueError, OverflowError) as exc:
         raise PatternError(f"the pattern is not a valid regular expression: {exc}.") from exc
+    except (MemoryError, RecursionError):
+        raise PatternError(
+            "the pattern is too complex to compile; simplify it (fewer nested groups and repeats)."
+        ) from None
+
+
+def _check_repeats(pattern: str) -> None:
+    """PatternError if a repeat count is above MAX_REPEAT_COUNT, or the pattern with its
+    counted repeats spelled out is bigger than MAX_PATTERN_SIZE.
+
+    Every count anywhere in the text is checked (in a class or a comment too: refusing
+    a literal "{5000}" is cheap, missing a real one is not). The size is a rough reading
+    of the syntax that errs on the side of refusing: every atom (a character, an escape,
+    a class) counts 1, a group the sum of its parts, and a count multiplies what it
+    repeats by its largest number."""
+    for counted in _COUNTED.finditer(pattern):
+        count = _count(counted)
+        if count is not None and count > MAX_REPEAT_COUNT:
+            raise PatternError(
+                f"the pattern repeats {count} times ({counted.group()}); the limit is "
+                f"{MAX_REPEAT_COUNT} for one repeat count."
+            )
+    sizes = [0]  # the size so far of each open group, outermost first
+    last = 0  # the size of the atom a count would repeat
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        counted = _COUNTED.match(pattern, i) if char == "{" else None
+        count = _count(counted) if counted is not None else None
+        if counted is not None and count is not None:
+            sizes[-1] += last * (max(count, 1) - 1)
+            last *= max(count, 1)
+            i = counted.end()
+        elif pattern.startswith("(?#", i):  # a comment, to its first ")"
+            close = pattern.find(")", i)
+            i = close + 1 if close != -1 else len(pattern)
+            last = 0
+        elif char == "(":
+            sizes.append(0)
+            last, i = 0, i + 1
+        elif char == ")" and len(sizes) > 1:
+            last = sizes.pop()
+            sizes[-1] += last
+            i += 1
+        else:
+            i = _atom_end(pattern, i)
+            sizes[-1] += 1
+            last = 1
+        if sum(sizes) > MAX_PATTERN_SIZE:
+            raise PatternError(
+                f"the pattern's repeats multiply to more than {MAX_PATTERN_SIZE} characters "
+                "(nested counts such as (?:a{1000}){1000}); use smaller counts."
+            )
+
+
+def _count(counted: regex.Match[str]) -> int | None:
+    """The largest number of a count such as {3,5}; None for "{,}", a literal."""
+    numbers = [int(n) for n in counted.groups() if n]
+    return max(numbers) if numbers else None
+
+
+def _atom_end(pattern: str, i: int) -> int:
+    """Where the character, escape or class that starts at `i` ends."""
+    if pattern[i] == "\\":
+        end = i + 2
+        if pattern[i + 1 : end] in ("p", "P", "N") and pattern.startswith("{", end):
+            # \p{L}, \N{name}: the braces are the escape's, no count
+            close = pattern.find("}", end)
+            end = close + 1 if close != -1 else end
+        return end
+    if pattern[i] != "[":
+        return i + 1
+    j = i + 1
+    if pattern.startswith("^", j):
+        j += 1
+    if pattern.startswith("]", j):  # a "]" first is a member, not the end
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    if "\n" in pattern[i:j]:
+        # No line holds a newline, so this "[" is text: in a verbose pattern's comment
+        # (# to the end of the line) a class reading would hide what follows it.
+        return i + 1
+    return j + 1
 
 
 @dataclass
@@ -70,21 +171,21 @@ def grep(pattern: regex.Pattern[str], scope: GrepScope, *, stop: Stop) -> str:
     """Search the scope's files line by line; answers `path:line: text` lines and notes."""
     tally = _Tally()
     ignores = _Ignores(scope.root, stop)
-    for path in _walk(scope.target, ignores, stop):
-        if stop.expired():
-            tally.out_of_time = True
-            break
-        if not scope.contains(path):
-            continue  # a symbolic link that leads out of the workspace
-        text = scope.open_documents.get(path)
-        if text is None:
-            text = _read_text(path, tally)
-        if text is None:
-            continue
-        tally.searched += 1
-        _search_text(pattern, text, scope.relative(path), tally, stop)
-        if tally.full or tally.out_of_time:
-            break
+    try:
+        for path in _walk(scope.target, ignores, stop):
+            if not scope.contains(path):
+                continue  # a symbolic link that leads out of the workspace
+            text = scope.open_documents.get(path)
+            if text is None:
+                text = _read_text(path, tally)
+            if text is None:
+                continue
+            tally.searched += 1
+            _search_text(pattern, text, scope.relative(path), tally, stop)
+            if tally.full or tally.out_of_time:
+                break
+    except _OutOfTime:
+        tally.out_of_time = True
     return _report(tally)
 
 
@@ -262,30 +363,46 @@ def _walk(target: Path, ignores: _Ignores, stop: Stop) -> Iterator[Path]:
     # Depth first, each folder's files before its subfolders, all in name order (as
     # os.walk goes, but with a stack of its own: os.walk recurses, and a deep enough
     # tree would exhaust Python's recursion limit).
+    # A cancel or the end of the budget is noticed at every entry: one folder may hold
+    # hundreds of thousands, all ignored.
     pending = [target]
     while pending:
-        stop.check()
+        _check(stop)
         folder = pending.pop()
-        dirs, files = _entries(folder)
+        dirs, files = _entries(folder, stop)
         for name in files:
+            _check(stop)
             path = folder / name
             if not ignores.ignored(path, is_dir=False):
                 yield path
-        kept = [
-            folder / name
-            for name in dirs
-            if name not in SKIPPED_DIRS and not ignores.ignored(folder / name, is_dir=True)
-        ]
+        kept = []
+        for name in dirs:
+            _check(stop)
+            if name not in SKIPPED_DIRS and not ignores.ignored(folder / name, is_dir=True):
+                kept.append(folder / name)
         pending.extend(reversed(kept))
 
 
-def _entries(folder: Path) -> tuple[list[str], list[str]]:
+def _check(stop: Stop) -> None:
+    """Stopped when the walk should end: cancelled, or out of time (grep then says the
+    search was cut short)."""
+    stop.check()
+    if stop.expired():
+        raise _OutOfTime
+
+
+class _OutOfTime(Exception):
+    """The time budget ran out during the walk."""
+
+
+def _entries(folder: Path, stop: Stop) -> tuple[list[str], list[str]]:
     """(subfolders to enter, other names) of a folder, each in name order; a folder
     that cannot be read has none. Links to folders are not entered (as os.walk)."""
     dirs, files = [], []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
+                _check(stop)
                 try:
                     is_dir = entry.is_dir()
                     linked = is_dir and entry.is_symlink()

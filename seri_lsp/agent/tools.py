@@ -5,7 +5,9 @@ supports that, so buffers and undo stay right: by edits (LSP `workspace/applyEdi
 file the editor does not have open is also written to disk), or by whole files when
 the host reads and writes them for the agent (ACP `fs/read_text_file` and
 `fs/write_text_file`). Every path goes through the workspace boundary first, and writes
-through the permission gate.
+through the permission gate. A write that had to ask the user reads its file again once
+they answer and works on that text, so what the user changed meanwhile is kept (an edit
+is matched anew; a whole-file write over a changed file is refused).
 
 The disk work (following a path's symbolic links, reading, listing, searching, writing)
 runs on the tool threads (`disk.ToolThreads`), never on the event loop, so the server
@@ -23,8 +25,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import regex
 
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.cancel import TaskCancelled
@@ -181,19 +181,20 @@ class WriteGate:
         self.host = host
         self._allowed_for_session = False
 
-    async def check(self, action: str) -> None:
-        """Return if the write may go ahead; raise Denied with the reason otherwise."""
+    async def check(self, action: str) -> bool:
+        """Return if the write may go ahead (True when the user was asked, which may
+        have taken a while); raise Denied with the reason otherwise."""
         if self.policy == "allow" or self._allowed_for_session:
-            return
+            return False
         if self.policy == "deny":
             raise Denied("writes are turned off (permissions.write is 'deny')")
         choices = ["Allow", "Allow for this session", "Deny"]
         answer = await self.host.ask(f"seri wants to {action}.", choices)
         if answer == "Allow for this session":
             self._allowed_for_session = True
-            return
+            return True
         if answer == "Allow":
-            return
+            return True
         if answer is None:
             raise Denied("the user did not answer the permission request")
         raise Denied("the user denied this write")
@@ -287,12 +288,19 @@ class Toolbox:
         return ToolOutcome(text, read=(target.display,))
 
     async def _write_file(self, args: dict[str, Any]) -> ToolOutcome:
-        target, found = await self._locate(args.get("path"), disk.read_current, defer=True)
+        raw = args.get("path")
+        target, found = await self._locate(raw, disk.read_current, defer=True)
         content = _required_text(args, "content", allow_empty=True)
         data = _encoded(content, "content", target)
         current, is_open = await self._current(target, found)
         verb = "create" if current is None else "overwrite"
-        await self._allow_write(f"{verb} {target.display}", target)
+        if await self._allow_write(f"{verb} {target.display}", target):
+            seen = current
+            current, is_open = await self._read_again(raw, target)
+            if current != seen:
+                if seen is None:
+                    raise _changed_meanwhile(target, " (it was created)")
+                raise _changed_meanwhile(target, " (it was deleted)" if current is None else "")
         await self.changes.before(target, current)
         if current is None:
             via = await self._create(target, content, data)
@@ -307,7 +315,8 @@ class Toolbox:
         )
 
     async def _edit(self, args: dict[str, Any]) -> ToolOutcome:
-        target, found = await self._locate(args.get("path"), disk.read_current, defer=True)
+        raw = args.get("path")
+        target, found = await self._locate(raw, disk.read_current, defer=True)
         old_text = _required_text(args, "old_text")
         new_text = _required_text(args, "new_text", allow_empty=True)
         _encoded(new_text, "new_text", target)
@@ -325,7 +334,15 @@ class Toolbox:
                 f"old_text occurs {count} times in {target.display}; include more "
                 "surrounding text so it matches exactly once."
             )
-        await self._allow_write(f"edit {target.display}", target)
+        if await self._allow_write(f"edit {target.display}", target):
+            # The match is made again on the text as it is now.
+            current, is_open = await self._read_again(raw, target)
+            if current is None:
+                raise _changed_meanwhile(target, " (it was deleted)")
+            count = current.count(old_text)
+            if count != 1:
+                now = "no longer holds old_text" if count == 0 else f"holds old_text {count} times"
+                raise _changed_meanwhile(target, f" and now {now}")
         await self.changes.before(target, current)
         start = current.index(old_text)
         end = start + len(old_text)
@@ -344,11 +361,11 @@ class Toolbox:
         return ToolOutcome(listing)
 
     async def _grep(self, args: dict[str, Any]) -> ToolOutcome:
-        compiled = search.compile_pattern(_required_text(args, "pattern"))
+        # Compiled on the tool thread too: a costly pattern must not stall the server.
         _, found = await self._locate(
             args.get("path") or ".",
             _grep_in,
-            compiled,
+            _required_text(args, "pattern"),
             self.workspace,
             self.host.open_documents(),
             budget=search.GREP_TIME_BUDGET,
@@ -411,11 +428,22 @@ class Toolbox:
             return text, True
         return _unless_failed(found), False
 
-    async def _allow_write(self, action: str, target: WorkspacePath) -> None:
+    async def _allow_write(self, action: str, target: WorkspacePath) -> bool:
+        """Pass the write gate; True when the user was asked (the file may have changed
+        while they were)."""
         try:
-            await self.gate.check(action)
+            return await self.gate.check(action)
         except Denied as exc:
             raise Denied(str(exc), target.display) from exc
+
+    async def _read_again(self, raw: object, target: WorkspacePath) -> tuple[str | None, bool]:
+        """The file's text and whether it is open, read again as at first (the path
+        resolved anew): what the write must be computed from once the user has answered,
+        for they may have changed the file meanwhile."""
+        again, found = await self._locate(raw, disk.read_current, defer=True)
+        if again.real != target.real:
+            raise _changed_meanwhile(target, f" (it now leads to {again.display})")
+        return await self._current(again, found)
 
     async def _replace(
         self,
@@ -508,13 +536,14 @@ def _unless_failed(found: Any) -> Any:
 def _grep_in(
     real: Path,
     display: str,
-    pattern: regex.Pattern[str],
+    pattern: str,
     workspace: Workspace,
     open_documents: dict[Path, str],
     *,
     stop: disk.Stop,
 ) -> str:
-    """grep under a resolved path (on a tool thread)."""
+    """grep for `pattern` (compiled here) under a resolved path (on a tool thread)."""
+    compiled = search.compile_pattern(pattern)
     root = workspace.real_root_of(real)
     scope = search.GrepScope(
         target=real,
@@ -523,7 +552,16 @@ def _grep_in(
         relative=workspace.relative,
         open_documents=open_documents,
     )
-    return search.grep(pattern, scope, stop=stop)
+    return search.grep(compiled, scope, stop=stop)
+
+
+def _changed_meanwhile(target: WorkspacePath, detail: str) -> ToolError:
+    """The error of a write whose file changed while the user was asked to allow it."""
+    return ToolError(
+        f"{target.display} changed while the user was asked to allow this write{detail}; "
+        f"nothing was written. Read {target.display} again and redo the change on its "
+        "new text."
+    )
 
 
 def _required_text(args: dict[str, Any], name: str, *, allow_empty: bool = False) -> str:
