@@ -7,7 +7,8 @@ The toggle is resolved at each look, in this order:
    is warned about and ignored; an empty one counts as unset.
 2. `"trajectory": true|false` in the profile's `config.json`, written by
    `/trajectory on|off` (atomically, every other key kept in its place). A
-   `config.json` that cannot be parsed is never overwritten: storing is refused.
+   `config.json` that cannot be read (not a regular file, too large) or parsed is never
+   overwritten: storing is refused.
 3. The default: on.
 
 Retention comes from `SERI_TRAJECTORY_RETENTION_DAYS` (days, default 30; `0` keeps only
@@ -121,8 +122,9 @@ def store_toggle(
 ) -> TrajectoryToggle:
     """Write `"trajectory": enabled` into config.json and return the toggle now.
 
-    Every other key keeps its value and its place. A config.json that cannot be parsed
-    (not UTF-8, not JSON, not an object) is left byte for byte as it is: SeriError.
+    Every other key keeps its value and its place. A config.json that cannot be read or
+    parsed (a FIFO or a device, too large, not UTF-8, not JSON, not an object) is left as
+    it is: SeriError.
     """
     path = profile_root / CONFIG_NAME
     data, problem = read_config_file(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ Permission = WritePermission  # permissions.write and permissions.run take the s
 PERMISSIONS = ("allow", "ask", "deny")
 # A check runs at most this long unless its own `timeout` says otherwise (seconds).
 DEFAULT_CHECK_TIMEOUT = 120.0
+# The largest config.json read: settings are a few hundred bytes.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 # Sampling knobs: setting name (camelCase) -> request field (snake_case).
 SAMPLING_KNOBS = {
@@ -392,14 +395,18 @@ class ConfigProblem:
 def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem | None]:
     """The JSON object in `config.json`: (data, None), or (None, why it cannot be used).
 
-    A missing file is `({}, None)`. Nothing is ever written here.
+    A missing file is `({}, None)`. Only a regular file of at most MAX_CONFIG_BYTES is
+    read: a FIFO would block start-up and a link to a device could read for ever. Nothing
+    is ever written here.
     """
     try:
-        raw = path.read_bytes()
+        raw = _read_regular_file(path)
     except (FileNotFoundError, NotADirectoryError):  # (no profile folder: said elsewhere)
         return {}, None
+    except _NotAConfigFile as exc:
+        return None, ConfigProblem(path, str(exc), "Replace it with a JSON file, or remove it.")
     except OSError as exc:
-        return None, ConfigProblem(path, f"cannot be read ({exc.strerror})")
+        return None, ConfigProblem(path, f"cannot be read ({exc.strerror or exc})")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -427,6 +434,52 @@ def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem |
             path, f"holds text that is not valid Unicode (a lone surrogate escape, {bad})"
         )
     return data, None
+
+
+class _NotAConfigFile(Exception):
+    """config.json is there but is no file seri reads (the message says what it is)."""
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The bytes of `path` (links followed) if it is a regular file of a sane size."""
+    _check_regular(os.stat(path))  # a device is not even opened
+    # O_NONBLOCK: should a FIFO take its place meanwhile, opening it does not wait.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        _check_regular(os.fstat(fd))
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, 65536):
+            size += len(chunk)
+            if size > MAX_CONFIG_BYTES:  # it grew while being read
+                raise _NotAConfigFile(
+                    f"is more than {MAX_CONFIG_BYTES:,} bytes, the most a settings file may be"
+                )
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _check_regular(info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise _NotAConfigFile(f"is {_file_kind(info.st_mode)}, not a regular file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise _NotAConfigFile(
+            f"is {info.st_size:,} bytes; a settings file may be at most {MAX_CONFIG_BYTES:,} bytes"
+        )
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from seri_lsp.context.compaction import (
     failure_reason,
 )
 from seri_lsp.context.conversation import Conversation, Step
-from seri_lsp.errors import StoreBusy
+from seri_lsp.errors import StoreBusy, store_failure_message
 from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
 from seri_lsp.host import Host, ProgressReporter
 from seri_lsp.store.database import STORE_ERRORS
@@ -228,8 +228,13 @@ class AgentLoop:
             except (TaskFailed, ProviderError, StoreBusy) as exc:
                 status, error = "failed", str(exc)
             except Exception as exc:  # a bug must end the task, not the server
-                logger.exception("The task failed unexpectedly")
-                status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
+                words = store_failure_message(exc)
+                if words is not None:  # a full or failing disk: no bug, no traceback
+                    logger.warning("The task failed: %s", words)
+                    status, error = "failed", words
+                else:
+                    logger.exception("The task failed unexpectedly")
+                    status, error = "failed", f"Internal error: {type(exc).__name__}: {exc}"
             try:
                 await self._answer_open_calls(status)
             except StoreBusy as exc:
@@ -238,9 +243,13 @@ class AgentLoop:
                 await self._checks_after_stop(status, progress)
         outcome = TaskOutcome(status=status, turns=turns, error=error, final_text=final_text)
         try:
-            # The task's work is stored; a store that fails to take this record does
-            # not turn a done task into a failed one.
-            await conversation.record_event_softly("task_ended", outcome.to_wire())
+            if status == "done":
+                # The task's work is stored: a store that fails to take this record does
+                # not turn a done task into a failed one.
+                await conversation.record_event_softly("task_ended", outcome.to_wire())
+            else:
+                # A task that failed (the store's busy refusal included) says so as before.
+                await conversation.record_event("task_ended", outcome.to_wire())
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).

@@ -2,8 +2,9 @@
 
 Each command takes one JSON object (missing, null, `[]` or `[[]]` count as `{}`) and
 returns one. Argument errors answer InvalidParams naming the field (`data.field`); other
-refusals answer RequestFailed with the reason; anything else is a bug and answers
-InternalError. Nothing a client sends can take the server down.
+refusals answer RequestFailed with the reason, and so does a write that failed on the
+disk (full, read-only, an I/O error: the file and what to do); anything else is a bug and
+answers InternalError. Nothing a client sends can take the server down.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pygls.lsp.server import LanguageServer
 
 from seri_lsp import faults
 from seri_lsp.engine import Engine
-from seri_lsp.errors import InvalidArgument, SeriError
+from seri_lsp.errors import InvalidArgument, SeriError, store_failure_message
 from seri_lsp.limits import (
     MAX_CHOICE_CHARS,
     MAX_FOCUS_CHARS,
@@ -159,6 +160,9 @@ def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str
         except JsonRpcException:
             raise
         except Exception as exc:
+            words = store_failure_message(exc, engine.profile_root)
+            if words is not None:  # the disk, not seri: a refusal, logged in one line
+                raise JsonRpcException(message=words, code=REQUEST_FAILED) from exc
             # A bug: the protocol logs it with its traceback.
             raise JsonRpcInternalError(message=f"{name} failed: {exc}") from exc
 
