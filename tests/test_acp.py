@@ -156,6 +156,28 @@ async def test_a_new_file_is_created_through_the_editor(
     assert (diff.path, diff.old_text, diff.new_text) == (str(target), None, "y = 1\n")
 
 
+async def test_a_file_the_editor_holds_unsaved_is_read_and_edited_through_it(
+    configured: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("w1", "write_file", {"path": "new.txt", "content": "N\n"})]),
+        Calls([("r1", "read_file", {"path": "new.txt"})]),
+        Calls([("e1", "edit", {"path": "new.txt", "old_text": "N", "new_text": "M"})]),
+        Text("done"),
+    )
+    async with start_acp(configured, workspace) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "create, read, edit")
+        client = agent.client
+    # The test editor keeps writes in its buffers: the disk never has the file.
+    new = str(workspace / "new.txt")
+    assert not (workspace / "new.txt").exists()
+    for call_id in ("w1", "r1", "e1"):
+        assert client.tool_updates(session_id, call_id)[-1].status == "completed", call_id
+    assert client.reads == [new, new]
+    assert client.buffers[new] == "M\n"
+
+
 async def test_an_editor_that_refuses_a_write_fails_the_tool_call(
     configured: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:

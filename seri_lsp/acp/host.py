@@ -83,6 +83,8 @@ class AcpHost(Host):
         self._outbox = outbox
         self._reads = bool(fs and fs.read_text_file)
         self._writes = bool(fs and fs.write_text_file)
+        # Files written through the editor: it holds them, saved to disk or not yet.
+        self._written: set[Path] = set()
         self.session_id: str | None = None  # the ACP session id, once the client knows it
         self.transcript = Transcript()
         self._held: list[Update] | None = []
@@ -224,7 +226,7 @@ class AcpHost(Host):
     async def read_file(self, path: Path) -> str | None:
         if not self._reads or self.session_id is None:
             return None
-        if not await asyncio.to_thread(_readable_text_file, path):
+        if path not in self._written and not await asyncio.to_thread(_readable_text_file, path):
             return None  # absent, a folder, a special or a binary file: the disk says which
         try:
             response = await self._client.read_text_file(session_id=self.session_id, path=str(path))
@@ -245,6 +247,7 @@ class AcpHost(Host):
             )
         except Exception as exc:
             return EditResult(False, f"fs/write_text_file failed: {exc}")
+        self._written.add(path)
         return EditResult(True)
 
 
