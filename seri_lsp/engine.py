@@ -138,6 +138,7 @@ class Engine:
                 recordings=self.recordings,
                 checks=self.settings.checks,
                 run_permission=self.settings.run_permission,
+                locks=self._locks,
             )
         return self._tasks
 

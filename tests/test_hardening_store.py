@@ -39,7 +39,7 @@ from tests.harness import (
     stop_server,
     wait_until,
 )
-from tests.scripted_provider import ScriptedProvider, Text
+from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text
 from tests.test_legacy import good_session, write_legacy
 
 REQUEST_FAILED = -32803
@@ -565,3 +565,24 @@ def test_a_project_folder_whose_name_is_not_utf8_is_refused_with_a_clear_error(
     assert "not valid UTF-8" in result.stderr and "Rename the folder" in result.stderr
     assert "Traceback" not in result.stderr
     assert provider.requests == []
+
+
+async def test_a_running_subagents_session_cannot_be_opened_in_another_window(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    stalled = Hang()
+    provider.script(Calls([("t", "task", {"prompt": "look around"})]), stalled)
+    first = await agent()
+    running = asyncio.ensure_future(command(first, "seri.prompt", {"text": "delegate"}))
+    await wait_until(lambda: len(provider.requests) >= 2)  # the subagent's model call
+    conn = sqlite3.connect(profile_root / "seri.db")
+    try:
+        [(child,)] = conn.execute("SELECT id FROM sessions WHERE parent_id IS NOT NULL")
+    finally:
+        conn.close()
+    second = await agent()
+    message = await refused(second, "seri.session.resume", {"sessionId": child})
+    assert message.startswith(f"Session {child} is open in another seri process")
+    await command(first, "seri.cancel", {})
+    stalled.release.set()
+    await running

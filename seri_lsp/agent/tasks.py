@@ -44,7 +44,8 @@ from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
 from seri_lsp.store.database import STORE_ERRORS
-from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.locks import SessionLocks
+from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.worker import Worker
 
 # Subagents (`task` calls) of one task that run at the same time; more wait their turn.
@@ -69,6 +70,7 @@ class Tasks:
         checkpoints: CheckpointKeeper | None = None,
         checks: tuple[CheckSetting, ...] = (),
         run_permission: Permission = "ask",
+        locks: SessionLocks | None = None,
     ) -> None:
         self.provider = provider
         self.compactor = compactor
@@ -82,6 +84,7 @@ class Tasks:
         self.recordings = recordings
         self.checks = checks
         self.run_permission = run_permission
+        self.locks = locks
         self._running: CancelScope | None = None
         self._exclusive = False  # the running work is a rewind, which cannot be cancelled
         # What the user was shown during the running task, its subagents included.
@@ -287,6 +290,24 @@ class Tasks:
         changes: FileChanges | None,
     ) -> ToolOutcome:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
+        # Held while it runs, as any open session: no other window may open it meanwhile.
+        if self.locks is not None:
+            await self.io(self.locks.acquire, info.id)
+        try:
+            return await self._run_child(parent, gate, scope, prompt, changes, info)
+        finally:
+            if self.locks is not None:
+                self.locks.release(info.id)
+
+    async def _run_child(
+        self,
+        parent: Conversation,
+        gate: WriteGate,
+        scope: CancelScope,
+        prompt: str,
+        changes: FileChanges | None,
+        info: SessionInfo,
+    ) -> ToolOutcome:
         frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
         child = Conversation(
             info, frozen, set(), store=self.store, io=self.io, emit=self.host.emit, messages=[]
