@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
@@ -45,7 +45,7 @@ from seri_lsp.host import Host
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.locks import SessionLocks
-from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
 
 # Subagents (`task` calls) of one task that run at the same time; more wait their turn.
@@ -70,7 +70,7 @@ class Tasks:
         checkpoints: CheckpointKeeper | None = None,
         checks: tuple[CheckSetting, ...] = (),
         run_permission: Permission = "ask",
-        locks: SessionLocks | None = None,
+        locks: SessionLocks,
     ) -> None:
         self.provider = provider
         self.compactor = compactor
@@ -291,41 +291,25 @@ class Tasks:
     ) -> ToolOutcome:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
         # Held while it runs, as any open session: no other window may open it meanwhile.
-        if self.locks is not None:
-            await self.io(self.locks.acquire, info.id)
-        try:
-            return await self._run_child(parent, gate, scope, prompt, changes, info)
-        finally:
-            if self.locks is not None:
-                self.locks.release(info.id)
-
-    async def _run_child(
-        self,
-        parent: Conversation,
-        gate: WriteGate,
-        scope: CancelScope,
-        prompt: str,
-        changes: FileChanges | None,
-        info: SessionInfo,
-    ) -> ToolOutcome:
-        frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
-        child = Conversation(
-            info, frozen, set(), store=self.store, io=self.io, emit=self.host.emit, messages=[]
-        )
-        await self.recordings.start(
-            child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id
-        )
-        loop: AgentLoop | None = None
-        try:
-            await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
-            # The child shares the parent's scope: one cancel stops the whole tree, and the
-            # parent task's checkpoint: a rewind of the prompt undoes the child's changes too.
-            loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
-            outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
-        finally:
-            if loop is not None and loop.ended is not None:
-                self.host.emit(loop.ended)
-            self.recordings.finish(child)
+        async with self._held(info.id):
+            frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
+            child = Conversation(
+                info, frozen, set(), store=self.store, io=self.io, emit=self.host.emit, messages=[]
+            )
+            await self.recordings.start(
+                child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id
+            )
+            loop: AgentLoop | None = None
+            try:
+                await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
+                # The child shares the parent's scope: one cancel stops the whole tree, and the
+                # parent task's checkpoint: a rewind of the prompt undoes the child's changes too.
+                loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
+                outcome = await loop.run(prompt, lambda: SUBAGENT_MAX_TURNS)
+            finally:
+                if loop is not None and loop.ended is not None:
+                    self.host.emit(loop.ended)
+                self.recordings.finish(child)
         read, modified = await child.paths()
         if outcome.status == "done":
             content = outcome.final_text or "(the subagent finished without a final answer)"
@@ -344,6 +328,14 @@ class Tasks:
             modified=modified,
             subagent_editor_paths=tuple(loop.editor_paths),
         )
+
+    @asynccontextmanager
+    async def _held(self, session_id: str) -> AsyncIterator[None]:
+        await self.io(self.locks.acquire, session_id)
+        try:
+            yield
+        finally:
+            self.locks.release(session_id)
 
     async def _propose_memory(
         self, conversation: Conversation, text: str, toolbox: Toolbox
