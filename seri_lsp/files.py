@@ -1,4 +1,4 @@
-"""Writing files so that a crash never loses them.
+"""Writing files so that a crash never loses them, and opening them without blocking.
 
 `atomic_write_bytes` writes the new content to a temporary file next to the target,
 flushes it to the disk, and renames it over the target: killed at any instant, the
@@ -11,6 +11,9 @@ confine paths resolve them first.
 
 The temporary file is named `.<name>.<random>.seri-tmp`; it is removed when the write
 fails, and only a process killed mid-write can leave one behind.
+
+`open_regular` opens a file for reading only if it is a regular file, and never waits:
+a FIFO in its place would block the read (and the thread doing it) for ever.
 """
 
 from __future__ import annotations
@@ -93,3 +96,43 @@ def _fsync_folder(folder: Path) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class NotRegularFile(OSError):
+    """The path is something other than a regular file (`kind` says what, in words)."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int) -> None:
+        self.mode = mode
+        self.kind = kind_of(mode)
+        super().__init__(f"{os.fspath(path)} is {self.kind}, not a regular file")
+
+
+def open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """Open a regular file for reading (links followed) without ever blocking: a file
+    descriptor and its stat. NotRegularFile for anything else, also one swapped in
+    between the look and the open."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFile(path, info.st_mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise NotRegularFile(path, info.st_mode)
+    return fd, info
+
+
+def kind_of(mode: int) -> str:
+    """What a file is, in words, when it is not a regular file."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    return "a special file"

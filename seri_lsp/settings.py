@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from seri_lsp.files import NotRegularFile, open_regular
 from seri_lsp.limits import MAX_TURNS, lone_surrogate
 from seri_lsp.profile import CONFIG_NAME
 
@@ -442,44 +442,21 @@ class _NotAConfigFile(Exception):
 
 def _read_regular_file(path: Path) -> bytes:
     """The bytes of `path` (links followed) if it is a regular file of a sane size."""
-    _check_regular(os.stat(path))  # a device is not even opened
-    # O_NONBLOCK: should a FIFO take its place meanwhile, opening it does not wait.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
     try:
-        _check_regular(os.fstat(fd))
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, 65536):
-            size += len(chunk)
-            if size > MAX_CONFIG_BYTES:  # it grew while being read
-                raise _NotAConfigFile(
-                    f"is more than {MAX_CONFIG_BYTES:,} bytes, the most a settings file may be"
-                )
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        fd, info = open_regular(path)  # a device is not even opened, a FIFO not waited on
+    except NotRegularFile as exc:
+        raise _NotAConfigFile(f"is {exc.kind}, not a regular file") from None
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise _NotAConfigFile(_too_big(f"{info.st_size:,} bytes"))
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:  # it grew while being read
+        raise _NotAConfigFile(_too_big(f"more than {MAX_CONFIG_BYTES:,} bytes"))
+    return data
 
 
-def _check_regular(info: os.stat_result) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        raise _NotAConfigFile(f"is {_file_kind(info.st_mode)}, not a regular file")
-    if info.st_size > MAX_CONFIG_BYTES:
-        raise _NotAConfigFile(
-            f"is {info.st_size:,} bytes; a settings file may be at most {MAX_CONFIG_BYTES:,} bytes"
-        )
-
-
-def _file_kind(mode: int) -> str:
-    kinds = (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a named pipe (FIFO)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    return next((name for test, name in kinds if test(mode)), "a special file")
+def _too_big(size: str) -> str:
+    return f"is {size}; a settings file may be at most {MAX_CONFIG_BYTES:,} bytes"
 
 
 def _deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from seri_lsp import files
 from seri_lsp.files import atomic_write_bytes
 
 T = TypeVar("T")
@@ -100,43 +101,22 @@ class ToolThreads:
 # --- opening files safely ---------------------------------------------------------------
 
 
-def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    return "a special file"
-
-
 def not_regular(display: str, mode: int) -> DiskError:
     """The refusal of something that is not a regular file."""
     if stat.S_ISDIR(mode):
         return DiskError(f"{display} is a folder; use list_dir.")
     return DiskError(
-        f"{display} is {kind_of(mode)}, not a regular file; the tools read and write "
+        f"{display} is {files.kind_of(mode)}, not a regular file; the tools read and write "
         "only regular files."
     )
 
 
 def open_regular(path: Path, display: str) -> tuple[int, os.stat_result]:
     """Open a regular file for reading without ever blocking; DiskError for anything else."""
-    info = os.stat(path)
-    if not stat.S_ISREG(info.st_mode):
-        raise not_regular(display, info.st_mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):  # swapped for something else since the stat
-        os.close(fd)
-        raise not_regular(display, info.st_mode)
-    return fd, info
+    try:
+        return files.open_regular(path)
+    except files.NotRegularFile as exc:
+        raise not_regular(display, exc.mode) from None
 
 
 def size_text(size: int) -> str:

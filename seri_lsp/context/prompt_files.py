@@ -30,6 +30,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from seri_lsp.files import NotRegularFile, open_regular
+
 BUILTIN = "<builtin>/system.md"
 PROJECT_DIR = ".seri"
 MEMORY_NAME = "memory.md"
@@ -257,16 +259,13 @@ def _read(path: Path, warnings: list[str]) -> str | None:
     and without blocking, in case one is swapped in between.
     """
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            if not path.is_dir():
-                warnings.append(f"Skipped {path}: it is not a regular file.")
-            return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd, _ = open_regular(path)
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                warnings.append(f"Skipped {path}: it is not a regular file.")
-                return None
             data = handle.read(MAX_PROMPT_FILE_BYTES + 1)
+    except NotRegularFile as exc:
+        if not stat.S_ISDIR(exc.mode):
+            warnings.append(f"Skipped {path}: it is not a regular file.")
+        return None
     except OSError:
         return None
     if len(data) > MAX_PROMPT_FILE_BYTES:
