@@ -38,14 +38,20 @@ from seri_lsp.events import Compacted
 from seri_lsp.host import Host
 from seri_lsp.settings import ProviderSettings
 from seri_lsp.store.database import STORE_ERRORS
-from seri_lsp.store.messages import FIELDS, HEADINGS, Message, ToolCall, tokens_for_chars
+from seri_lsp.store.messages import (
+    FIELDS,
+    HEADINGS,
+    MODIFY_TOOLS,
+    READ_TOOLS,
+    Message,
+    ToolCall,
+    tokens_for_chars,
+)
 
 logger = logging.getLogger(__name__)
 
 MIN_EVICTABLE = 4
 NOT_ENOUGH = "Not enough history to compact"
-READ_TOOLS = frozenset({"read_file"})
-MODIFY_TOOLS = frozenset({"write_file", "edit"})
 
 
 class CompactionFailed(Exception):

@@ -27,7 +27,7 @@ from typing import Any
 from seri_lsp.errors import StoreBusy
 from seri_lsp.limits import lone_surrogate
 from seri_lsp.store.database import format_time, utc_now
-from seri_lsp.store.messages import ROLES, chars_of
+from seri_lsp.store.messages import MODIFY_TOOLS, READ_TOOLS, ROLES, chars_of
 from seri_lsp.store.sessions import (
     NewMessage,
     SessionStore,
@@ -273,11 +273,6 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
     return report
 
 
-# The tools whose `path` a session's path lists show, as the agent loop notes them.
-_READING = frozenset({"read_file"})
-_MODIFYING = frozenset({"write_file", "edit"})
-
-
 class _PathLists:
     """The paths an imported history's tool calls read and modified, as the session's
     path lists show them (relative to the project; one outside it is left out), noted
@@ -298,13 +293,13 @@ class _PathLists:
             self._pending = {}
             for call in calls:
                 name = call["name"]
-                if name in _READING or name in _MODIFYING:
+                if name in READ_TOOLS or name in MODIFY_TOOLS:
                     path = _project_path(call["arguments"], self.project)
                     if path is not None:
                         self._pending.setdefault(call["id"], (name, path))
         elif call_id is not None and call_id in self._pending:
             name, path = self._pending.pop(call_id)
-            (self.modified if name in _MODIFYING else self.read).append(path)
+            (self.modified if name in MODIFY_TOOLS else self.read).append(path)
 
 
 def _project_path(arguments: str, project: str) -> str | None:

@@ -24,6 +24,9 @@ HEADINGS = {
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
+# The tools whose `path` argument a session's path lists (and a recap's) show.
+READ_TOOLS = frozenset({"read_file"})
+MODIFY_TOOLS = frozenset({"write_file", "edit"})
 
 
 @dataclass(frozen=True)
