@@ -76,23 +76,17 @@ async def record_compaction_failed(
     conversation: Conversation, trigger: str, error: str, attempted: int
 ) -> None:
     """Record a compaction that did not happen (`attempted`: the messages it would evict).
-
-    Best effort: the store that failed the compaction may fail this record too; that is
-    logged, and the caller goes on as it would have.
-    """
-    try:
-        await conversation.record_event(
-            "compaction_failed",
-            {
-                "trigger": trigger,
-                "outcome": "failed",
-                "evicted": 0,
-                "attempted": attempted,
-                "error": error,
-            },
-        )
-    except STORE_ERRORS:
-        logger.warning("Recording a failed %s compaction failed", trigger, exc_info=True)
+    Best effort: the store that failed the compaction may fail this record too."""
+    await conversation.record_event_softly(
+        "compaction_failed",
+        {
+            "trigger": trigger,
+            "outcome": "failed",
+            "evicted": 0,
+            "attempted": attempted,
+            "error": error,
+        },
+    )
 
 
 def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
