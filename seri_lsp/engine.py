@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
+from collections.abc import Sequence
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from seri_lsp.agent.workspace import Workspace
+from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
@@ -392,12 +394,16 @@ class Engine:
 
     # --- prompts, compaction, cancel --------------------------------------------------
 
-    async def prompt(self, text: str) -> dict[str, Any]:
-        """Run a user prompt as a task, or the slash command it holds."""
+    async def prompt(self, text: str, attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
+        """Run a user prompt as a task, or the slash command it holds; what the editor
+        attached (files, selections) is written into the prompt."""
         check_text("text", text, MAX_PROMPT_CHARS)
         command = parse_slash(text)
         if command is not None:
             return await self._slash(command)
+        if attachments:
+            text = with_attachments(text, attachments, PurePath(self.project))
+            check_text("context", text, MAX_PROMPT_CHARS)
         self.tasks.ensure_idle()
         conversation = await self.sessions.ensure_open()
         outcome = await self.tasks.run_prompt(

@@ -30,11 +30,19 @@ from seri_lsp.context.compaction import (
     CompactionFailed,
     Compactor,
     Summariser,
+    compaction_threshold,
     failure_reason,
 )
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy, store_failure_message
-from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
+from seri_lsp.events import (
+    Activity,
+    Delta,
+    FileChanged,
+    ThinkingDelta,
+    ToolStarted,
+    TurnEnded,
+)
 from seri_lsp.host import Host, ProgressReporter
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, ToolCall
@@ -247,7 +255,7 @@ class AgentLoop:
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
-            self.ended = TurnEnded(conversation.id, status, turns)
+            self.ended = TurnEnded(conversation.id, status, turns, error)
         return outcome
 
     async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:
@@ -292,8 +300,19 @@ class AgentLoop:
 
         async def on_retry(notice: RetryNotice) -> None:
             self._drop_streamed()
+            self.host.emit(
+                Activity(
+                    conversation.id,
+                    "retrying",
+                    notice.error,
+                    attempt=notice.attempt,
+                    max_attempts=self.provider.settings.max_retries,
+                    delay=notice.delay,
+                )
+            )
             await record_retry(notice)
 
+        self.host.emit(Activity(conversation.id, "model"))
         return await self.scope.run(
             self.provider.complete(
                 messages,
@@ -343,6 +362,7 @@ class AgentLoop:
         if plan is None:
             await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
             raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
+        self.host.emit(Activity(conversation.id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="overflow", window=window
@@ -364,7 +384,7 @@ class AgentLoop:
         window = await self.provider.context_window()
         await conversation.note_context_window(window)
         estimate = conversation.estimate_tokens()
-        if estimate * 2 < window:
+        if estimate < compaction_threshold(window):
             return
         plan = self.compactor.plan(conversation)
         if plan is None:
@@ -374,6 +394,7 @@ class AgentLoop:
                 "can be compacted; going on uncompacted.",
             )
             return
+        self.host.emit(Activity(conversation.id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="auto", window=window
@@ -436,6 +457,7 @@ class AgentLoop:
             self.scope.check()
             for call in unit:
                 self.host.emit(ToolStarted(conversation.id, call))
+            self.host.emit(Activity(conversation.id, "tool", describe_calls(unit)))
             if unit[0].name == "task":
                 # Subagents share this task's cancel scope and run side by side.
                 outcomes = list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
@@ -569,6 +591,20 @@ def tool_units(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
         else:
             units.append([call])
     return units
+
+
+def describe_calls(calls: Sequence[ToolCall]) -> str:
+    """What running tool calls do, in a few words: `edit src/app.py`, `grep TODO`,
+    `2 subagents`."""
+    if len(calls) > 1:
+        return f"{len(calls)} subagents"
+    call = calls[0]
+    arguments = call.parsed_arguments() or {}
+    target = next(
+        (arguments[key] for key in ("path", "pattern") if isinstance(arguments.get(key), str)),
+        "",
+    )
+    return f"{call.name} {target[:120]}".strip()
 
 
 def record_calls(step: Step, calls: Sequence[ToolCall]) -> None:

@@ -58,6 +58,11 @@ class CompactionFailed(Exception):
     """A compaction was attempted and did not happen; the message says why."""
 
 
+def compaction_threshold(window: int) -> int:
+    """The estimate (tokens) at which automatic compaction starts: half the window."""
+    return (window + 1) // 2
+
+
 def failure_reason(exc: Exception) -> str:
     """Why a compaction did not happen, in words for "Compaction failed: ...": a
     CompactionFailed's message, or the store error that stopped it."""

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.context.compaction import compaction_threshold
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze
 from seri_lsp.context.recording import Recordings
@@ -338,7 +339,7 @@ class SessionManager:
                 "session": None,
                 "messages": [],
                 "hasMore": False,
-                "usage": {"estimateTokens": 0, "contextWindow": await self.context_window()},
+                "usage": await self._usage(0),
                 "paths": {"read": [], "modified": []},
             }
         messages: list[dict[str, Any]]
@@ -363,8 +364,18 @@ class SessionManager:
             "session": self.wire(info),
             "messages": messages,
             "hasMore": has_more,
-            "usage": {"estimateTokens": estimate, "contextWindow": await self.context_window()},
+            "usage": await self._usage(estimate),
             "paths": paths.to_wire(),
+        }
+
+    async def _usage(self, estimate: int) -> dict[str, int]:
+        """The context use as views report it; compaction starts at `compactAt` tokens
+        (half the window, SPEC 4)."""
+        window = await self.context_window()
+        return {
+            "estimateTokens": estimate,
+            "contextWindow": window,
+            "compactAt": compaction_threshold(window),
         }
 
     # On the database thread, in one go: each trip there costs as much as a small read.

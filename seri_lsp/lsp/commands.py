@@ -30,6 +30,7 @@ from seri_lsp.limits import (
     MAX_TURNS,
 )
 from seri_lsp.lsp.arguments import (
+    attachments,
     optional_bool,
     optional_int,
     optional_text,
@@ -72,7 +73,8 @@ async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.prompt(required_text(args, "text", MAX_PROMPT_CHARS))
+    text = required_text(args, "text", MAX_PROMPT_CHARS)
+    return await engine.prompt(text, attachments(args))
 
 
 async def compact(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
