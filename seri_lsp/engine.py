@@ -497,7 +497,7 @@ class Engine:
                 result = await self.session_context(None)
                 text = context_text(result)
             # Typed in the chat, the answer is for the user to read.
-            self.host.show("info", text)
+            self.host.show_report(text)
             return {"status": "done", "command": name, "text": text, **result}
         if name == "rewind":
             from seri_lsp.agent.rewind import parse_rewind
