@@ -5,14 +5,20 @@ path lists and glob rules of the part it copies, the turn budget) and what it do
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from tests.agent_helpers import FILLER, SUMMARY, messages, prompt, system_prompt
+from tests.agent_helpers import (
+    FILLER,
+    SUMMARY,
+    messages,
+    prompt,
+    session_rows,
+    system_prompt,
+)
 from tests.harness import command, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
 
@@ -29,32 +35,20 @@ def read(call_id: str, path: str) -> tuple[str, str, dict[str, str]]:
     return (call_id, "read_file", {"path": path})
 
 
-def rows(profile_root: Path, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of seri.db that belongs to a session, read straight from the file."""
-    queries = {
-        "sessions": "SELECT * FROM sessions WHERE id = ?",
-        "messages": "SELECT * FROM messages WHERE session_id = ? ORDER BY id",
-        "paths": "SELECT * FROM session_paths WHERE session_id = ? ORDER BY rowid",
-        "rules": "SELECT * FROM session_rules_fired WHERE session_id = ? ORDER BY rowid",
-        "checkpoints": "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY id",
-        "calls": "SELECT * FROM model_calls WHERE session_id = ? ORDER BY id",
-    }
-    conn = sqlite3.connect(profile_root / "seri.db")
-    try:
-        return {name: conn.execute(sql, (session_id,)).fetchall() for name, sql in queries.items()}
-    finally:
-        conn.close()
+async def two_prompts(client: Any, provider: ScriptedProvider) -> list[dict[str, Any]]:
+    """Prompts `first` and `second`, answered `one` and `two`; the history."""
+    provider.script(Text("one"), Text("two"))
+    await prompt(client, "first")
+    await prompt(client, "second")
+    return await messages(client)
 
 
 async def test_a_fork_at_the_last_message_is_opened_named_and_listed_under_its_parent(
     agent, provider: ScriptedProvider
 ) -> None:
     client = await agent()
-    provider.script(Text("first answer"), Text("second answer"))
-    await prompt(client, "Plan the parser")
-    await prompt(client, "Now the lexer")
+    history = await two_prompts(client, provider)
     source = (await command(client, "seri.session.get", {}))["session"]
-    history = await messages(client)
 
     result = await fork(client)
 
@@ -62,7 +56,7 @@ async def test_a_fork_at_the_last_message_is_opened_named_and_listed_under_its_p
     assert session["id"] != source["id"]
     assert session["parentId"] == source["id"]
     assert result["forkedAt"] == session["forkedAt"] == history[-1]["id"]
-    assert session["title"] == "Plan the parser (fork)"
+    assert session["title"] == "first (fork)"
     assert session["messageCount"] == 4
     changed = await wait_until(lambda: client.seri["seri/sessionChanged"])
     assert changed[-1]["reason"] == "forked" and changed[-1]["session"]["id"] == session["id"]
@@ -74,15 +68,9 @@ async def test_a_fork_at_the_last_message_is_opened_named_and_listed_under_its_p
     ]
     # The next prompt goes to the fork, with the copied conversation in front of it.
     provider.script(Text("in the fork"))
-    assert (await prompt(client, "Try a different lexer"))["sessionId"] == session["id"]
+    assert (await prompt(client, "third"))["sessionId"] == session["id"]
     sent = provider.chat_requests()[-1]["messages"]
-    assert [m["content"] for m in sent[1:]] == [
-        "Plan the parser",
-        "first answer",
-        "Now the lexer",
-        "second answer",
-        "Try a different lexer",
-    ]
+    assert [m["content"] for m in sent[1:]] == ["first", "one", "second", "two", "third"]
     assert len(await messages(client, source["id"])) == 4
 
 
@@ -90,10 +78,7 @@ async def test_a_fork_at_a_prompt_copies_up_to_and_including_it(
     agent, provider: ScriptedProvider
 ) -> None:
     client = await agent()
-    provider.script(Text("one"), Text("two"))
-    await prompt(client, "first")
-    await prompt(client, "second")
-    history = await messages(client)
+    history = await two_prompts(client, provider)
 
     result = await fork(client, messageId=history[2]["id"])
 
@@ -220,9 +205,7 @@ async def test_a_rewind_in_a_fork_stops_at_the_fork_point_and_says_so(
     agent, provider: ScriptedProvider
 ) -> None:
     client = await agent()
-    provider.script(Text("one"), Text("two"))
-    await prompt(client, "first")
-    await prompt(client, "second")
+    await two_prompts(client, provider)
     source = (await command(client, "seri.session.get", {}))["session"]["id"]
     await fork(client)
     assert (await command(client, "seri.checkpoints", {}))["checkpoints"] == []
@@ -245,7 +228,7 @@ async def test_the_source_is_left_exactly_as_it_was_whatever_happens_in_the_fork
     provider.script(Calls([read("c1", "a.txt")], usage=usage(100)), Text("read", usage=usage(150)))
     await prompt(client, "read a.txt")
     source = (await command(client, "seri.session.get", {}))["session"]["id"]
-    before = rows(profile_root, source)
+    before = session_rows(profile_root, source)
 
     await fork(client)
     provider.script(
@@ -262,7 +245,7 @@ async def test_the_source_is_left_exactly_as_it_was_whatever_happens_in_the_fork
     await command(client, "seri.rewind", {})
     await fork(client)
 
-    assert rows(profile_root, source) == before
+    assert session_rows(profile_root, source) == before
 
 
 async def test_forking_refuses_what_it_cannot_do(agent, provider: ScriptedProvider) -> None:

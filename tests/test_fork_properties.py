@@ -27,6 +27,7 @@ from seri_lsp.store.database import Database
 from seri_lsp.store.messages import Message, Recap, ToolCall
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.spend import Spend
+from tests.agent_helpers import session_rows
 
 PROPERTY = settings(max_examples=40, deadline=None)
 PATHS = ("a.py", "b.md", "src/c.py")
@@ -91,21 +92,6 @@ def compact(store: SessionStore, session_id: str) -> None:
     )
 
 
-def dump(db: Database, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row that belongs to a session, as stored."""
-    queries = {
-        "sessions": "SELECT * FROM sessions WHERE id = ?",
-        "messages": "SELECT * FROM messages WHERE session_id = ? ORDER BY id",
-        "paths": "SELECT * FROM session_paths WHERE session_id = ? ORDER BY rowid",
-        "rules": "SELECT * FROM session_rules_fired WHERE session_id = ? ORDER BY rowid",
-        "checkpoints": "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY id",
-        "files": "SELECT f.* FROM checkpoint_files f JOIN checkpoints c"
-        " ON c.id = f.checkpoint_id WHERE c.session_id = ? ORDER BY f.rowid",
-        "calls": "SELECT * FROM model_calls WHERE session_id = ? ORDER BY id",
-    }
-    return {name: db.query_tuples(sql, (session_id,)) for name, sql in queries.items()}
-
-
 def act(
     store: SessionStore, checkpoints: CheckpointStore, fork_id: str, what: str, number: int
 ) -> None:
@@ -159,7 +145,7 @@ def test_a_fork_copies_a_whole_prefix_and_never_changes_its_source(
                 compact(store, source)
             history = store.messages(source)
             asked = history[where % len(history)]
-            before = dump(db, source)
+            before = session_rows(Path(folder), source)
 
             fork_id = str(uuid.uuid4())
             info, forked_at = store.fork(
@@ -186,7 +172,7 @@ def test_a_fork_copies_a_whole_prefix_and_never_changes_its_source(
 
             for number, what in enumerate(actions):
                 act(store, checkpoints, fork_id, what, number)
-            assert dump(db, source) == before
+            assert session_rows(Path(folder), source) == before
         finally:
             db.close()
 
