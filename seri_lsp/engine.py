@@ -337,6 +337,28 @@ class Engine:
         self._ensure_idle()
         return await self.sessions.resume(session_id)
 
+    async def fork_session(self, session_id: str | None, message_id: int | None) -> dict[str, Any]:
+        """Fork a session (the open one by default) at a message (default: its last) and
+        open the fork: `{session, forkedAt}`."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if message_id is not None:
+            check_whole_number("messageId", message_id, 1, MAX_MESSAGE_ID)
+        self._ensure_idle()
+        return await self.sessions.fork(session_id, message_id)
+
+    async def session_usage(self, session_id: str | None) -> dict[str, Any]:
+        """What a session (the open one by default) spent on model calls."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        return await self.sessions.usage(session_id)
+
+    async def session_context(self, session_id: str | None) -> dict[str, Any]:
+        """What fills a session's context window (the open one's by default), by part."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        return await self.sessions.context(session_id, self.settings.provider.keep_tokens)
+
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.list(limit, all_projects)
@@ -459,6 +481,24 @@ class Engine:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
+        if name in ("fork", "cost", "context") and argument:
+            raise InvalidArgument(
+                "text", f"/{name} takes no words after it, got {shorten(argument)!r}"
+            )
+        if name == "fork":
+            return {"status": "done", "command": name, **await self.fork_session(None, None)}
+        if name in ("cost", "context"):
+            from seri_lsp.context.reports import context_text, cost_text
+
+            if name == "cost":
+                result = await self.session_usage(None)
+                text = cost_text(result)
+            else:
+                result = await self.session_context(None)
+                text = context_text(result)
+            # Typed in the chat, the answer is for the user to read.
+            self.host.show_report(text)
+            return {"status": "done", "command": name, "text": text, **result}
         if name == "rewind":
             from seri_lsp.agent.rewind import parse_rewind
 

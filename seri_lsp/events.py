@@ -93,14 +93,34 @@ class FileChanged:
 
 @dataclass(frozen=True)
 class Compacted:
-    """A prefix of the session was replaced by a recap."""
+    """A prefix of the session was replaced by a recap: how many messages went, the
+    session's messages and estimated tokens before and after, the recap's Read and
+    Modified lists, and the recap message's id (for an editor to open it)."""
 
     session_id: str
     trigger: str
     evicted: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    read: tuple[str, ...]
+    modified: tuple[str, ...]
+    recap_id: int | None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "trigger": self.trigger, "evicted": self.evicted}
+        return {
+            "sessionId": self.session_id,
+            "trigger": self.trigger,
+            "evicted": self.evicted,
+            "messagesBefore": self.messages_before,
+            "messagesAfter": self.messages_after,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "read": list(self.read),
+            "modified": list(self.modified),
+            "recapId": self.recap_id,
+        }
 
 
 @dataclass(frozen=True)

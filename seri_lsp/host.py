@@ -83,6 +83,10 @@ class Host:
     def show(self, level: Level, message: str) -> None:
         """Tell the user something now (LSP `window/showMessage`)."""
 
+    def show_report(self, text: str) -> None:
+        """Show a report of aligned lines (`/cost`, `/context`); by default as a notice."""
+        self.show("info", text)
+
     async def ask(self, message: str, choices: list[str]) -> str | None:
         """Ask the user to pick one of `choices`; None when nobody can answer."""
         return None

@@ -46,6 +46,7 @@ from seri_lsp.events import (
 from seri_lsp.host import Host, ProgressReporter
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, ToolCall
+from seri_lsp.store.spend import Spend
 
 logger = logging.getLogger(__name__)
 
@@ -106,11 +107,30 @@ def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
     }
 
 
-async def record_usage(conversation: Conversation, usage: Usage | None, purpose: str) -> None:
-    """Record the tokens a reply outside the turns (a summary) was billed for, if the
-    provider said. (A turn's reply records its usage with its step.)"""
+def spend_of(conversation: Conversation, kind: str, usage: Usage | None) -> Spend:
+    """A model call's spend, labelled `kind` (`turn`, `compaction`), or `subagent` for
+    every call of a subagent's session."""
+    if conversation.info.parent_id is not None:
+        kind = "subagent"
+    if usage is None:
+        return Spend(kind)
+    return Spend(
+        kind,
+        input_tokens=usage.input_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost=usage.cost,
+    )
+
+
+async def record_summary_usage(conversation: Conversation, usage: Usage | None) -> None:
+    """Store a summariser call's spend (and record its tokens, when the provider said),
+    in one transaction. (A turn's reply stores its spend with its step.)"""
+    step = Step(spend=spend_of(conversation, "compaction", usage), label="summary")
     if usage is not None:
-        await conversation.record_event("usage", usage_event(purpose, usage))
+        step.record("usage", usage_event("summary", usage))
+    await conversation.commit(step)
 
 
 def model_summariser(
@@ -125,7 +145,7 @@ def model_summariser(
             )
         except ProviderError as exc:
             raise CompactionFailed(f"the summariser call failed: {exc}") from exc
-        await record_usage(conversation, reply.usage, "summary")
+        await record_summary_usage(conversation, reply.usage)
         return reply.content
 
     return summarise
@@ -413,15 +433,16 @@ class AgentLoop:
             await record_compaction_failed(conversation, "auto", reason, len(plan.evicted))
 
     async def _store_reply(self, reply: Reply) -> Message:
-        """The reply's step: the message with its usage, billed count and the call events
-        of its first tools (recorded before they run), in one transaction."""
+        """The reply's step: the message with its spend, usage, billed count and the call
+        events of its first tools (recorded before they run), in one transaction."""
         assistant = Message(
             role="assistant",
             content=reply.content,
             thinking=reply.thinking or None,
             tool_calls=tuple(reply.tool_calls),
         )
-        step = Step([assistant], label="reply")
+        spend = spend_of(self.conversation, "turn", reply.usage)
+        step = Step([assistant], spend=spend, label="reply")
         if reply.usage is not None:
             step.billed = reply.usage.input_tokens
             step.record("usage", usage_event("turn", reply.usage))
