@@ -122,6 +122,8 @@ async def test_a_cancelled_task_takes_its_question_back(
     assert (await task)["status"] == "cancelled"
     await wait_until(lambda: client.withdrawn)
     assert client.withdrawn[0]["path"] == "a.txt"
+    # The params name the request, for a client whose handlers do not see its id.
+    assert client.withdrawn[0]["requestId"] == client.approve_ids[0]
     assert not (workspace / "a.txt").exists()
 
 
@@ -183,9 +185,7 @@ async def test_the_status_says_what_the_task_waits_for(
 
     result = await prompt(client, "go")
 
-    statuses = [
-        s for s in client.seri["seri/status"] if s["sessionId"] == result["sessionId"]
-    ]
+    statuses = [s for s in client.seri["seri/status"] if s["sessionId"] == result["sessionId"]]
     states = [s["state"] for s in statuses]
     assert states == ["model", "retrying", "tool", "model", "tool", "approval", "tool", "model"]
     retry = statuses[1]
