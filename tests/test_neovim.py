@@ -21,7 +21,7 @@ import pytest
 
 import seri_lsp
 from tests.harness import server_env
-from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
+from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 
 PLUGIN = Path(__file__).resolve().parent.parent / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests"
@@ -335,3 +335,44 @@ def test_the_committed_help_tags_match_the_manual(nvim: str, tmp_path: Path) -> 
     assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
         "doc/tags is stale: run  nvim --headless -c 'helptags editors/neovim/doc' -c q"
     )
+
+
+def test_questions_are_cards_in_the_chat_with_a_diff_to_review(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1\n")
+    provider.script(
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "alpha\n"})]),
+        Text("Wrote a."),
+        Calls([("e1", "edit", {"path": "app.py", "old_text": "x = 1", "new_text": "x=1"})]),
+        Text("Understood."),
+        Calls([("w2", "write_file", {"path": "b.txt", "content": "beta\n"})]),
+        Calls([("m1", "remember", {"text": "Tests run with pytest"})]),
+        Text("Noted."),
+    )
+    scenario("approve.lua")
+    assert (workspace / "a.txt").read_text() == "alpha\n"
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+    assert not (workspace / "b.txt").exists()
+    # The denial's note reached the model with the refusal.
+    assert "keep the spaces" in provider.requests[3]["messages"][-1]["content"]
+    assert "Tests run with pytest" in (workspace / ".seri" / "memory.md").read_text()
+
+
+def test_the_chat_shows_failures_retries_code_turns_and_follows(
+    scenario, provider: ScriptedProvider
+) -> None:
+    code = "Here:\n\n```python\ndef f(x):\n    return x * 2\n```\n\nand\n\n```\nplain\n```\n"
+    long = "\n\n".join(f"Paragraph {n}: " + FILLER for n in range(8))
+    provider.script(
+        Error(401, {"error": {"message": "User not found."}}),
+        Text("Hello after the retry."),
+        Error(503, {"error": {"message": "busy"}}),
+        Text(code),
+        Text(long),
+        Text(long),
+        Text(long),
+        Text(SUMMARY),
+        Text("Followed."),
+    )
+    scenario("chatview.lua")

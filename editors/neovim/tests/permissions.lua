@@ -31,7 +31,7 @@ H.run(function()
 
   -- A new file: the server asks, the user allows it on the card.
   vim.cmd("SeriPrompt write hello.txt")
-  H.wait_chat("[a] Allow  [A] Allow for this session  [d] Deny…  [D] Diff")
+  H.wait_chat("a Allow · A Allow for this session · d Deny… · D Diff")
   answer("seri wants to create hello.txt.", "a")
   H.eq("done", H.wait_turn(1).status, "the write task")
   H.truthy(not H.chat_has("seri wants to create"), "the card went away once answered")

@@ -137,10 +137,11 @@ end
 ---'omnifunc' of the chat's input: matches are asked for again as the word grows
 ---(files match fuzzily, so `@app` offers `src/app.py`).
 ---@param findstart integer
+---@param base string the word to complete (taken out of the line meanwhile)
 ---@return integer|table
-function M.omnifunc(findstart)
+function M.omnifunc(findstart, base)
   local row, col = unpack(vim.api.nvim_win_get_cursor(0))
-  local before = vim.api.nvim_get_current_line():sub(1, col)
+  local before = vim.api.nvim_get_current_line():sub(1, col) .. (findstart == 1 and "" or base)
   local start, items = M.complete(before, client.root_for(0), row == 1)
   if findstart == 1 then
     return start or -3 -- -3: nothing to complete here, and no message about it

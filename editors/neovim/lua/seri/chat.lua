@@ -885,6 +885,10 @@ local function ensure_buffers()
     vim.bo[input].filetype = "seri_input"
     vim.bo[input].syntax = "markdown"
     vim.bo[input].omnifunc = "v:lua.require'seri.attach'.omnifunc"
+    -- Offer without inserting the first match (a buffer-local option from Neovim 0.11).
+    pcall(function()
+      vim.bo[input].completeopt = "menu,menuone,noselect"
+    end)
     map(input, "n", keys.send, M.send, "Send the prompt to seri")
     map(input, "i", keys.send_insert, M.send, "Send the prompt to seri")
     map(input, { "n", "i" }, keys.cancel, function()
@@ -920,44 +924,68 @@ local function set_options(win, options)
   end
 end
 
-local function input_winbar()
+---`left`, then as many of `hints` as fit in the window whose bar is drawn, on the right.
+---@param left string
+---@param hints string[] by importance
+---@return string a 'winbar' value
+local function bar(left, hints)
+  local width = vim.api.nvim_win_get_width(tonumber(vim.g.statusline_winid) or 0)
+  local room = width - vim.fn.strdisplaywidth(left) - 3
+  local shown = {}
+  for _, hint in ipairs(hints) do
+    local extra = vim.fn.strdisplaywidth(hint) + (#shown > 0 and 3 or 0)
+    if extra > room then
+      break
+    end
+    room = room - extra
+    table.insert(shown, hint)
+  end
+  local right = table.concat(shown, " · ")
+  return (" %s%%=%s "):format(left:gsub("%%", "%%%%"), right:gsub("%%", "%%%%"))
+end
+
+---@param pairs {[1]: string|false, [2]: string}[] keys (false: turned off) and what they do
+---@return string[]
+local function key_hints(pairs)
+  local hints = {}
+  for _, pair in ipairs(pairs) do
+    if pair[1] then
+      table.insert(hints, pair[1] .. " " .. pair[2])
+    end
+  end
+  return hints
+end
+
+---The input window's bar: the keys that send and cancel, and what completes.
+---@return string
+function M.input_winbar()
   local keys = config.options.keymaps
-  local hints = { "prompt" }
-  if keys.send then
-    table.insert(hints, keys.send .. " send")
-  end
-  if keys.cancel then
-    table.insert(hints, keys.cancel .. " cancel")
-  end
-  table.insert(hints, "@ file · # buffer/selection · / command")
-  return " " .. table.concat(hints, " · ")
+  local hints = key_hints({ { keys.send, "send" }, { keys.cancel, "cancel" } })
+  vim.list_extend(hints, { "@ file", "# buffer", "/ command" })
+  return bar("prompt", hints)
 end
 
 ---The chat window's bar: the status (context use, what the task waits for), and on the
----right the keys that matter now (a question's, else the help key).
+---right the keys that matter now (a question's, else the chat's main keys), as many as
+---fit.
 ---@return string
 function M.winbar()
   local project = shown_project()
   local text = project and require("seri.status").text(project) or "seri"
   local keys = config.options.keymaps
-  local hints = {}
   local q = require("seri.approve").pending(state.root)[1]
+  local hints
   if q then
-    for _, k in ipairs(require("seri.approve").card_keys(q)) do
-      table.insert(hints, k.key .. " " .. k.label:gsub("…$", ""))
-    end
+    hints = vim.tbl_map(function(k)
+      return k.key .. " " .. k.label:lower():gsub("…$", "")
+    end, require("seri.approve").card_keys(q))
   else
-    for _, item in ipairs({ { keys.next_turn, "next" }, { keys.yank_code, "yank code" } }) do
-      if item[1] then
-        table.insert(hints, item[1] .. " " .. item[2])
-      end
-    end
-    if keys.help then
-      table.insert(hints, keys.help .. " help")
+    hints = key_hints({ { keys.help, "help" }, { keys.yank_code, "yank code" } })
+    if keys.prev_turn and keys.next_turn then
+      table.insert(hints, keys.prev_turn .. " " .. keys.next_turn .. " turns")
     end
   end
-  local right = table.concat(hints, " · ")
-  return (" %s%%=%s "):format(text:gsub("%%", "%%%%"), right:gsub("%%", "%%%%"))
+  return bar(text, hints)
 end
 
 ---Close windows of the current tab page that show the input without the chat above it
@@ -1039,7 +1067,7 @@ local function open_input_window(chat_win)
     foldcolumn = "0",
     winfixheight = true,
     fillchars = "eob: ",
-    winbar = input_winbar():gsub("%%", "%%%%"),
+    winbar = "%{%v:lua.require'seri.chat'.input_winbar()%}",
   })
 end
 

@@ -68,6 +68,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field activity seri.Activity? what the running task of the open session waits for
 ---@field last_error string? why the last task failed (shown in the chat already)
 ---@field queue {text: string, context: table[]}[] prompts sent while a task ran
+---@field ended boolean? the last task said it ended (`seri/turnEnded`) before its answer came
 
 ---@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"
 ---@alias seri.Listener fun(event: seri.Event, project: seri.Project, params: table?)
@@ -319,6 +320,9 @@ handlers["seri/turnEnded"] = function(err, params, ctx)
     if params.sessionId == open then
       project.activity = nil
       project.last_error = type(params.error) == "string" and params.error or nil
+      -- Nothing of the task runs any more, even before its request is answered.
+      project.ended = true
+      project.progress = {}
     end
     -- Nothing of the task waits any more: a question left open is gone.
     for _, q in ipairs(require("seri.approve").pending(project.root)) do
@@ -338,6 +342,22 @@ handlers["seri/status"] = function(_, params, ctx)
     if params.sessionId == project.session.id then
       project.activity = params
       emit("status", project)
+      if params.state == "retrying" then
+        -- Once the delay is over, the model is asked again (no status says so).
+        local delay = math.max(0, tonumber(params.delay) or 0)
+        vim.defer_fn(function()
+          if project.activity == params then
+            local attempt = (tonumber(params.attempt) or 1) + 1
+            project.activity = {
+              sessionId = params.sessionId,
+              state = "model",
+              attempt = attempt,
+              maxAttempts = params.maxAttempts,
+            }
+            emit("status", project)
+          end
+        end, math.floor(delay * 1000))
+      end
     end
   end
 end
@@ -696,6 +716,7 @@ end
 ---@param callback fun(err: lsp.ResponseError?, result: any)?
 function M.execute_task(project, name, args, callback)
   project.busy = project.busy + 1
+  project.ended = false
   emit("status", project)
   M.execute(project, name, args, function(err, result)
     project.busy = math.max(0, project.busy - 1)
@@ -726,7 +747,7 @@ end
 ---@param project seri.Project
 ---@return boolean
 function M.working(project)
-  return project.busy > 0 or next(project.progress) ~= nil
+  return (project.busy > 0 and not project.ended) or next(project.progress) ~= nil
 end
 
 ---Stop every seri client.

@@ -60,6 +60,9 @@ function M.setup()
       if params.sessionId == open and (params.status == "cancelled" or params.status == "failed") then
         give_back(project)
       end
+      vim.schedule(function()
+        next_one(project)
+      end)
     elseif event == "status" then
       vim.schedule(function()
         next_one(project)

@@ -494,9 +494,9 @@ function M.card(question, keys)
     line("  -> " .. tostring(question.path), "SeriNotice")
   end
   local hints = vim.tbl_map(function(k)
-    return ("[%s] %s"):format(k.key, k.label)
+    return k.key .. " " .. k.label
   end, keys)
-  line(table.concat(hints, "  "), "SeriCardKeys")
+  line(table.concat(hints, " · "), "SeriCardKeys")
   add(b, "")
   return b
 end

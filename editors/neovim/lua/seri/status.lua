@@ -49,6 +49,11 @@ function M.activity(project)
   local activity = project.activity or {}
   local state, detail = activity.state, activity.detail
   if state == "model" then
+    local attempt, most = tonumber(activity.attempt), tonumber(activity.maxAttempts)
+    if attempt and attempt > 1 then
+      local of = most and ("/" .. (most + 1)) or ""
+      return ("waiting for the model (try %d%s)"):format(attempt, of)
+    end
     return "waiting for the model"
   elseif state == "retrying" then
     local attempt, most = tonumber(activity.attempt), tonumber(activity.maxAttempts)
