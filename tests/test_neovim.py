@@ -376,3 +376,46 @@ def test_the_chat_shows_failures_retries_code_turns_and_follows(
         Text("Followed."),
     )
     scenario("chatview.lua")
+
+
+def test_files_buffers_and_selections_are_attached_to_prompts(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n")
+    (workspace / "README.md").write_text("# App\n")
+    provider.script(*(Text(f"Answer {n}.") for n in range(4)))
+    scenario("context.lua")
+    prompts = [request["messages"][-1]["content"] for request in provider.requests]
+    assert prompts[0] == (
+        'explain @src/app.py\n\n<context path="src/app.py">\n'
+        "a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n</context>"
+    )
+    assert prompts[1] == (
+        'what is @src/app.py:2-3\n\n<context path="src/app.py" lines="2-3">\nb = 2\nc = 3\n</context>'
+    )
+    assert prompts[2] == (
+        'explain these lines\n\n<context path="src/app.py" lines="4-5">\nd = 4\ne = 5\n</context>'
+    )
+    assert (
+        prompts[3]
+        == '@src/app.py:6 why?\n\n<context path="src/app.py" lines="6">\nf = 6\n</context>'
+    )
+
+
+def test_prompts_sent_while_a_task_runs_are_queued(scenario, provider: ScriptedProvider) -> None:
+    provider.script(
+        Text("The first answer streams slowly. " * 3, chunk_size=4, chunk_delay=0.05),
+        Text("Second answer."),
+        Text("Stalling here, for the cancel.", chunk_size=8, stall_after=1),
+    )
+    scenario("queue.lua")
+    prompts = [request["messages"][-1]["content"] for request in provider.requests]
+    assert prompts == ["first question", "second question", "stall please"]
+
+
+def test_notices_never_ask_to_press_enter(scenario, provider: ScriptedProvider) -> None:
+    refused = {"error": {"message": "User not found. " + "The key was refused. " * 6}}
+    provider.script(Error(401, refused), Error(401, refused))
+    scenario("notices.lua")

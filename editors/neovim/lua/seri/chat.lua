@@ -50,7 +50,7 @@ M.INPUT_NAME = "seri://input"
 ---@field call_marks table<string, integer> extmark on each tool call's line, by call id
 ---@field tail_items {first: integer, last: integer, question?: seri.Question, queued?: integer}[] 0-based lines of cards and queued prompts
 ---@field highlighted boolean the buffer is highlighted by treesitter
----@field notices {text: string, level: integer?, after: integer?}[] the plugin's lines, by the message they follow
+---@field notices {text: string, level: integer?, after: integer?, session: string?}[] the plugin's lines, by the message they follow
 local state = {
   call_marks = {},
   notices = {},
@@ -118,13 +118,25 @@ local function at_end(win, count)
   return vim.fn.line("w$", win) >= count
 end
 
----Move a window's view to the buffer's end.
+---Move a window's view to the buffer's end: the cursor on the last line, and as many
+---lines above it as fill the window (computed, so a window not drawn yet is right too).
 ---@param win integer
 local function to_end(win)
   local count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(win))
-  vim.api.nvim_win_set_cursor(win, { count, 0 })
+  local height = vim.api.nvim_win_get_height(win)
+  local function rows(line)
+    return vim.api.nvim_win_text_height(win, { start_row = line - 1, end_row = line - 1 }).all
+  end
+  local top, used = count, rows(count)
+  while top > 1 do
+    local more = rows(top - 1)
+    if used + more > height then
+      break
+    end
+    top, used = top - 1, used + more
+  end
   vim.api.nvim_win_call(win, function()
-    vim.cmd("normal! zb")
+    vim.fn.winrestview({ lnum = count, col = 0, topline = top })
   end)
 end
 
@@ -435,9 +447,15 @@ end
 ---@param text string
 ---@param level integer? vim.log.levels
 function M.notice(text, level)
-  if valid(state.buf) then
-    local last = state.messages[#state.messages]
-    table.insert(state.notices, { text = text, level = level, after = last and last.id })
+  local session = state.session
+  if not session then
+    local project = client.current()
+    session = project and project.session
+  end
+  local last = state.messages[#state.messages]
+  local item = { text = text, level = level, after = last and last.id, session = session and session.id }
+  table.insert(state.notices, item)
+  if valid(state.buf) and state.loaded then
     append({ render.notice(text, level) })
   end
 end
@@ -552,27 +570,31 @@ local function show_session(project, session, reason)
   state.reason = reason
   state.stream = ""
   state.messages, state.seen = {}, {}
-  state.notices = {}
+  -- Notices of this session stay (said while the chat was closed); others go.
+  state.notices = vim.tbl_filter(function(n)
+    return n.session == (session and session.id)
+  end, state.notices)
   state.has_more = false
   redraw()
   M.reload(project)
 end
 
 ---Say how a task ended, when not as asked: cancelled, out of turns (and how to go on),
----failed (why, and how to retry).
+---failed (why, and how to retry). In the chat, and on one line when it is closed.
 ---@param params {status: string, turns?: integer, error?: string}
-function M.task_ended(params)
+local function task_ended(params)
+  local say = require("seri.notice").say
   local error = type(params.error) == "string" and vim.trim(params.error) or ""
   if params.status == "cancelled" then
-    M.notice("Task cancelled.")
+    say("Task cancelled.")
   elseif params.status == "max_turns" then
     local text = ("Stopped at the turn budget (%s turns)."):format(params.turns or "?")
-    M.notice(error ~= "" and (text .. "\n" .. error) or text, vim.log.levels.WARN)
+    say(error ~= "" and (text .. "\n" .. error) or text, vim.log.levels.WARN)
   elseif params.status == "failed" then
     local text = "Task failed: " .. (error ~= "" and error or "no reason was given.")
     local key = config.options.keymaps.retry
     local how = key and (key .. " or :SeriRetry") or ":SeriRetry"
-    M.notice(text .. "\n" .. how .. " sends the prompt again.", vim.log.levels.ERROR)
+    say(text .. "\n" .. how .. " sends the prompt again.", vim.log.levels.ERROR)
   end
 end
 
@@ -580,6 +602,11 @@ end
 ---@param project seri.Project
 ---@param params table?
 local function on_event(event, project, params)
+  if event == "turn_ended" and params and project.session then
+    if params.sessionId == project.session.id then
+      task_ended(params) -- said even while the chat is closed
+    end
+  end
   if not valid(state.buf) or project.root ~= state.root then
     return
   end
@@ -615,7 +642,6 @@ local function on_event(event, project, params)
     if state.session and params.sessionId == state.session.id then
       state.stream = ""
       redraw_tail()
-      M.task_ended(params)
     end
   elseif event == "exit" then
     M.notice("The seri server stopped; :Seri starts it again.", vim.log.levels.WARN)
