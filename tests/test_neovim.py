@@ -393,7 +393,8 @@ def test_files_buffers_and_selections_are_attached_to_prompts(
         "a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n</context>"
     )
     assert prompts[1] == (
-        'what is @src/app.py:2-3\n\n<context path="src/app.py" lines="2-3">\nb = 2\nc = 3\n</context>'
+        'what is @src/app.py:2-3\n\n<context path="src/app.py" lines="2-3">\n'
+        "b = 2\nc = 3\n</context>"
     )
     assert prompts[2] == (
         'explain these lines\n\n<context path="src/app.py" lines="4-5">\nd = 4\ne = 5\n</context>'
