@@ -269,9 +269,19 @@ end
 ---@return any result
 ---@return lsp.ResponseError? error
 function M.ask(project, params)
+  if type(params) ~= "table" then
+    return vim.NIL
+  end
   local co, main = coroutine.running()
-  if co == nil or main or type(params) ~= "table" then
-    return vim.NIL -- cannot wait here: no answer
+  if co == nil or main then
+    -- A Neovim that cannot wait on a server request: ask on the command line.
+    local choices = type(params.choices) == "table" and params.choices or {}
+    local items = { tostring(params.message) }
+    for i, choice in ipairs(choices) do
+      table.insert(items, ("%d. %s"):format(i, choice))
+    end
+    local picked = choices[vim.fn.inputlist(items)]
+    return picked and { choice = picked } or vim.NIL
   end
   ---@type seri.Question
   local q = {

@@ -11,8 +11,10 @@
 -- The view follows: a window whose end is in view stays at the end as lines come.
 
 local client = require("seri.client")
+local code = require("seri.code")
 local config = require("seri.config")
 local render = require("seri.render")
+local view = require("seri.view")
 
 local M = {}
 
@@ -24,9 +26,6 @@ local calls_ns = vim.api.nvim_create_namespace("seri_chat_calls")
 -- The frames drawn around fenced code blocks.
 local frames_ns = vim.api.nvim_create_namespace("seri_chat_frames")
 
--- Neovim 0.11 hides the fence lines of markdown code blocks (treesitter `conceal_lines`):
--- the frame is then drawn on lines of its own.
-local FENCES_HIDDEN = vim.fn.has("nvim-0.11") == 1
 
 M.CHAT_NAME = "seri://chat"
 M.INPUT_NAME = "seri://input"
@@ -103,95 +102,6 @@ end
 
 -- Writing the buffer -----------------------------------------------------------------
 
----Whether a window of the chat shows its end, so it should go on showing it: its cursor
----is on the last line, or (a window the user is not in) the last line is in view.
----@param win integer
----@param count integer the buffer's line count
----@return boolean
-local function at_end(win, count)
-  if vim.api.nvim_win_get_cursor(win)[1] >= count then
-    return true
-  end
-  if win == vim.api.nvim_get_current_win() then
-    return false
-  end
-  return vim.fn.line("w$", win) >= count
-end
-
----Move a window's view to the buffer's end: the cursor on the last line, and as many
----lines above it as fill the window (computed, so a window not drawn yet is right too).
----@param win integer
-local function to_end(win)
-  local count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(win))
-  local height = vim.api.nvim_win_get_height(win)
-  local function rows(line)
-    return vim.api.nvim_win_text_height(win, { start_row = line - 1, end_row = line - 1 }).all
-  end
-  local top, used = count, rows(count)
-  while top > 1 do
-    local more = rows(top - 1)
-    if used + more > height then
-      break
-    end
-    top, used = top - 1, used + more
-  end
-  vim.api.nvim_win_call(win, function()
-    vim.fn.winrestview({ lnum = count, col = 0, topline = top })
-  end)
-end
-
----A window whose view starts past the buffer's end (the buffer shrank) shows its last
----lines instead of nothing.
----@param win integer
-local function keep_in_view(win)
-  local count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(win))
-  if vim.fn.line("w0", win) > count or vim.fn.getwininfo(win)[1].topline > count then
-    to_end(win)
-  end
-end
-
----Draw a frame with the language around a fenced code block (0-based rows).
----@param buf integer
----@param frame {first: integer, last: integer?, lang: string}
----@param stop integer the block's last row (for a fence still open)
-local function draw_frame(buf, frame, stop)
-  local last_body = (frame.last or (stop + 1)) - 1
-  local label = frame.lang ~= "" and frame.lang or "code"
-  local width = 24
-  for _, line in ipairs(vim.api.nvim_buf_get_lines(buf, frame.first + 1, last_body + 1, false)) do
-    width = math.max(width, math.min(100, vim.fn.strdisplaywidth(line) + 4))
-  end
-  local top = { { "╭─ " .. label .. " " .. ("─"):rep(width - #label - 4), "SeriCodeFrame" } }
-  local bottom = { { "╰" .. ("─"):rep(width - 1), "SeriCodeFrame" } }
-  for row = frame.first + 1, last_body do
-    vim.api.nvim_buf_set_extmark(buf, frames_ns, row, 0, {
-      virt_text = { { "│ ", "SeriCodeFrame" } },
-      virt_text_pos = "inline",
-    })
-  end
-  if FENCES_HIDDEN and state.highlighted then
-    if last_body > frame.first then
-      vim.api.nvim_buf_set_extmark(buf, frames_ns, frame.first + 1, 0, {
-        virt_lines = { top },
-        virt_lines_above = true,
-      })
-      if frame.last then
-        vim.api.nvim_buf_set_extmark(buf, frames_ns, last_body, 0, { virt_lines = { bottom } })
-      end
-    end
-    return
-  end
-  local overlay = { virt_text_pos = "overlay", virt_text_win_col = 0, hl_mode = "combine" }
-  vim.api.nvim_buf_set_extmark(buf, frames_ns, frame.first, 0, vim.tbl_extend("force", overlay, {
-    virt_text = top,
-  }))
-  if frame.last then
-    vim.api.nvim_buf_set_extmark(buf, frames_ns, frame.last, 0, vim.tbl_extend("force", overlay, {
-      virt_text = bottom,
-    }))
-  end
-end
-
 ---Replace lines [first, last) with `blocks`, keeping windows that were at the end there.
 ---@param first integer
 ---@param last integer
@@ -221,7 +131,7 @@ local function write(first, last, blocks)
   local count = vim.api.nvim_buf_line_count(buf)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if at_end(win, count) then
+    if view.at_end(win, count) then
       table.insert(following, win)
     end
   end
@@ -247,13 +157,13 @@ local function write(first, last, blocks)
     })
   end
   for _, item in ipairs(frames) do
-    draw_frame(buf, item.frame, item.stop)
+    code.draw_frame(buf, frames_ns, item.frame, item.stop, state.highlighted)
   end
   for _, win in ipairs(following) do
-    to_end(win)
+    view.to_end(win)
   end
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    keep_in_view(win)
+    view.keep_in_view(win)
   end
 end
 
@@ -460,21 +370,6 @@ function M.notice(text, level)
   end
 end
 
----Show the recap in every window of the chat: its heading at the top.
-local function show_recap()
-  for i, line in ipairs(vim.api.nvim_buf_get_lines(state.buf, 0, -1, false)) do
-    if line == "## Recap" then
-      for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-        vim.api.nvim_win_set_cursor(win, { i, 0 })
-        vim.api.nvim_win_call(win, function()
-          vim.cmd("normal! zt")
-        end)
-      end
-      return
-    end
-  end
-end
-
 ---Fetch the newest page of the open session and draw it; `recap` puts the recap in view
 ---(after a compaction the user asked for).
 ---@param project seri.Project
@@ -505,7 +400,7 @@ function M.reload(project, opts)
     state.loaded = true
     redraw()
     if opts and opts.recap then
-      show_recap()
+      view.show_line(state.buf, "## Recap")
     end
     local backlog = state.backlog
     state.backlog = {}
@@ -706,25 +601,10 @@ local function answer_key(name)
   end
 end
 
----The fenced code block around `row` (1-based) of the chat: its code lines.
----@param row integer
----@return string[]? lines
----@return string? lang
-function M.code_block_at(row)
-  local lines = M.lines()
-  for _, fence in ipairs(render.fences(lines)) do
-    local last = fence.last or (#lines + 1)
-    if row >= fence.first and row <= last then
-      return vim.list_slice(lines, fence.first + 1, last - 1), fence.lang
-    end
-  end
-  return nil, nil
-end
-
 ---Yank the code block under the cursor into the register the key was given (`"+gy`).
 local function yank_code()
   local row = vim.api.nvim_win_get_cursor(0)[1]
-  local lines, lang = M.code_block_at(row)
+  local lines, lang = code.block_at(M.lines(), row)
   if not lines then
     require("seri.notice").say("No code block under the cursor.")
     return
@@ -765,67 +645,6 @@ local function drop_queued()
   local item = table.remove(project.queue, index)
   M.add_to_input(item.text)
   client.emit_status(project)
-end
-
----The chat's keys, for the help float: {key, what it does}.
----@return {[1]: string, [2]: string}[]
-function M.help_lines()
-  local keys = config.options.keymaps
-  local list = {
-    { keys.allow, "allow what seri asks (Allow, Remember)" },
-    { keys.allow_session, "allow it for the rest of the session" },
-    { keys.deny, "deny it (a write asks for a note for the model)" },
-    { keys.diff, "show the change seri asks to make, in a diff" },
-    { keys.retry, "send the last prompt again (:SeriRetry)" },
-    { keys.yank_code, "yank the code block under the cursor" },
-    { keys.next_turn, "next prompt, reply or recap" },
-    { keys.prev_turn, "previous prompt, reply or recap" },
-    { keys.drop_queued, "take a queued prompt back into the input" },
-    { keys.load_earlier, "load earlier messages (on their line), else go to the prompt" },
-    { "i", "type a prompt" },
-    { keys.cancel, "stop the running task (:SeriCancel)" },
-    { keys.close, "close the chat" },
-    { "zo / zc", "open / close a folded result, thinking or attachment" },
-    { keys.help, "this help" },
-  }
-  return vim.tbl_filter(function(item)
-    return item[1] ~= false and item[1] ~= nil
-  end, list)
-end
-
----A float listing the chat's keys; `q` or <Esc> closes it.
-function M.help()
-  local lines = { " seri chat keys", "" }
-  for _, item in ipairs(M.help_lines()) do
-    table.insert(lines, (" %-8s %s "):format(item[1], item[2]))
-  end
-  table.insert(lines, "")
-  table.insert(lines, " In the input: @ a file, # #buffer / #selection, / a command ")
-  local width = 0
-  for _, line in ipairs(lines) do
-    width = math.max(width, vim.fn.strdisplaywidth(line))
-  end
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].bufhidden = "wipe"
-  local win = vim.api.nvim_open_win(buf, true, {
-    relative = "editor",
-    width = math.min(width, vim.o.columns - 4),
-    height = math.min(#lines, vim.o.lines - 4),
-    row = math.floor((vim.o.lines - #lines) / 2),
-    col = math.floor((vim.o.columns - width) / 2),
-    style = "minimal",
-    border = "rounded",
-  })
-  vim.api.nvim_buf_add_highlight(buf, -1, "Title", 0, 0, -1)
-  for _, key in ipairs({ "q", "<Esc>", "?" }) do
-    vim.keymap.set("n", key, function()
-      if vim.api.nvim_win_is_valid(win) then
-        vim.api.nvim_win_close(win, true)
-      end
-    end, { buffer = buf, nowait = true })
-  end
 end
 
 ---Start completion in the input as `@`, `#` or a leading `/` is typed, unless a
@@ -902,7 +721,7 @@ local function ensure_buffers()
       jump_turn(-1)
     end, "seri: previous prompt or reply")
     map(buf, "n", keys.drop_queued, drop_queued, "seri: take a queued prompt back")
-    map(buf, "n", keys.help, M.help, "seri: the chat's keys")
+    map(buf, "n", keys.help, require("seri.help").open, "seri: the chat's keys")
     redraw()
   end
   if not valid(state.input) then
@@ -1243,7 +1062,7 @@ end
 function M.follow()
   if valid(state.buf) then
     for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
-      to_end(win)
+      view.to_end(win)
     end
   end
 end
