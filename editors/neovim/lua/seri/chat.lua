@@ -193,7 +193,9 @@ function tail(at)
   local questions = require("seri.approve").pending(state.root)
   if project and #questions == 0 and client.working(project) then
     local activity = require("seri.status").activity(project)
-    if activity then
+    -- While the reply streams in, its text is the sign of life.
+    local streaming = state.stream ~= "" and project.activity and project.activity.state == "model"
+    if activity and not streaming then
       local retry = project.activity
       if retry and retry.state == "retrying" and retry.detail then
         local delay = tonumber(retry.delay)
