@@ -122,6 +122,8 @@ async def test_a_cancelled_task_takes_its_question_back(
     assert (await task)["status"] == "cancelled"
     await wait_until(lambda: client.withdrawn)
     assert client.withdrawn[0]["path"] == "a.txt"
+    # The params name the request, for a client whose handlers do not see its id.
+    assert client.withdrawn[0]["requestId"] == client.approve_ids[0]
     assert not (workspace / "a.txt").exists()
 
 
