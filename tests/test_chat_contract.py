@@ -244,6 +244,8 @@ async def test_attached_context_is_written_into_the_prompt(
         '<context path="/elsewhere/notes.txt">\noutside\n</context>'
     )
     assert provider.requests[0]["messages"][-1]["content"] == stored
+    # The session is titled by the prompt's own words, not by what was attached.
+    assert (await command(client, "seri.session.get", {}))["session"]["title"] == "Explain this"
 
 
 async def test_a_mention_already_in_the_text_is_not_repeated(
