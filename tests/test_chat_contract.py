@@ -183,9 +183,7 @@ async def test_the_status_says_what_the_task_waits_for(
 
     result = await prompt(client, "go")
 
-    statuses = [
-        s for s in client.seri["seri/status"] if s["sessionId"] == result["sessionId"]
-    ]
+    statuses = [s for s in client.seri["seri/status"] if s["sessionId"] == result["sessionId"]]
     states = [s["state"] for s in statuses]
     assert states == ["model", "retrying", "tool", "model", "tool", "approval", "tool", "model"]
     retry = statuses[1]
