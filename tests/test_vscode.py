@@ -217,6 +217,9 @@ def vscode_run(
             "follow": make_workspace(folders, "follow"),
             "retry": make_workspace(folders, "retry"),
             "keys": make_workspace(folders, "keys"),
+            "questions": make_workspace(
+                folders, "questions", {"seri.permissions.write": "ask"}, {"README.md": "# App\n"}
+            ),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
         seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
@@ -407,3 +410,11 @@ def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
 
 def test_the_key_bindings_work_and_clash_with_no_default(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("the key bindings focus the chat")
+
+
+def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a long task asks three times")
+    folder = vscode_run.work / "workspaces" / "questions"
+    assert (folder / "src" / "app.py").read_text().startswith("def main():\n")
+    assert (folder / "tests" / "test_app.py").exists()
+    assert "Tests run with pytest -q" in (folder / ".seri" / "memory.md").read_text()

@@ -326,6 +326,19 @@ async function resumeFromQuickPick({ page, config, shot }) {
   await view.locator('#empty', { hasText: 'No messages yet' }).waitFor();
 }
 
+/** Pick a colour theme (Ctrl+K Ctrl+T); `kind` is the workbench's class for it. */
+async function pickTheme(page, theme, kind) {
+  await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
+  await page.keyboard.press('Control+K');
+  await page.keyboard.press('Control+T');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(theme);
+  await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: theme }).waitFor({ timeout: 10_000 });
+  await page.keyboard.press('Enter');
+  await page.locator(`.monaco-workbench.${kind}`).waitFor({ timeout: 10_000 });
+}
+
 /** Quick Open (Ctrl+P) a file of the workspace: it opens with the focus in its editor. */
 async function openFile(page, name) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
@@ -549,15 +562,7 @@ async function linksAndCode({ page, config, shot }) {
     ['Dark High Contrast', 'high-contrast', 'hc-black'],
     ['Light Modern', '', 'vs'],
   ]) {
-    await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } });
-    await page.keyboard.press('Control+K');
-    await page.keyboard.press('Control+T');
-    const input = page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor({ timeout: 10_000 });
-    await input.fill(theme);
-    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: theme }).waitFor({ timeout: 10_000 });
-    await page.keyboard.press('Enter');
-    await page.locator(`.monaco-workbench.${kind}`).waitFor({ timeout: 10_000 });
+    await pickTheme(page, theme, kind);
     if (name) {
       await page.waitForTimeout(500);
       await shot(`links-${name}`);
@@ -571,8 +576,9 @@ async function linksAndCode({ page, config, shot }) {
 
 async function followTranscript({ page, config, shot }) {
   const seeded = config.ui.follow;
+  // Long and slow enough (about 15 s) to be scrolled away from while it streams.
   const reply = 'Here is the long answer. '.repeat(120) + 'The end of the answer.';
-  await provider(config).script({ text: reply, chunkSize: 40, chunkDelay: 0.05 });
+  await provider(config).script({ text: reply, chunkSize: 20, chunkDelay: 0.1 });
   await openChat(page);
   const view = chat(page);
   await view.locator('.row.assistant', { hasText: seeded.last }).waitFor({ timeout: 30_000 });
@@ -593,7 +599,7 @@ async function followTranscript({ page, config, shot }) {
   await view.locator('#new-messages').click();
   await waitUntil(() => atBottom(view), 'the button to scroll to the bottom');
   const done = view.locator('.row.assistant:not(.streaming)', { hasText: 'The end of the answer.' });
-  await done.waitFor({ timeout: 30_000 });
+  await done.waitFor({ timeout: 40_000 });
   await waitUntil(() => atBottom(view), 'the finished reply to be followed to its end');
   await shot('follow-done');
 }
@@ -669,6 +675,104 @@ async function keyBindings({ page, shot }) {
   await shot('keybindings');
 }
 
+const RICH_REPLY = [
+  '## What the project does',
+  '',
+  'The app in `src/app.py` prints a greeting. Its entry point is app.py:1, and there is',
+  'no `main()` yet. See https://docs.python.org/3/library/__main__.html for the idiom.',
+  '',
+  '| file | role |',
+  '| --- | --- |',
+  '| `src/app.py` | the greeting |',
+  '| `README.md` | docs |',
+  '',
+  '1. Add a `main()` function.',
+  '2. Call it under `if __name__ == "__main__":`.',
+  '',
+  '```python',
+  'import sys',
+  '',
+  'def main(argv: list[str] | None = None) -> int:',
+  '    """Print the greeting."""',
+  '    print("hello", file=sys.stdout)  # the greeting',
+  '    return 0',
+  '',
+  'if __name__ == "__main__":',
+  '    raise SystemExit(main())',
+  '```',
+  '',
+  'Run it with:',
+  '',
+  '```bash',
+  'python -m src.app --verbose && echo "ok: $?"',
+  '```',
+  '',
+  '```json',
+  '{"name": "app", "version": 1, "tags": ["demo", true, null]}',
+  '```',
+  '',
+  '```diff',
+  '-print("hello")',
+  '+def main():',
+  '+    print("hello")',
+  '```',
+].join('\n');
+
+/** A session as a user has it for a while: a rich reply, then a task that asks three times. */
+async function longTask({ page, config, shot }) {
+  const p = provider(config);
+  await p.script(
+    { calls: [['t1', 'read_file', { path: 'src/app.py' }], ['t2', 'list_dir', { path: '.' }]], text: 'Let me look around first.' },
+    { text: RICH_REPLY, chunkSize: 30, chunkDelay: 0.02, thinking: 'The user wants an overview. I read the app.' },
+  );
+  await openChat(page);
+  const view = chat(page);
+  await sendPrompt(view, 'Explain the project and say how to add a main function');
+  const reply = view.locator('.row.assistant:not(.streaming)', { hasText: 'Run it with' });
+  await reply.waitFor({ timeout: 30_000 });
+  for (const language of ['python', 'bash', 'json', 'diff']) {
+    expect(await reply.locator(`.code-block code.language-${language} [class^="hljs-"]`).count(), `the ${language} block is highlighted`);
+  }
+  expect(await reply.locator('table td code.file-link', { hasText: 'README.md' }).count(), 'a file named in a table is a link');
+  await shot('long-task-1-reply');
+  await view.locator('#transcript').evaluate((b) => b.scrollTo(0, 0));
+  await shot('long-task-1-reply-top');
+  await p.script(
+    { calls: [['t3', 'edit', { path: 'src/app.py', old_text: 'print("hello")', new_text: 'def main():\n    print("hello")\n\n\nif __name__ == "__main__":\n    main()' }]], text: 'I will edit the app.' },
+    { calls: [['t4', 'write_file', { path: 'tests/test_app.py', content: 'from src.app import main\n\n\ndef test_main():\n    main()\n' }]] },
+    { calls: [['t5', 'remember', { text: 'Tests run with pytest -q' }]] },
+    { text: 'Done: `src/app.py` has a `main()` and tests/test_app.py tests it.' },
+  );
+  await sendPrompt(view, 'Do it, with a test');
+  const card = view.locator('.question', { hasText: 'src/app.py' });
+  await card.waitFor({ timeout: 20_000 });
+  await shot('long-task-2-edit-card');
+  await card.getByRole('button', { name: 'Review changes' }).click();
+  await page.locator('.monaco-diff-editor').waitFor({ timeout: 15_000 });
+  await page.waitForTimeout(800);
+  await shot('long-task-2-diff');
+  // Allowed from the diff's title bar; the diff closes.
+  await page.locator('.editor-actions [aria-label="Allow This Change"]').click();
+  await page.locator('.tab', { hasText: "seri's proposal" }).waitFor({ state: 'detached', timeout: 10_000 });
+  const create = view.locator('.question', { hasText: 'tests/test_app.py' });
+  await create.waitFor({ timeout: 20_000 });
+  await shot('long-task-3-create-card');
+  await create.getByRole('button', { name: 'Allow for this session' }).click();
+  const memory = view.locator('.question-memory');
+  await memory.waitFor({ timeout: 20_000 });
+  await memory.locator('.question-detail', { hasText: 'in .seri/memory.md' }).waitFor();
+  await shot('long-task-4-memory-card');
+  await memory.getByRole('button', { name: 'Remember', exact: true }).click();
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'tests it' }).waitFor({ timeout: 20_000 });
+  expect((await view.locator('.question').count()) === 0, 'no question left');
+  await shot('long-task-5-done');
+  // The same transcript in a dark theme, then back to the light one.
+  await pickTheme(page, 'Dark Modern', 'vs-dark');
+  await page.waitForTimeout(500);
+  await shot('long-task-dark');
+  await pickTheme(page, 'Light Modern', 'vs');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
@@ -686,6 +790,7 @@ const SCENARIOS = [
   ['a prompt sent while a task runs is queued, then sent and answered', 'follow', queueWhileBusy, { continues: true }],
   ['a failed task says why in the chat, with a Retry', 'retry', failedTask],
   ['the key bindings focus the chat and clash with no default', 'keys', keyBindings],
+  ['a long task asks three times: Allow from the diff, Allow for this session, a memory line', 'questions', longTask],
 ];
 
 /**

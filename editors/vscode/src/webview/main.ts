@@ -118,7 +118,7 @@ function applyHeader(next: HeaderState): void {
   composer.setState(usable, next.running);
   menuButton.disabled = !usable;
   older.hidden = !next.hasMore;
-  renderQuestions(questions, next.questions, post);
+  renderQuestions(questions, next.questions, session?.project ?? '', post);
   renderQueue(queue, next.queued, post);
   if (next.activity !== before?.activity) {
     clearTimeout(retryTimer);

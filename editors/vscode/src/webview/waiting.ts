@@ -27,8 +27,18 @@ function sync<T extends { id: number }>(container: HTMLElement, items: readonly 
   container.hidden = wanted.length === 0;
 }
 
-export function renderQuestions(container: HTMLElement, questions: readonly Question[], post: Post): void {
-  sync(container, questions, (question) => renderQuestion(question, post));
+/** `project`: the open session's folder, for showing the paths in it short. */
+export function renderQuestions(container: HTMLElement, questions: readonly Question[], project: string, post: Post): void {
+  sync(container, questions, (question) => renderQuestion(question, project, post));
+}
+
+/** A path inside the project as relative to it, others as they are. */
+function shortPath(file: string, project: string): string {
+  const root = project.replace(/[\\/]+$/, '');
+  if (root && file === root) {
+    return 'the project folder';
+  }
+  return root && (file.startsWith(`${root}/`) || file.startsWith(`${root}\\`)) ? file.slice(root.length + 1) : file;
 }
 
 export function renderQueue(container: HTMLElement, queued: readonly QueuedPrompt[], post: Post): void {
@@ -50,7 +60,7 @@ export function renderQueue(container: HTMLElement, queued: readonly QueuedPromp
   );
 }
 
-function renderQuestion(question: Question, post: Post): HTMLElement {
+function renderQuestion(question: Question, project: string, post: Post): HTMLElement {
   const params = question.params;
   const card = h('section', { class: `row question question-${params.kind}`, role: 'alert', 'aria-label': params.message, 'data-question-id': String(question.id) });
   const answer = (choice: string, note?: string): void => {
@@ -67,10 +77,10 @@ function renderQuestion(question: Question, post: Post): HTMLElement {
     }
     withNote = true;
   } else if (params.kind === 'memory') {
-    card.append(h('blockquote', { class: 'question-quote' }, params.text), h('div', { class: 'question-detail' }, `in ${params.path}`));
+    card.append(h('blockquote', { class: 'question-quote' }, params.text), h('div', { class: 'question-detail' }, `in ${shortPath(params.path, project)}`));
   } else if (params.kind === 'checks') {
     card.append(
-      h('div', { class: 'question-detail' }, `in ${params.cwd}`),
+      h('div', { class: 'question-detail' }, `in ${shortPath(params.cwd, project)}`),
       h('ul', { class: 'question-checks' }, ...params.checks.map((check) => h('li', {}, h('strong', {}, check.name), ' ', h('code', {}, check.command)))),
     );
   }
@@ -102,8 +112,12 @@ function renderQuestion(question: Question, post: Post): HTMLElement {
 function title(question: Question): (Node | string)[] {
   const params = question.params;
   if (params.kind === 'write') {
-    const verb = { create: 'create', overwrite: 'overwrite', edit: 'edit' }[params.action] ?? params.action;
-    return ['seri wants to ', verb, ' ', h('a', { class: 'file-link', href: '#', 'data-path': params.path, 'data-line': String(params.line ?? 1), title: `Open ${params.path}` }, params.path)];
+    // A file that exists is a link to it; a new one is only its name.
+    const file =
+      params.action === 'create'
+        ? h('span', { class: 'question-path' }, params.path)
+        : h('a', { class: 'file-link question-path', href: '#', 'data-path': params.path, 'data-line': String(params.line ?? 1), title: `Open ${params.path}` }, params.path);
+    return ['seri wants to ', params.action, ' ', file];
   }
   if (params.kind === 'memory') {
     return ['seri wants to remember for this project:'];

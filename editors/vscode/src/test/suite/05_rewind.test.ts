@@ -27,6 +27,9 @@ suite('Rewind', () => {
     original = fs.readFileSync(file(), 'utf8');
   });
 
+  // Each test starts with an empty chat input (a rewound prompt is added after a draft).
+  setup(async () => (await activated()).model.noteDraft(''));
+
   /** The file as VS Code has it (an open document's text, else the disk's). */
   async function text(): Promise<string> {
     return (await vscode.workspace.openTextDocument(file())).getText();
@@ -111,7 +114,7 @@ suite('Rewind', () => {
     assert.strictEqual(ui.warnings.length, 1);
     assert.match(ui.warnings[0], /^Seri: Left alone, changed since seri wrote them: src\/app\.py\./);
     assert.strictEqual(await text(), 'print("mine")\n', 'the changed file is left alone');
-    assert.strictEqual(api.model.input, 'Greet with rewound\nand nothing else', 'a files-only rewind brings back no prompt');
+    assert.strictEqual(api.model.input, '', 'a files-only rewind brings back no prompt');
     assert.ok(api.model.snapshot().messages.some((m) => m.content === 'Said seri.'), 'the conversation stays');
 
     // Both, overwriting it.
