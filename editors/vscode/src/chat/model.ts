@@ -97,7 +97,7 @@ export type ChatChange =
   | { kind: 'state' }
   /** The input's text was set; `context`: attachments that come back with it. */
   | { kind: 'input'; text: string; context?: PromptContext[] }
-  /** The open questions changed; `asked` is a new one. */
+  /** The open questions changed (the state with them); `asked` is a new one. */
   | { kind: 'questions'; asked?: Question };
 
 type Listener = (change: ChatChange) => void;
@@ -342,7 +342,6 @@ export class ChatModel {
         this.answers.delete(question.id);
         this.questions = this.questions.filter((q) => q.id !== question.id);
         this.emit({ kind: 'questions' });
-        this.emit({ kind: 'state' });
         resolve(answer);
       };
       if (cancel?.isCancellationRequested) {
@@ -353,7 +352,6 @@ export class ChatModel {
       this.questions.push(question);
       subscription = cancel?.onCancellationRequested(() => settle(null));
       this.emit({ kind: 'questions', asked: question });
-      this.emit({ kind: 'state' });
     });
   }
 
