@@ -11,8 +11,9 @@ through this small JSON API on 127.0.0.1:
   log stays, for pytest to read after the run).
 
 A reply is `{"text": "...", "chunkSize"?, "chunkDelay"?, "usage"?, "stallAfter"?}`,
-`{"calls": [[id, name, arguments], ...], "text"?, "usage"?}` or
-`{"error": status, "body"?}`; `usage` is the billed input token count.
+`{"calls": [[id, name, arguments], ...], "text"?, "usage"?, "delay"?}` (`delay`: seconds
+before the calls stream) or `{"error": status, "body"?, "headers"?}` (`{"Retry-After":
+"3"}` makes the retry wait); `usage` is the billed input token count.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ def reply_from_json(data: dict[str, Any]) -> Text | Calls | Error:
     """One queued reply from its JSON description."""
     billed = usage(data["usage"]) if data.get("usage") is not None else None
     if "error" in data:
-        return Error(int(data["error"]), data.get("body"))
+        headers = {str(k): str(v) for k, v in (data.get("headers") or {}).items()}
+        return Error(int(data["error"]), data.get("body"), headers=headers)
     if "calls" in data:
         calls = [(str(c[0]), str(c[1]), c[2]) for c in data["calls"]]
-        return Calls(calls, text=data.get("text", ""), usage=billed)
+        delay = float(data.get("delay", 0.0))
+        return Calls(calls, text=data.get("text", ""), usage=billed, delay=delay)
     if "text" in data:
         return Text(
             data["text"],

@@ -48,6 +48,9 @@ class Calls:
     calls: list[tuple[str, str, Any]]
     text: str = ""
     usage: dict[str, Any] | None = None
+    # Seconds the model "thinks" before the calls come (a streamed reply sends nothing
+    # meanwhile), so that a client can act while the task waits for the model.
+    delay: float = 0.0
 
 
 @dataclass
@@ -393,6 +396,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                             self.close_connection = True
                             return
                 else:
+                    if reply.delay:
+                        time.sleep(reply.delay)
                     if reply.text:
                         self._event(_chunk(model, {"content": reply.text}))
                     for index, (call_id, name, args) in enumerate(reply.calls):

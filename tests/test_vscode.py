@@ -6,7 +6,9 @@ integration suites inside code-server's extension host, and its UI scenarios thr
 Playwright, against `python -m seri_lsp` and the scripted provider started here. The
 tests below read that run's results, and check on this side what the provider received.
 Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
-SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer.
+SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer;
+SERI_TEST_GREP (a regular expression, `Deny|queued`) picks tests and scenarios by title.
+Screenshots of the scenarios land in the run's folder under `screenshots/`.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ LONG = {
     "first": "Message 001 of the long session",
     "last": "Message 250 of the long session",
 }
+# A session of a few screens, for the transcript that follows (and the queue after it).
+FOLLOW = {"count": 40, "last": "Message 040 of the long session"}
 RESUME = {
     "otherTitle": "Tell me about the lexer",
     "otherReply": "The lexer turns characters into tokens.",
@@ -102,6 +106,8 @@ class VSCodeRun:
 
     def check_scenario(self, title_start: str) -> None:
         matching = [t for t in self.results("ui") if t["title"].startswith(title_start)]
+        if not matching and os.environ.get("SERI_TEST_GREP"):
+            pytest.skip("SERI_TEST_GREP leaves this scenario out")
         assert matching, f"the UI scenario '{title_start}...' did not run (exit {self.returncode})"
         scenario = matching[0]
         assert scenario["state"] == "passed", scenario.get("error")
@@ -158,10 +164,18 @@ def seed_check_failure(profile: Path, workspace: Path, output: str) -> None:
         db.close()
 
 
-def make_workspace(root: Path, name: str, settings: dict[str, Any] | None = None) -> Path:
+def make_workspace(
+    root: Path,
+    name: str,
+    settings: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
+) -> Path:
     folder = root / name
     (folder / "src").mkdir(parents=True)
     (folder / "src" / "app.py").write_text('print("hello")\n')
+    for relative, text in (files or {}).items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
     if settings:
         (folder / ".vscode").mkdir()
         (folder / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2))
@@ -193,7 +207,19 @@ def vscode_run(
             ),
             "resume": make_workspace(folders, "resume"),
             "long": make_workspace(folders, "long"),
-            "ask": make_workspace(folders, "ask", {"seri.permissions.write": "ask"}),
+            "ask": make_workspace(
+                folders, "ask", {"seri.permissions.write": "ask"}, {"README.md": "# Ask\n"}
+            ),
+            "deny": make_workspace(folders, "deny", {"seri.permissions.write": "ask"}),
+            "status": make_workspace(folders, "status"),
+            "attach": make_workspace(folders, "attach", files={"docs/guide.md": "# Guide\n"}),
+            "links": make_workspace(folders, "links"),
+            "follow": make_workspace(folders, "follow"),
+            "retry": make_workspace(folders, "retry"),
+            "keys": make_workspace(folders, "keys"),
+            "questions": make_workspace(
+                folders, "questions", {"seri.permissions.write": "ask"}, {"README.md": "# App\n"}
+            ),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
         seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
@@ -202,6 +228,7 @@ def vscode_run(
             prompt = f"Write notes on {topic}"
             seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
         seed_long_session(profile, workspaces["long"], LONG["count"])
+        seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
         seed(
             provider,
             profile,
@@ -226,7 +253,13 @@ def vscode_run(
             "profileRoot": str(profile),
             "workDir": str(work),
             "workspaces": {name: str(path) for name, path in workspaces.items()},
-            "ui": {"stored": STORED, "compact": COMPACT, "resume": RESUME, "long": LONG},
+            "ui": {
+                "stored": STORED,
+                "compact": COMPACT,
+                "resume": RESUME,
+                "long": LONG,
+                "follow": FOLLOW,
+            },
         }
         config_file = work / "config.json"
         config_file.write_text(json.dumps(config, indent=2))
@@ -308,7 +341,80 @@ def test_resume_from_the_quickpick_shows_the_other_session(vscode_run: VSCodeRun
     vscode_run.check_scenario("Resume Session... from the QuickPick")
 
 
-def test_a_write_asks_for_permission_with_buttons(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a write permission request")
-    written = vscode_run.work / "workspaces" / "ask" / "notes.md"
-    assert written.read_text() == "# Notes\n\nWritten by seri.\n"
+def user_prompts(vscode_run: VSCodeRun) -> list[str]:
+    """The last user message of every chat request the provider received."""
+    prompts = []
+    for request in vscode_run.provider.requests:
+        users = [m["content"] for m in request.get("messages", []) if m["role"] == "user"]
+        if users:
+            prompts.append(users[-1])
+    return prompts
+
+
+def test_a_write_is_asked_in_the_chat_and_allowed_from_its_card(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a write is asked in the chat")
+    edited = vscode_run.work / "workspaces" / "ask" / "src" / "app.py"
+    assert edited.read_text() == 'print("hello, world")\n'
+
+
+def test_a_deny_with_a_note_reaches_the_model(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a Deny with a note")
+    results = [
+        m["content"]
+        for request in vscode_run.provider.requests
+        for m in request.get("messages", [])
+        if m["role"] == "tool" and m.get("tool_call_id") == "call-deny"
+    ]
+    assert "Denied: the user denied this write: keep the greeting as it is." in results
+    untouched = vscode_run.work / "workspaces" / "deny" / "src" / "app.py"
+    assert untouched.read_text() == 'print("hello")\n'
+
+
+def test_a_question_whose_task_is_stopped_leaves_the_chat(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a question whose task is stopped leaves the chat")
+    assert not (vscode_run.work / "workspaces" / "deny" / "notes.md").exists()
+
+
+def test_the_working_line_says_what_the_task_waits_for(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the working line says what the task waits for")
+
+
+def test_attached_context_reaches_the_prompt(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the selection, a picked file and the buffer")
+    assert (
+        "Explain these\n\n"
+        "Attached: @docs/guide.md, @src/app.py\n\n"
+        '<context path="src/app.py" lines="1">\nprint("hello")\n</context>'
+    ) in user_prompts(vscode_run)
+
+
+def test_file_names_open_files_and_code_is_highlighted(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("file names in a reply open the file")
+
+
+def test_the_transcript_follows_new_output(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the transcript follows new output")
+
+
+def test_a_prompt_sent_while_busy_is_queued_then_answered(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a prompt sent while a task runs is queued")
+    prompts = user_prompts(vscode_run)
+    assert "Second question" in prompts
+    assert "Never mind this one" not in prompts
+
+
+def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a failed task says why in the chat")
+    assert user_prompts(vscode_run).count("Summarise everything") == 2
+
+
+def test_the_key_bindings_work_and_clash_with_no_default(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the key bindings focus the chat")
+
+
+def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a long task asks three times")
+    folder = vscode_run.work / "workspaces" / "questions"
+    assert (folder / "src" / "app.py").read_text().startswith("def main():\n")
+    assert (folder / "tests" / "test_app.py").exists()
+    assert "Tests run with pytest -q" in (folder / ".seri" / "memory.md").read_text()

@@ -4,13 +4,18 @@ import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
+import { bufferContext, editorForAttaching, selectionContext } from './attachments';
 import { ChatModel, rewindProblems } from './chat/model';
-import { plural, relativeTime } from './format';
+import { Proposals } from './chat/proposals';
+import { sessionTitle } from './chat/promptText';
+import type { ChatViewProvider } from './chat/view';
+import { inEditorWords, plural, relativeTime } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
 import {
   Checkpoint,
   CheckpointList,
   CompactResult,
+  PromptContext,
   RestoreMode,
   RewindRequest,
   RewindResult,
@@ -64,7 +69,8 @@ export class CommandHandlers {
     private readonly model: ChatModel,
     private readonly apiKeys: ApiKeyStore,
     private readonly log: vscode.LogOutputChannel,
-    private readonly focusInput: () => void,
+    private readonly chatView: ChatViewProvider,
+    private readonly proposals: Proposals,
   ) {}
 
   register(): vscode.Disposable[] {
@@ -82,6 +88,9 @@ export class CommandHandlers {
       [Commands.setApiKey, (key?: string) => this.setApiKey(key)],
       [Commands.restartServer, () => this.restartServer()],
       [Commands.showLog, () => this.log.show()],
+      [Commands.sendSelection, () => this.sendSelection()],
+      [Commands.allowProposal, (uri?: vscode.Uri) => this.answerProposal(uri, 'Allow')],
+      [Commands.denyProposal, (uri?: vscode.Uri) => this.answerProposal(uri, 'Deny')],
     ];
     return entries.map(([id, handler]) =>
       vscode.commands.registerCommand(id, (...args: never[]) => this.guard(() => handler(...args))),
@@ -90,7 +99,30 @@ export class CommandHandlers {
 
   async openChat(): Promise<void> {
     await vscode.commands.executeCommand(FOCUS_CHAT);
-    this.focusInput();
+    this.chatView.focusInput();
+  }
+
+  /**
+   * Attach the editor's selection (its path, lines and text) to the next prompt, or the
+   * file when nothing is selected, and open the chat to write it. Returns what was attached.
+   */
+  async sendSelection(): Promise<PromptContext[]> {
+    const editor = editorForAttaching();
+    if (!editor) {
+      void vscode.window.showInformationMessage('Seri: open a file and select the lines to send to the chat.');
+      return [];
+    }
+    const selected = selectionContext(editor);
+    const context = selected.length > 0 ? selected : [bufferContext(editor.document)];
+    this.chatView.attach(context);
+    await this.openChat();
+    return context;
+  }
+
+  /** Allow or Deny from the title bar of a proposal's diff. */
+  answerProposal(uri: vscode.Uri | undefined, choice: 'Allow' | 'Deny'): boolean {
+    const id = this.proposals.questionOf(uri ?? vscode.window.activeTextEditor?.document.uri);
+    return id !== undefined && this.model.answer(id, choice);
   }
 
   async newSession(): Promise<Session> {
@@ -128,7 +160,7 @@ export class CommandHandlers {
     const current = this.model.currentSession?.id;
     const items = sessions.map(
       (session): SessionPickItem => ({
-        label: session.title || 'New session',
+        label: sessionTitle(session.title),
         description: `${relativeTime(session.updatedAt)} · ${plural(session.messageCount, 'message')}`,
         detail: session.id === current ? `${session.id} (open now)` : session.id,
         session,
@@ -219,7 +251,7 @@ export class CommandHandlers {
       () => this.server.execute<RewindResult>(ServerCommand.rewind, { ...chosen }),
     );
     if (typeof result.prompt === 'string') {
-      this.model.setInput(result.prompt);
+      this.model.returnRewound(result.prompt);
       await this.openChat();
     }
     const restored = result.restoredFiles.length > 0 ? `; restored ${result.restoredFiles.join(', ')}` : '';
@@ -376,7 +408,7 @@ export class CommandHandlers {
     try {
       return await run();
     } catch (error) {
-      const message = error instanceof ResponseError ? error.message : describe(error);
+      const message = inEditorWords(error instanceof ResponseError ? error.message : describe(error));
       this.log.error(message);
       void vscode.window.showErrorMessage(`Seri: ${message}`);
       return undefined;

@@ -13,6 +13,7 @@
 
 import * as vscode from 'vscode';
 
+import { PROPOSAL_SCHEME } from './chat/proposals';
 import { SaveDocumentsParams, SaveDocumentsResult, saveDocuments } from './saveDocuments';
 import {
   ApplyWorkspaceEditParams,
@@ -36,13 +37,16 @@ export function editedUris(params: ApplyWorkspaceEditParams): string[] {
   return [...uris];
 }
 
-/** URIs of the text documents shown in a tab (a diff's sides included). */
+/**
+ * URIs of the text documents shown in a tab (a diff's sides included, except the review
+ * of a seri proposal: it closes once answered, and nobody edits the file there).
+ */
 function shownInTabs(): Set<string> {
   const shown = new Set<string>();
   for (const tab of vscode.window.tabGroups.all.flatMap((group) => group.tabs)) {
     if (tab.input instanceof vscode.TabInputText) {
       shown.add(tab.input.uri.toString());
-    } else if (tab.input instanceof vscode.TabInputTextDiff) {
+    } else if (tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme !== PROPOSAL_SCHEME) {
       shown.add(tab.input.original.toString());
       shown.add(tab.input.modified.toString());
     }

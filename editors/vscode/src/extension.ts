@@ -5,13 +5,15 @@ import * as vscode from 'vscode';
 
 import { ApiKeyStore } from './apiKey';
 import { ChatModel } from './chat/model';
+import { Proposals } from './chat/proposals';
 import { ChatViewProvider } from './chat/view';
 import { CommandHandlers } from './commands';
-import { CHAT_VIEW_ID, Commands } from './ids';
+import { CHAT_VIEW_ID, Commands, RUNNING_CONTEXT } from './ids';
 import { SeriServer } from './server';
 import { SessionMemory } from './sessionMemory';
 import { affectsServer } from './settings';
 import { ContextStatusBar } from './statusBar';
+import { WorkspaceFiles } from './workspaceFiles';
 
 /** What `activate` returns: the parts, for the integration tests and other extensions. */
 export interface SeriExtensionApi {
@@ -31,15 +33,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
   const model = new ChatModel();
   const apiKeys = new ApiKeyStore(context.secrets);
   server = new SeriServer(model, apiKeys, log);
-  const chatView = new ChatViewProvider(context.extensionUri, model, log);
+  const files = new WorkspaceFiles();
+  const proposals = new Proposals(model);
+  const chatView = new ChatViewProvider(context.extensionUri, model, log, files, proposals);
   const statusBar = new ContextStatusBar(model);
-  const commands = new CommandHandlers(server, model, apiKeys, log, () => chatView.focusInput());
+  const commands = new CommandHandlers(server, model, apiKeys, log, chatView, proposals);
+  let running = false;
+  const unsubscribe = model.onDidChange(() => {
+    if (model.running !== running) {
+      running = model.running;
+      void vscode.commands.executeCommand('setContext', RUNNING_CONTEXT, running);
+    }
+  });
   const restartOffers = new vscode.EventEmitter<string>();
   const memory = new SessionMemory(model, context.workspaceState, log);
 
   context.subscriptions.push(
     log,
     server,
+    files,
+    proposals,
+    { dispose: unsubscribe },
     chatView,
     statusBar,
     restartOffers,

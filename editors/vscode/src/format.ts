@@ -65,3 +65,69 @@ export function checksHeading(content: string): string {
   }
   return names.length > 0 ? `Checks failed: ${names.join(', ')}` : 'Checks failed';
 }
+
+/** What a running task waits for (`seri/status`), in the words of the chat's working line. */
+export interface ActivityLine {
+  state: string;
+  detail?: string;
+  attempt?: number;
+  maxAttempts?: number;
+  delay?: number;
+}
+
+/**
+ * The working line: "Waiting for the model…", "Retry 1/4 in 2 s: HTTP 503: busy",
+ * "Running edit src/app.py…", "Waiting for your approval". A question on screen wins over
+ * the state the server last sent, which may lag behind it. `retrySent`: the retry's
+ * delay is over, its call is in flight (the server says nothing new until it ends).
+ */
+export function describeActivity(activity: ActivityLine | null, waitingForApproval = false, retrySent = false): string {
+  if (waitingForApproval || activity?.state === 'approval') {
+    // The question's card says what about.
+    return 'Waiting for your approval';
+  }
+  const detail = activity?.detail ? oneLine(activity.detail) : '';
+  switch (activity?.state) {
+    case 'model':
+      return 'Waiting for the model…';
+    case 'retrying': {
+      const count = activity.attempt !== undefined && activity.maxAttempts !== undefined ? ` ${activity.attempt}/${activity.maxAttempts}` : '';
+      if (retrySent) {
+        return `Waiting for the model (retry${count})…`;
+      }
+      const delay = activity.delay !== undefined ? ` in ${Math.max(1, Math.round(activity.delay))} s` : '';
+      return `Retry${count}${delay}${detail ? `: ${detail}` : ''}`;
+    }
+    case 'tool':
+      return detail ? `Running ${detail}…` : 'Running a tool…';
+    case 'compacting':
+      return 'Compacting the conversation…';
+    case 'checks':
+      return detail ? `Running the checks (${detail})…` : 'Running the checks…';
+    default:
+      return 'Working…';
+  }
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** The server's command names in its messages, and the palette commands that do the same. */
+const EDITOR_COMMANDS: [RegExp, string][] = [
+  [/\bseri\.cancel\b/g, 'Seri: Stop'],
+  [/\bseri\.session\.list\b/g, 'Seri: Resume Session...'],
+  [/\bseri\.session\.new\b/g, 'Seri: New Session'],
+  [/\bseri\.compact\b/g, 'Seri: Compact Context...'],
+  [/\bseri\.rewind\b/g, 'Seri: Rewind...'],
+  [/\bseri\.clear\b/g, 'Seri: Clear Conversation'],
+  [/\bseri\.maxTurns\b/g, 'Seri: Set Max Turns...'],
+];
+
+/**
+ * A server message as a VS Code user reads it: "cancel it (seri.cancel) first" names the
+ * palette command instead, "cancel it (“Seri: Stop”) first".
+ */
+export function inEditorWords(message: string): string {
+  return EDITOR_COMMANDS.reduce((text, [name, command]) => text.replace(name, `“${command}”`), message);
+}

@@ -19,7 +19,13 @@ export const Commands = {
   setApiKey: 'seri-vscode.setApiKey',
   restartServer: 'seri-vscode.restartServer',
   showLog: 'seri-vscode.showLog',
+  sendSelection: 'seri-vscode.sendSelection',
+  allowProposal: 'seri-vscode.allowProposal',
+  denyProposal: 'seri-vscode.denyProposal',
 } as const;
+
+/** The context key that is true while a task runs (the Stop key binding's `when`). */
+export const RUNNING_CONTEXT = 'seri-vscode.running';
 
 export const CHAT_VIEW_ID = 'seri-vscode.chat';
 /** The command that reveals the chat view (VS Code makes one per view). */

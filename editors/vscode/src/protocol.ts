@@ -47,6 +47,8 @@ export interface WireMessage {
 export interface Usage {
   estimateTokens: number;
   contextWindow: number;
+  /** The estimate at which automatic compaction starts (half the window); older servers omit it. */
+  compactAt?: number;
 }
 
 /** The result of `seri.session.get`; `hasMore` only from servers that page. */
@@ -105,6 +107,74 @@ export interface TurnEndedParams {
   sessionId: string;
   status: TaskStatus;
   turns: number;
+  /** Why it failed or stopped at its budget. */
+  error?: string;
+}
+
+/** `seri/status`: what a running task waits for now. */
+export interface StatusParams {
+  sessionId: string;
+  state: 'model' | 'retrying' | 'tool' | 'approval' | 'compacting' | 'checks' | (string & {});
+  /** The tool and its target, the retry's reason, what the approval is for, the check's name. */
+  detail?: string;
+  attempt?: number;
+  maxAttempts?: number;
+  /** Seconds before the retry. */
+  delay?: number;
+}
+
+/** What the user attached to a prompt (`seri.prompt`'s `context`): a file, lines, a buffer. */
+export interface PromptContext {
+  /** Workspace-relative (or absolute outside the project). */
+  path: string;
+  /** 1-based, inclusive. */
+  startLine?: number;
+  endLine?: number;
+  /** What the editor shows there: a selection, or a buffer with unsaved changes. */
+  text?: string;
+}
+
+interface ApproveBase {
+  /** The top-level session whose task asks (a subagent's question carries its parent's). */
+  sessionId: string;
+  message: string;
+  choices: string[];
+}
+
+/** A write the task waits to be allowed, with the change to review. */
+export interface WriteQuestion extends ApproveBase {
+  kind: 'write';
+  tool: string;
+  path: string;
+  action: 'create' | 'overwrite' | 'edit';
+  line?: number;
+  /** The text now (the open buffer's); null for a new file; absent when too large. */
+  current?: string | null;
+  proposed?: string;
+  oldText?: string;
+  newText?: string;
+  tooLarge?: boolean;
+}
+
+export interface MemoryQuestion extends ApproveBase {
+  kind: 'memory';
+  text: string;
+  path: string;
+}
+
+export interface ChecksQuestion extends ApproveBase {
+  kind: 'checks';
+  cwd: string;
+  checks: { name: string; command: string }[];
+}
+
+/** `seri/approve` params: a question a task waits on (docs/protocol.md, Approvals). */
+export type ApproveParams = WriteQuestion | MemoryQuestion | ChecksQuestion;
+
+export interface ApproveResult {
+  choice: string;
+  /** A Deny's reason, for the model. */
+  note?: string;
 }
 
 export type RestoreMode = 'both' | 'conversation' | 'files';
@@ -181,11 +251,13 @@ export const Notification = {
   delta: 'seri/delta',
   compacted: 'seri/compacted',
   turnEnded: 'seri/turnEnded',
+  status: 'seri/status',
 } as const;
 
 /** Requests the server sends to the editor. */
 export const ServerRequest = {
   saveDocuments: 'seri/saveDocuments',
+  approve: 'seri/approve',
 } as const;
 
 /** Slash commands the server understands, as suggested in the chat input. */

@@ -5,13 +5,16 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 import {
+  ClientCapabilities,
   CloseAction,
   ErrorAction,
   ExecuteCommandRequest,
+  FeatureState,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
   State,
+  StaticFeature,
 } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
@@ -214,6 +217,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       },
     };
     const client = new LanguageClient('seri', 'Seri', serverOptions, clientOptions);
+    client.registerFeature(new ChatApprovals());
     this.client = client;
     this.started = { settings, env };
     this.disposables.push(
@@ -222,7 +226,10 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       client.onNotification(Notification.delta, (params) => this.model.delta(params)),
       client.onNotification(Notification.compacted, (params) => this.model.compacted(params)),
       client.onNotification(Notification.turnEnded, (params) => this.model.turnEnded(params)),
+      client.onNotification(Notification.status, (params) => this.model.status(params)),
       client.onRequest(ServerRequest.saveDocuments, (params) => saveEditedDocuments(params)),
+      // A question stays in the chat until answered; the server cancels it with its task.
+      client.onRequest(ServerRequest.approve, (params, token) => this.model.ask(params, token)),
       client.onDidChangeState((event) => {
         if (this.client !== client) {
           return;
@@ -307,6 +314,26 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     this.stateEmitter.dispose();
     this.loadEmitter.dispose();
   }
+}
+
+/**
+ * Announces `experimental.seri.approvals`: the server then asks its questions (a write,
+ * a memory line, running the checks) with `seri/approve`, which the chat shows as cards
+ * with the change to review, rather than with `window/showMessageRequest` (a toast).
+ */
+class ChatApprovals implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...experimental, seri: { approvals: true } };
+  }
+
+  initialize(): void {}
+
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+
+  clear(): void {}
 }
 
 /** Restart after a crash, three times in three minutes at most, then say so once. */

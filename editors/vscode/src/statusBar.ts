@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 
 import { ChatModel } from './chat/model';
+import { sessionTitle } from './chat/promptText';
 import { contextPercent, formatTokens } from './format';
 import { Commands, STATUS_ITEM_ID } from './ids';
 
@@ -15,7 +16,7 @@ export class ContextStatusBar implements vscode.Disposable {
     this.item.name = 'Seri Context';
     this.item.command = Commands.openChat;
     this.unsubscribe = model.onDidChange((change) => {
-      if (change.kind === 'reset' || change.kind === 'state') {
+      if (change.kind === 'reset' || change.kind === 'state' || change.kind === 'questions') {
         this.update();
       }
     });
@@ -43,6 +44,14 @@ export class ContextStatusBar implements vscode.Disposable {
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
       return;
     }
+    const question = model.openQuestions[0];
+    if (question) {
+      // A task waits for the user: say so where they look, whatever the chat shows.
+      this.item.text = '$(bell-dot) Seri: approve?';
+      this.item.tooltip = `Seri is waiting for your approval: ${question.params.message} Click to open the chat.`;
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+      return;
+    }
     this.item.backgroundColor = undefined;
     const usage = model.currentUsage;
     const session = model.currentSession;
@@ -63,11 +72,16 @@ export class ContextStatusBar implements vscode.Disposable {
     }
     const percent = contextPercent(usage.estimateTokens, usage.contextWindow);
     this.item.text = `${icon} ${percent}%`;
-    const title = session ? session.title || 'New session' : 'No session';
+    const title = session ? sessionTitle(session.title) : 'No session';
     const lines = [
       `Seri context: ${formatTokens(usage.estimateTokens)} / ${formatTokens(usage.contextWindow)} tokens (${percent}%)`,
-      `Session: ${title}`,
     ];
+    if (usage.compactAt !== undefined) {
+      lines.push(
+        `Compaction starts at ${formatTokens(usage.compactAt)} tokens (${contextPercent(usage.compactAt, usage.contextWindow)}%)`,
+      );
+    }
+    lines.push(`Session: ${title}`);
     if (model.running) {
       lines.push('A task is running.');
     }

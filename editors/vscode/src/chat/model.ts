@@ -2,17 +2,23 @@
 // task runs, and the context use. Fed by the server's notifications and results; read by
 // the chat view and the status bar. No `vscode` import, so it is testable in plain Node.
 
+import { inEditorWords } from '../format';
 import {
+  ApproveParams,
+  ApproveResult,
   CompactedParams,
   DeltaParams,
   MessageParams,
   PAGE_SIZE,
+  PromptContext,
   PromptResult,
   RewindResult,
   ServerCommand,
   Session,
   SessionChangedParams,
   SessionView,
+  StatusParams,
+  TaskStatus,
   TurnEndedParams,
   Usage,
   WireMessage,
@@ -38,24 +44,61 @@ export interface ChatSnapshot {
   running: boolean;
   usage: Usage | null;
   notices: Notice[];
+  /** What the running task waits for (`seri/status`); null when not told. */
+  activity: Activity | null;
+  /** Questions the task waits on, oldest first. */
+  questions: Question[];
+  /** Prompts sent while a task ran, sent in order once it ends. */
+  queued: QueuedPrompt[];
 }
 
 /** A line the chat shows without storing it: how a task ended, a refused command. */
 export interface Notice {
+  id: number;
   level: 'info' | 'warning' | 'error';
   text: string;
   /** The id of the last message when the notice was raised; it is shown after it. */
   afterId: number | null;
+  /** The prompt a Retry button sends again (a failed task's, a refused one's). */
+  retry?: PromptRequest;
+}
+
+/** What the chat input sends: the text and what the user attached. */
+export interface PromptRequest {
+  text: string;
+  context?: PromptContext[];
+}
+
+export interface QueuedPrompt extends PromptRequest {
+  id: number;
+}
+
+/** A `seri/approve` question on screen until it is answered or withdrawn. */
+export interface Question {
+  id: number;
+  params: ApproveParams;
+}
+
+export type Activity = Omit<StatusParams, 'sessionId'>;
+
+/** The part of a CancellationToken the model needs (no `vscode` import here). */
+export interface Cancellation {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): { dispose(): void };
 }
 
 export type ChatChange =
-  | { kind: 'reset' }
+  /** `reveal: 'recap'`: a compaction happened, show its recap. */
+  | { kind: 'reset'; reveal?: 'recap' }
   | { kind: 'append'; message: WireMessage }
   | { kind: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { kind: 'streaming'; text: string }
   | { kind: 'notice'; notice: Notice }
   | { kind: 'state' }
-  | { kind: 'input'; text: string };
+  /** The input's text was set; `context`: attachments that come back with it. */
+  | { kind: 'input'; text: string; context?: PromptContext[] }
+  /** The open questions changed (the state with them); `asked` is a new one. */
+  | { kind: 'questions'; asked?: Question };
 
 type Listener = (change: ChatChange) => void;
 
@@ -85,6 +128,14 @@ export class ChatModel {
   // Bumped on every attach/detach: results from an earlier server are dropped.
   private generation = 0;
   private usageTimer: ReturnType<typeof setTimeout> | undefined;
+  private activity: Activity | null = null;
+  private questions: Question[] = [];
+  private readonly answers = new Map<number, (answer: ApproveResult | null) => void>();
+  private queue: QueuedPrompt[] = [];
+  // Ids for notices, questions and queued prompts (the webview acts on them by id).
+  private lastId = 0;
+  // A compaction happened: the next page read with its recap shows the recap.
+  private revealRecap = false;
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
 
@@ -104,6 +155,9 @@ export class ChatModel {
       running: this.running,
       usage: this.usage,
       notices: [...this.notices],
+      activity: this.activity,
+      questions: [...this.questions],
+      queued: [...this.queue],
     };
   }
 
@@ -133,10 +187,23 @@ export class ChatModel {
     this.inputText = text;
   }
 
-  /** Put `text` into the chat input, replacing the draft (a rewound prompt comes back). */
-  setInput(text: string): void {
-    this.inputText = text;
-    this.emit({ kind: 'input', text });
+  /**
+   * Put a prompt back into the chat input (a rewound one, or queued ones after a Stop),
+   * with its attachments. An unsent draft is kept, the prompt after it; returns true then.
+   */
+  returnPrompt(text: string, context: PromptContext[] = []): boolean {
+    const draft = this.inputText.trim();
+    const keepDraft = draft !== '' && draft !== text.trim();
+    this.inputText = keepDraft ? `${this.inputText.trimEnd()}\n\n${text}` : text;
+    this.emit({ kind: 'input', text: this.inputText, context: context.length > 0 ? context : undefined });
+    return keepDraft;
+  }
+
+  /** A prompt came back from a rewind: into the input, saying so when a draft was there. */
+  returnRewound(prompt: string): void {
+    if (this.returnPrompt(prompt)) {
+      this.addNotice('info', 'The rewound prompt is back in the input, after your unsent draft.');
+    }
   }
 
   // --- the server's life ---------------------------------------------------------------
@@ -148,6 +215,7 @@ export class ChatModel {
     this.serverState = 'running';
     this.promptsInFlight = 0;
     this.streamingTask = false;
+    this.activity = null;
     this.emit({ kind: 'state' });
     return this.load();
   }
@@ -162,7 +230,10 @@ export class ChatModel {
     this.streaming = '';
     this.loading = undefined;
     this.olderLoading = undefined;
+    this.activity = null;
     this.cancelUsageRefresh();
+    // The server that asked is gone: its questions have no one to answer to.
+    [...this.answers.values()].forEach((settle) => settle(null));
     this.emit({ kind: 'state' });
     this.emit({ kind: 'streaming', text: '' });
   }
@@ -193,6 +264,7 @@ export class ChatModel {
     }
     if (message.kind === 'recap') {
       // A compaction replaced the start of the history: read it again.
+      this.revealRecap = true;
       void this.load();
       return;
     }
@@ -225,6 +297,7 @@ export class ChatModel {
 
   compacted(params: CompactedParams): void {
     if (this.session !== null && params.sessionId === this.session.id) {
+      this.revealRecap = true;
       void this.load();
     }
   }
@@ -235,22 +308,118 @@ export class ChatModel {
     }
     this.streamingTask = false;
     this.streaming = '';
+    this.activity = null;
     this.emit({ kind: 'streaming', text: '' });
     this.emit({ kind: 'state' });
     void this.refreshUsage();
+    this.afterTask(params.status);
+  }
+
+  /** `seri/status`: what the open session's task waits for now. */
+  status(params: StatusParams): void {
+    if (this.session === null || params.sessionId !== this.session.id) {
+      return;
+    }
+    const { sessionId: _, ...activity } = params;
+    this.activity = activity;
+    this.streamingTask = true;
+    this.emit({ kind: 'state' });
+  }
+
+  // --- questions -----------------------------------------------------------------------
+
+  /**
+   * `seri/approve`: show the question until it is answered (resolves with the answer) or
+   * withdrawn (`cancel`, the task was cancelled; resolves with null). Questions of a
+   * subagent carry its parent's session: they are shown whatever session is open.
+   */
+  ask(params: ApproveParams, cancel?: Cancellation): Promise<ApproveResult | null> {
+    return new Promise((resolve) => {
+      const question: Question = { id: ++this.lastId, params };
+      let subscription: { dispose(): void } | undefined;
+      const settle = (answer: ApproveResult | null): void => {
+        subscription?.dispose();
+        this.answers.delete(question.id);
+        this.questions = this.questions.filter((q) => q.id !== question.id);
+        this.emit({ kind: 'questions' });
+        resolve(answer);
+      };
+      if (cancel?.isCancellationRequested) {
+        resolve(null);
+        return;
+      }
+      this.answers.set(question.id, settle);
+      this.questions.push(question);
+      subscription = cancel?.onCancellationRequested(() => settle(null));
+      this.emit({ kind: 'questions', asked: question });
+    });
+  }
+
+  /** The user answered question `id`; false when it is no longer open or `choice` is not offered. */
+  answer(id: number, choice: string, note?: string): boolean {
+    const settle = this.answers.get(id);
+    const question = this.questions.find((q) => q.id === id);
+    if (!settle || !question || !question.params.choices.includes(choice)) {
+      return false;
+    }
+    const reason = note?.trim();
+    settle(reason ? { choice, note: reason } : { choice });
+    this.addNotice('info', answered(question.params, choice, reason));
+    return true;
+  }
+
+  get openQuestions(): readonly Question[] {
+    return this.questions;
   }
 
   // --- actions -------------------------------------------------------------------------
 
+  /**
+   * What the chat input sends: a prompt runs now, or, while a task runs, is queued and
+   * sent when it ends. Never throws: a refusal is shown in the chat, with a Retry.
+   */
+  async submit(request: PromptRequest): Promise<void> {
+    if (this.running || this.queue.length > 0) {
+      this.queue.push({ id: ++this.lastId, ...request });
+      this.emit({ kind: 'state' });
+      return;
+    }
+    try {
+      await this.send(request.text, request.context);
+    } catch (error) {
+      this.addNotice('error', inEditorWords(describe(error)), request);
+    }
+  }
+
+  /** Take a queued prompt back before it is sent. */
+  unqueue(id: number): void {
+    this.queue = this.queue.filter((queued) => queued.id !== id);
+    this.emit({ kind: 'state' });
+  }
+
+  /** The Retry of notice `id`: send its prompt again (once). */
+  retry(id: number): Promise<void> {
+    const notice = this.notices.find((n) => n.id === id);
+    const request = notice?.retry;
+    if (!notice || !request) {
+      return Promise.resolve();
+    }
+    notice.retry = undefined;
+    return this.submit(request);
+  }
+
   /** Send a prompt or a slash command; resolves when the task has ended. */
-  async send(text: string): Promise<PromptResult> {
+  async send(text: string, context?: PromptContext[]): Promise<PromptResult> {
     const server = this.requireServer();
     const generation = this.generation;
     this.promptsInFlight++;
     this.emit({ kind: 'state' });
+    let status: TaskStatus | undefined;
     try {
-      const result = await server.execute<PromptResult>(ServerCommand.prompt, { text });
-      this.noteOutcome(result);
+      const args = context && context.length > 0 ? { text, context } : { text };
+      const result = await server.execute<PromptResult>(ServerCommand.prompt, args);
+      status = result.status;
+      this.noteOutcome(result, { text, context });
       return result;
     } finally {
       // After a restart the count started again from zero.
@@ -258,10 +427,12 @@ export class ChatModel {
         this.promptsInFlight = Math.max(0, this.promptsInFlight - 1);
         if (!this.running) {
           this.streaming = '';
+          this.activity = null;
           this.emit({ kind: 'streaming', text: '' });
         }
         this.emit({ kind: 'state' });
         void this.refreshUsage();
+        this.afterTask(status);
       }
     }
   }
@@ -273,9 +444,9 @@ export class ChatModel {
   }
 
   /** Show a line in the transcript that is not stored (a refused command, say). */
-  addNotice(level: Notice['level'], text: string): void {
+  addNotice(level: Notice['level'], text: string, retry?: PromptRequest): void {
     const last = this.messages[this.messages.length - 1];
-    const notice = { level, text, afterId: last ? last.id : null };
+    const notice: Notice = { id: ++this.lastId, level, text, afterId: last ? last.id : null, retry };
     this.notices.push(notice);
     this.emit({ kind: 'notice', notice });
   }
@@ -383,6 +554,29 @@ export class ChatModel {
 
   // --- internals -------------------------------------------------------------------
 
+  /**
+   * A task ended and none runs: send the next queued prompt. After a Stop they go back
+   * to the input instead, to be edited or sent again (the user stopped for a reason).
+   */
+  private afterTask(status: TaskStatus | undefined): void {
+    if (this.running || this.queue.length === 0) {
+      return;
+    }
+    if (status === 'cancelled') {
+      const queued = this.queue.splice(0);
+      this.emit({ kind: 'state' });
+      this.returnPrompt(
+        queued.map((q) => q.text).join('\n\n'),
+        queued.flatMap((q) => q.context ?? []),
+      );
+      this.addNotice('info', `The queued ${queued.length === 1 ? 'prompt is' : 'prompts are'} back in the input.`);
+      return;
+    }
+    const next = this.queue.shift()!;
+    this.emit({ kind: 'state' });
+    void this.submit(next);
+  }
+
   /** Refresh the usage once stored messages stop arriving for a moment (debounced). */
   private scheduleUsageRefresh(): void {
     this.cancelUsageRefresh();
@@ -416,7 +610,12 @@ export class ChatModel {
       this.notices = [];
       this.streaming = '';
     }
-    this.emit({ kind: 'reset' });
+    // Shown once the page read holds the recap (a read already under way may not).
+    const reveal = this.revealRecap && this.messages[0]?.kind === 'recap';
+    if (reveal) {
+      this.revealRecap = false;
+    }
+    this.emit(reveal ? { kind: 'reset', reveal: 'recap' } : { kind: 'reset' });
   }
 
   private flushArrived(): void {
@@ -450,7 +649,7 @@ export class ChatModel {
     this.arrivedWhileLoading = [];
   }
 
-  private noteOutcome(result: PromptResult): void {
+  private noteOutcome(result: PromptResult, request: PromptRequest): void {
     if (result.command === 'rewind') {
       this.noteRewind(result as PromptResult & Partial<RewindResult>);
       return;
@@ -463,7 +662,7 @@ export class ChatModel {
       const error = result.error ?? 'no reason given';
       // A provider that refuses the key says 401; point at where the key is set.
       const hint = /\b401\b|unauthori[sz]ed|api key/i.test(error) ? ' Set the key with “Seri: Set API Key”.' : '';
-      this.addNotice('error', `The task failed: ${error}${hint}`);
+      this.addNotice('error', `The task failed: ${inEditorWords(error)}${hint}`, request);
     } else if (result.status === 'max_turns') {
       this.addNotice('warning', result.error ?? 'The task used its whole turn budget.');
     } else if (result.status === 'cancelled') {
@@ -474,7 +673,7 @@ export class ChatModel {
   /** `/rewind` typed in the chat: the prompt back in the input, what was left alone noted. */
   private noteRewind(result: Partial<RewindResult>): void {
     if (typeof result.prompt === 'string') {
-      this.setInput(result.prompt);
+      this.returnRewound(result.prompt);
     }
     const problems = rewindProblems(result);
     if (problems) {
@@ -506,6 +705,25 @@ export function rewindProblems(result: Partial<RewindResult>): string {
     parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
   }
   return parts.join(' ');
+}
+
+/** The line the chat keeps after a question is answered: “Allow”: edit src/app.py. */
+function answered(question: ApproveParams, choice: string, note: string | undefined): string {
+  let about: string;
+  switch (question.kind) {
+    case 'write':
+      about = `${question.action} ${question.path}`;
+      break;
+    case 'memory':
+      about = `remember “${question.text}”`;
+      break;
+    case 'checks':
+      about = `run the checks (${question.checks.map((c) => c.name).join(', ')})`;
+      break;
+    default:
+      about = (question as { message: string }).message;
+  }
+  return `“${choice}”: ${about}${note ? ` (${note})` : ''}.`;
 }
 
 /** A prompt the user typed (not a recap, a loaded rule or failing checks). */

@@ -8,10 +8,14 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 
 import { ChatChange, ChatModel } from './model';
+import { Proposals } from './proposals';
 import { FromWebview, MenuAction, ToWebview } from './webviewProtocol';
-import { Commands } from '../ids';
-import { projectFolder } from '../settings';
+import { bufferContext, editorForAttaching, selectionContext } from '../attachments';
+import { Commands, FOCUS_CHAT } from '../ids';
+import type { PromptContext } from '../protocol';
 import { describe } from '../server';
+import { projectFolder } from '../settings';
+import { WorkspaceFiles } from '../workspaceFiles';
 
 const MENU_COMMANDS: Record<MenuAction, string> = {
   new: Commands.newSession,
@@ -28,6 +32,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private ready = false;
   // The extension set the input while the webview was not there to take it.
   private inputPending = false;
+  // Attachments made while the webview was not there (Send Selection to Chat opens it).
+  private attachPending: PromptContext[] = [];
+  private focusPending = false;
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
 
@@ -35,6 +42,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     private readonly extensionUri: vscode.Uri,
     private readonly model: ChatModel,
     private readonly log: vscode.LogOutputChannel,
+    private readonly files: WorkspaceFiles,
+    private readonly proposals: Proposals,
   ) {
     this.unsubscribe = model.onDidChange((change) => this.forward(change));
   }
@@ -73,20 +82,40 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     ];
   }
 
-  /** Put the cursor in the chat input (after "Seri: Open Chat"). */
+  /** Put the cursor in the chat input (after "Seri: Open Chat"), also once a new webview is ready. */
   focusInput(): void {
-    this.post({ type: 'focusInput' });
+    if (this.ready) {
+      this.post({ type: 'focusInput' });
+    } else {
+      this.focusPending = true;
+    }
+  }
+
+  /** Attach files or lines to the next prompt: chips in the input, sent with it. */
+  attach(context: PromptContext[]): void {
+    if (this.ready) {
+      this.post({ type: 'attach', context });
+    } else {
+      this.attachPending.push(...context);
+    }
   }
 
   private forward(change: ChatChange): void {
+    if (change.kind === 'questions' && change.asked && !this.visible) {
+      // A question nobody sees blocks the task: show the chat, leaving the focus where it is.
+      void vscode.commands.executeCommand(FOCUS_CHAT, { preserveFocus: true });
+    }
     if (!this.ready) {
       // The webview asks for a full snapshot when it is ready; the input comes after it.
-      this.inputPending ||= change.kind === 'input';
+      if (change.kind === 'input') {
+        this.inputPending = true;
+        this.attachPending.push(...(change.context ?? []));
+      }
       return;
     }
     switch (change.kind) {
       case 'reset':
-        this.post({ type: 'reset', snapshot: this.model.snapshot() });
+        this.post({ type: 'reset', snapshot: this.model.snapshot(), reveal: change.reveal });
         break;
       case 'append':
         this.post({ type: 'append', message: change.message });
@@ -101,8 +130,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         this.post({ type: 'notice', notice: change.notice });
         break;
       case 'input':
-        this.post({ type: 'setInput', text: change.text });
+        this.post({ type: 'setInput', text: change.text, context: change.context });
         break;
+      case 'questions':
       case 'state': {
         const { messages: _m, notices: _n, streaming: _s, ...state } = this.model.snapshot();
         this.post({ type: 'state', snapshot: state });
@@ -123,12 +153,19 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           } else {
             this.model.noteDraft(message.draft ?? '');
           }
+          if (this.attachPending.length > 0) {
+            this.post({ type: 'attach', context: this.attachPending.splice(0) });
+          }
+          if (this.focusPending) {
+            this.focusPending = false;
+            this.post({ type: 'focusInput' });
+          }
           break;
         case 'draft':
           this.model.noteDraft(message.text);
           break;
         case 'send':
-          await this.send(message.text);
+          await this.send(message.text, message.context);
           break;
         case 'stop':
           await vscode.commands.executeCommand(Commands.stop);
@@ -145,11 +182,40 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           }
           break;
         case 'openFile':
-          await this.openFile(message.path);
+          await this.openFile(message.path, message.line);
           break;
         case 'copy':
           await vscode.env.clipboard.writeText(message.text);
           break;
+        case 'answer':
+          this.model.answer(message.id, message.choice, message.note);
+          break;
+        case 'review':
+          if (!(await this.proposals.review(message.id))) {
+            this.model.addNotice('warning', 'That change can no longer be reviewed: its question was answered or withdrawn.');
+          }
+          break;
+        case 'unqueue':
+          this.model.unqueue(message.id);
+          break;
+        case 'retry':
+          await this.model.retry(message.id);
+          break;
+        case 'findFiles':
+          this.post({ type: 'files', seq: message.seq, paths: await this.files.find(message.query) });
+          break;
+        case 'resolvePaths': {
+          const found = await Promise.all(message.paths.map(async (p) => [p, (await this.files.resolve(p)) ?? null] as const));
+          this.post({ type: 'resolvedPaths', resolved: Object.fromEntries(found) });
+          break;
+        }
+        case 'attach': {
+          const context = this.editorContext(message.what);
+          if (context.length > 0) {
+            this.post({ type: 'attach', context });
+          }
+          break;
+        }
       }
     } catch (error) {
       this.log.error(`Chat view: ${describe(error)}`);
@@ -157,7 +223,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     }
   }
 
-  private async send(raw: string): Promise<void> {
+  private async send(raw: string, attached: PromptContext[]): Promise<void> {
     const text = raw.trim();
     if (!text) {
       return;
@@ -172,20 +238,43 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       await vscode.commands.executeCommand(Commands.rewind);
       return;
     }
-    await this.model.send(text);
+    // `#selection` / `#buffer` left in the text (typed, then sent at once) attach too.
+    const words = new Set([...text.matchAll(/(?:^|\s)#(selection|buffer)\b/g)].map((match) => match[1] as 'selection' | 'buffer'));
+    const context = [...attached, ...[...words].flatMap((word) => this.editorContext(word))];
+    await this.model.submit({ text, context: context.length > 0 ? context : undefined });
   }
 
-  private async openFile(relative: string): Promise<void> {
+  /** `#selection` or `#buffer`, from the editor the user means; a notice when there is none. */
+  private editorContext(what: 'selection' | 'buffer'): PromptContext[] {
+    const editor = editorForAttaching();
+    if (!editor) {
+      this.model.addNotice('warning', `No editor to attach #${what} from: open a file first.`);
+      return [];
+    }
+    if (what === 'buffer') {
+      return [bufferContext(editor.document)];
+    }
+    const selected = selectionContext(editor);
+    if (selected.length === 0) {
+      this.model.addNotice('warning', 'Nothing is selected in the editor: select the lines to attach first (or use #buffer for the whole file).');
+    }
+    return selected;
+  }
+
+  /** Open a workspace file at a line: as written, or the one a bare name stands for. */
+  private async openFile(written: string, line?: number): Promise<void> {
     const folder = projectFolder();
-    if (!folder) {
+    const file = await this.files.resolve(written);
+    if (!folder || file === undefined) {
+      this.model.addNotice('warning', `No file ${written} in this workspace.`);
       return;
     }
-    const target = vscode.Uri.file(path.resolve(folder.uri.fsPath, relative));
-    const inside = path.relative(folder.uri.fsPath, target.fsPath);
-    if (inside.startsWith('..') || path.isAbsolute(inside)) {
-      return;
-    }
-    await vscode.window.showTextDocument(target, { preview: true });
+    const target = vscode.Uri.file(path.join(folder.uri.fsPath, file));
+    const position = new vscode.Position(Math.max(0, (line ?? 1) - 1), 0);
+    await vscode.window.showTextDocument(target, {
+      preview: true,
+      selection: line ? new vscode.Range(position, position) : undefined,
+    });
   }
 
   private post(message: ToWebview): void {

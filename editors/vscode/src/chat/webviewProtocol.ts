@@ -1,18 +1,27 @@
 // Messages between the chat view's webview and the extension. Shared by both bundles.
 
 import type { ChatSnapshot, Notice } from './model';
-import type { WireMessage } from '../protocol';
+import type { PromptContext, WireMessage } from '../protocol';
+
+/** What the header, the working line, the question cards and the queue are drawn from. */
+export type HeaderState = Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'>;
 
 /** Extension to webview. */
 export type ToWebview =
-  | { type: 'reset'; snapshot: ChatSnapshot }
+  | { type: 'reset'; snapshot: ChatSnapshot; reveal?: 'recap' }
   | { type: 'append'; message: WireMessage }
   | { type: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { type: 'streaming'; text: string }
   | { type: 'notice'; notice: Notice }
-  | { type: 'state'; snapshot: Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'> }
+  | { type: 'state'; snapshot: HeaderState }
   | { type: 'focusInput' }
-  | { type: 'setInput'; text: string };
+  | { type: 'setInput'; text: string; context?: PromptContext[] }
+  /** Attachments for the next prompt (Send Selection to Chat, `#selection`, `#buffer`). */
+  | { type: 'attach'; context: PromptContext[] }
+  /** The `@` picker's files for query number `seq`. */
+  | { type: 'files'; seq: number; paths: string[] }
+  /** Which paths in the transcript are workspace files (and which file), null: none. */
+  | { type: 'resolvedPaths'; resolved: Record<string, string | null> };
 
 /** Header menu entries; each runs the palette command of the same name. */
 export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns' | 'rewind';
@@ -21,10 +30,19 @@ export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | '
 export type FromWebview =
   | { type: 'ready'; draft?: string }
   | { type: 'draft'; text: string }
-  | { type: 'send'; text: string }
+  | { type: 'send'; text: string; context: PromptContext[] }
   | { type: 'stop' }
   | { type: 'menu'; action: MenuAction }
   | { type: 'loadOlder' }
   | { type: 'openLink'; href: string }
-  | { type: 'openFile'; path: string }
-  | { type: 'copy'; text: string };
+  /** A workspace file (as resolved, or as written in a link), at a line. */
+  | { type: 'openFile'; path: string; line?: number }
+  | { type: 'copy'; text: string }
+  | { type: 'answer'; id: number; choice: string; note?: string }
+  /** Open the diff of a write question's proposal. */
+  | { type: 'review'; id: number }
+  | { type: 'unqueue'; id: number }
+  | { type: 'retry'; id: number }
+  | { type: 'findFiles'; seq: number; query: string }
+  | { type: 'resolvePaths'; paths: string[] }
+  | { type: 'attach'; what: 'selection' | 'buffer' };

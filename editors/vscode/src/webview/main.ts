@@ -1,17 +1,21 @@
-// The chat view's page: header (title, context use, session menu), transcript, and the
-// input with slash-command suggestions and a Stop button. It holds no state the
-// extension does not also hold, except the unsent draft (kept with setState, so it
-// survives the view being hidden and the window being reloaded).
+// The chat view's page: header (title, context use with where compaction starts, session
+// menu), transcript (following new output), the questions the task waits on, the queue,
+// and the input. It holds no state the extension does not also hold, except the unsent
+// draft and its attachments (kept with setState, so they survive the view being hidden
+// and the window being reloaded).
 
 import './style.css';
 
-import type { ChatSnapshot } from '../chat/model';
-import type { FromWebview, MenuAction, ToWebview } from '../chat/webviewProtocol';
-import { contextPercent, formatTokens } from '../format';
-import { SLASH_COMMANDS } from '../protocol';
+import { sessionTitle } from '../chat/promptText';
+import type { FromWebview, HeaderState, MenuAction, ToWebview } from '../chat/webviewProtocol';
+import { contextPercent, describeActivity, formatTokens } from '../format';
+import { Composer, Draft } from './composer';
 import { Icons, h, icon } from './dom';
+import { Follower } from './follow';
 import { renderMarkdown } from './markdown';
+import { PathLinks } from './paths';
 import { Transcript } from './transcript';
+import { renderQuestions, renderQueue } from './waiting';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -21,14 +25,13 @@ interface VsCodeApi {
 
 interface PersistedState {
   draft: string;
+  chips?: Draft['chips'];
 }
 
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 const post = (message: FromWebview): void => vscode.postMessage(message);
-
-type HeaderState = Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'>;
 
 const MENU: { action: MenuAction; label: string }[] = [
   { action: 'new', label: 'New session' },
@@ -43,7 +46,10 @@ const MENU: { action: MenuAction; label: string }[] = [
 // --- layout -------------------------------------------------------------------------
 
 const title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
-const subtitle = h('div', { class: 'subtitle', id: 'context-use' });
+const subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
+const meterFill = h('span', { class: 'meter-fill' });
+const meterMark = h('span', { class: 'meter-mark', id: 'compact-mark' });
+const meter = h('span', { class: 'meter', id: 'context-meter', hidden: true, role: 'img' }, meterFill, meterMark);
 const menuButton = h(
   'button',
   { class: 'icon-button', id: 'session-menu-button', type: 'button', title: 'Session menu', 'aria-label': 'Session menu', 'aria-haspopup': 'menu', 'aria-expanded': 'false' },
@@ -54,33 +60,40 @@ const menu = h(
   { class: 'menu', id: 'session-menu', role: 'menu', hidden: true },
   ...MENU.map((item) => h('button', { class: 'menu-item', type: 'button', role: 'menuitem', 'data-action': item.action }, item.label)),
 );
-const header = h('header', { class: 'header' }, h('div', { class: 'title-block' }, title, subtitle), menuButton, menu);
+const header = h(
+  'header',
+  { class: 'header' },
+  h('div', { class: 'title-block' }, title, h('div', { class: 'subtitle' }, meter, subtitle)),
+  menuButton,
+  menu,
+);
 
 const older = h('button', { class: 'older', type: 'button', hidden: true }, 'Load earlier messages');
 const rows = h('div', { class: 'rows', id: 'messages' });
 const streamingRow = h('div', { class: 'row assistant streaming', id: 'streaming', hidden: true });
-const working = h('div', { class: 'row working', id: 'working', hidden: true }, h('span', { class: 'spinner' }), 'Working…');
+const questions = h('div', { class: 'questions', id: 'questions', hidden: true });
+const workingText = h('span', { class: 'working-text' }, 'Working…');
+const working = h('div', { class: 'row working', id: 'working', hidden: true, role: 'status' }, h('span', { class: 'spinner' }), workingText);
+const queue = h('div', { class: 'queue', id: 'queue', hidden: true });
 const empty = h('div', { class: 'empty', id: 'empty', hidden: true });
-const transcriptBox = h('main', { class: 'transcript', id: 'transcript', role: 'log', 'aria-live': 'polite' }, older, empty, rows, streamingRow, working);
-
-const suggestions = h('ul', { class: 'suggestions', id: 'suggestions', role: 'listbox', hidden: true });
-const input = h('textarea', {
-  id: 'prompt-input',
-  rows: '1',
-  placeholder: 'Ask seri… (/ for commands)',
-  'aria-label': 'Message seri',
-});
-const sendButton = h('button', { class: 'icon-button send', id: 'send-button', type: 'button', title: 'Send (Enter)', 'aria-label': 'Send' }, icon(Icons.send));
-const stopButton = h('button', { class: 'stop', id: 'stop-button', type: 'button', title: 'Stop the running task', hidden: true }, icon(Icons.stop), 'Stop');
-const composer = h(
-  'footer',
-  { class: 'composer' },
-  suggestions,
-  h('div', { class: 'input-row' }, input, sendButton, stopButton),
-  h('div', { class: 'hint' }, 'Enter to send · Shift+Enter for a new line · / for commands'),
+const content = h('div', { class: 'transcript-content' }, older, empty, rows, streamingRow, questions, working, queue);
+const transcriptBox = h('main', { class: 'transcript', id: 'transcript', role: 'log', 'aria-live': 'polite' }, content);
+const newMessages = h(
+  'button',
+  { class: 'new-messages', id: 'new-messages', type: 'button', hidden: true, title: 'Scroll to the newest messages' },
+  icon(Icons.down),
+  'New messages',
 );
 
-document.getElementById('app')!.append(header, transcriptBox, composer);
+const follower = new Follower(transcriptBox, content, newMessages);
+const paths = new PathLinks(transcriptBox, post);
+const composer = new Composer(
+  post,
+  (draft) => vscode.setState({ draft: draft.text, chips: draft.chips }),
+  () => follower.toBottom(),
+);
+
+document.getElementById('app')!.append(header, h('div', { class: 'transcript-frame' }, transcriptBox, newMessages), composer.element);
 const transcript = new Transcript(rows);
 
 // --- state --------------------------------------------------------------------------
@@ -90,28 +103,70 @@ let messageCount = 0;
 let olderRequested = false;
 let streamingText = '';
 let streamingFrame = 0;
+// A retry's delay: once it is over, its call is in flight.
+let retryTimer: ReturnType<typeof setTimeout> | undefined;
+let retrySent = false;
 
 function applyHeader(next: HeaderState): void {
+  const before = state;
   state = next;
   const session = next.session;
-  title.textContent = session ? session.title || 'New session' : 'Seri';
-  title.title = session ? `${session.title || 'New session'} (${session.id})` : '';
-  if (next.usage && session) {
-    const { estimateTokens, contextWindow } = next.usage;
-    const percent = contextPercent(estimateTokens, contextWindow);
-    subtitle.textContent = `${percent}% of context · ${formatTokens(estimateTokens)} / ${formatTokens(contextWindow)} tokens`;
-  } else {
-    subtitle.textContent = '';
-  }
-  const running = next.running;
-  stopButton.hidden = !running;
-  sendButton.hidden = running;
-  working.hidden = !running || streamingText !== '';
+  title.textContent = session ? sessionTitle(session.title) : 'Seri';
+  title.title = session ? `${sessionTitle(session.title)} (${session.id})` : '';
+  applyUsage(next);
   const usable = next.serverState === 'running';
-  input.disabled = !usable;
+  composer.setState(usable, next.running);
   menuButton.disabled = !usable;
   older.hidden = !next.hasMore;
+  renderQuestions(questions, next.questions, session?.project ?? '', post);
+  renderQueue(queue, next.queued, post);
+  if (next.activity !== before?.activity) {
+    clearTimeout(retryTimer);
+    retrySent = false;
+    if (next.activity?.state === 'retrying' && next.activity.delay !== undefined) {
+      retryTimer = setTimeout(() => {
+        retrySent = true;
+        updateWorking();
+      }, next.activity.delay * 1000);
+    }
+  }
+  updateWorking();
   updateEmpty();
+  if (next.questions.length > (before?.questions.length ?? 0) || next.queued.length > (before?.queued.length ?? 0)) {
+    follower.arrived();
+  }
+}
+
+/** The meter with the compaction mark, then "12% · 15,360 / 128,000 tokens". */
+function applyUsage(next: HeaderState): void {
+  if (!next.usage || !next.session) {
+    subtitle.textContent = '';
+    meter.hidden = true;
+    return;
+  }
+  const { estimateTokens, contextWindow, compactAt } = next.usage;
+  const percent = contextPercent(estimateTokens, contextWindow);
+  subtitle.textContent = `${percent}% · ${formatTokens(estimateTokens)} / ${formatTokens(contextWindow)} tokens`;
+  meter.hidden = contextWindow <= 0;
+  meterFill.style.width = `${Math.min(100, (estimateTokens * 100) / Math.max(1, contextWindow))}%`;
+  const where = compactAt !== undefined && contextWindow > 0 ? (compactAt * 100) / contextWindow : undefined;
+  meterMark.hidden = where === undefined;
+  meterMark.style.left = `${where ?? 0}%`;
+  const compaction =
+    compactAt !== undefined ? `\nCompaction starts at ${formatTokens(compactAt)} tokens (${contextPercent(compactAt, contextWindow)}%).` : '';
+  meter.title = `${formatTokens(estimateTokens)} of ${formatTokens(contextWindow)} tokens used.${compaction}`;
+  meter.setAttribute('aria-label', meter.title);
+  meter.classList.toggle('near', compactAt !== undefined && estimateTokens >= compactAt * 0.8);
+}
+
+function updateWorking(): void {
+  const running = state?.running ?? false;
+  const asking = (state?.questions.length ?? 0) > 0;
+  // While the reply streams, the reply itself shows that work goes on.
+  working.hidden = !running || (streamingText !== '' && !asking);
+  workingText.textContent = describeActivity(state?.activity ?? null, asking, retrySent);
+  workingText.title = workingText.textContent;
+  working.classList.toggle('asking', asking);
 }
 
 function updateEmpty(): void {
@@ -132,31 +187,22 @@ function updateEmpty(): void {
   empty.hidden = !text;
 }
 
-function atBottom(): boolean {
-  return transcriptBox.scrollHeight - transcriptBox.scrollTop - transcriptBox.clientHeight < 48;
-}
-
-function keepBottom(update: () => void): void {
-  const stick = atBottom();
-  update();
-  if (stick) {
-    transcriptBox.scrollTop = transcriptBox.scrollHeight;
-  }
-}
-
 function setStreaming(text: string): void {
+  const grew = text !== '' && text !== streamingText;
   streamingText = text;
+  if (grew) {
+    follower.arrived();
+  }
   if (streamingFrame) {
     return;
   }
   // Render at most once a frame: deltas arrive faster than markdown needs redrawing.
   streamingFrame = requestAnimationFrame(() => {
     streamingFrame = 0;
-    keepBottom(() => {
-      streamingRow.hidden = streamingText === '';
-      streamingRow.innerHTML = streamingText ? renderMarkdown(streamingText) : '';
-      working.hidden = !(state?.running ?? false) || streamingText !== '';
-    });
+    streamingRow.hidden = streamingText === '';
+    streamingRow.innerHTML = streamingText ? renderMarkdown(streamingText) : '';
+    updateWorking();
+    paths.link();
   });
 }
 
@@ -165,24 +211,41 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   switch (message.type) {
     case 'reset': {
       const { messages, notices, streaming, ...header } = message.snapshot;
+      // The same session drawn again keeps the user where they read (the recap, say).
+      const keep = state !== undefined && state.session?.id === header.session?.id && !follower.isFollowing;
+      const top = transcriptBox.scrollTop;
       messageCount = messages.length;
       olderRequested = false;
       transcript.reset(messages, notices);
       applyHeader(header);
       setStreaming(streaming);
-      transcriptBox.scrollTop = transcriptBox.scrollHeight;
+      paths.link();
+      const recap = message.reveal === 'recap' ? rows.querySelector<HTMLElement>('.recap') : null;
+      if (recap) {
+        follower.reveal(recap);
+      } else if (keep) {
+        follower.restore(top);
+      } else {
+        follower.toBottom();
+      }
       break;
     }
     case 'append':
       messageCount++;
-      keepBottom(() => transcript.append(message.message));
+      transcript.append(message.message);
+      if (message.message.role === 'tool') {
+        paths.forgetMisses();
+      }
+      paths.link();
       updateEmpty();
+      follower.arrived();
       break;
     case 'prepend': {
       const before = transcriptBox.scrollHeight;
       messageCount += message.messages.length;
       transcript.prepend(message.messages);
       transcriptBox.scrollTop += transcriptBox.scrollHeight - before;
+      paths.link();
       olderRequested = false;
       older.hidden = !message.hasMore;
       if (state) {
@@ -194,16 +257,26 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       setStreaming(message.text);
       break;
     case 'notice':
-      keepBottom(() => transcript.addNotice(message.notice));
+      transcript.addNotice(message.notice);
+      follower.arrived();
       break;
     case 'state':
-      keepBottom(() => applyHeader(message.snapshot));
+      applyHeader(message.snapshot);
       break;
     case 'focusInput':
-      input.focus();
+      composer.focus();
       break;
     case 'setInput':
-      setInput(message.text);
+      composer.setInput(message.text, message.context);
+      break;
+    case 'attach':
+      composer.attach(message.context);
+      break;
+    case 'files':
+      composer.showFiles(message.seq, message.paths);
+      break;
+    case 'resolvedPaths':
+      paths.resolved(message.resolved);
       break;
   }
 });
@@ -224,7 +297,7 @@ transcriptBox.addEventListener('scroll', () => {
 });
 older.addEventListener('click', requestOlder);
 
-// --- links, files, code copy --------------------------------------------------------
+// --- links, files, code copy, retry ---------------------------------------------------
 
 transcriptBox.addEventListener('click', (event) => {
   const target = event.target as HTMLElement;
@@ -236,18 +309,31 @@ transcriptBox.addEventListener('click', (event) => {
     setTimeout(() => (copy.textContent = 'Copy'), 1200);
     return;
   }
+  const retry = target.closest<HTMLButtonElement>('.notice-retry');
+  if (retry?.dataset.noticeId) {
+    retry.disabled = true;
+    post({ type: 'retry', id: Number(retry.dataset.noticeId) });
+    follower.toBottom();
+    return;
+  }
   const file = target.closest<HTMLElement>('.file-link');
-  if (file?.dataset.path) {
+  if (file && (file.dataset.file ?? file.dataset.path)) {
     event.preventDefault();
-    post({ type: 'openFile', path: file.dataset.path });
+    const line = file.dataset.line ? Number(file.dataset.line) : undefined;
+    post({ type: 'openFile', path: (file.dataset.file ?? file.dataset.path)!, line });
     return;
   }
   const link = target.closest('a');
   if (link) {
     event.preventDefault();
     const href = link.getAttribute('href');
-    if (href) {
+    if (href && /^[a-z][\w+.-]*:/i.test(href)) {
       post({ type: 'openLink', href });
+    } else if (href && !href.startsWith('#')) {
+      // A link written to a relative path (`[the app](src/app.py#L3)`) is a file.
+      const [path, fragment] = href.split('#');
+      const line = /^L?(\d+)/.exec(fragment ?? '')?.[1];
+      post({ type: 'openFile', path: decodeURIComponent(path), line: line ? Number(line) : undefined });
     }
   }
 });
@@ -292,125 +378,7 @@ document.addEventListener('click', (event) => {
   }
 });
 
-// --- input ----------------------------------------------------------------------------
-
-let suggestionIndex = 0;
-let matches: typeof SLASH_COMMANDS = [];
-
-function updateSuggestions(): void {
-  const value = input.value;
-  const word = /^\/([\w-]*)$/.exec(value);
-  matches = word ? SLASH_COMMANDS.filter((command) => command.name.startsWith(word[1].toLowerCase())) : [];
-  suggestionIndex = Math.min(suggestionIndex, Math.max(0, matches.length - 1));
-  suggestions.replaceChildren(
-    ...matches.map((command, index) =>
-      h(
-        'li',
-        { role: 'option', class: 'suggestion', 'data-name': command.name, 'aria-selected': String(index === suggestionIndex) },
-        h('span', { class: 'suggestion-usage' }, command.usage),
-        h('span', { class: 'suggestion-description' }, command.description),
-      ),
-    ),
-  );
-  suggestions.hidden = matches.length === 0;
-}
-
-function acceptSuggestion(index: number): void {
-  const command = matches[index];
-  if (!command) {
-    return;
-  }
-  const takesArgument = command.usage.includes(' ');
-  input.value = `/${command.name}${takesArgument ? ' ' : ''}`;
-  suggestionIndex = 0;
-  updateSuggestions();
-  resize();
-  saveDraft();
-  input.focus();
-}
-
-function resize(): void {
-  input.style.height = 'auto';
-  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
-}
-
-function saveDraft(): void {
-  vscode.setState({ draft: input.value });
-  post({ type: 'draft', text: input.value });
-}
-
-/** The extension puts text into the input (a rewound prompt, to edit and send again). */
-function setInput(text: string): void {
-  input.value = text;
-  suggestionIndex = 0;
-  updateSuggestions();
-  resize();
-  saveDraft();
-  input.focus();
-  input.setSelectionRange(text.length, text.length);
-}
-
-function send(): void {
-  const text = input.value.trim();
-  if (!text || state?.running || state?.serverState !== 'running') {
-    return;
-  }
-  post({ type: 'send', text });
-  input.value = '';
-  updateSuggestions();
-  resize();
-  saveDraft();
-}
-
-input.addEventListener('input', () => {
-  suggestionIndex = 0;
-  updateSuggestions();
-  resize();
-  saveDraft();
-});
-
-input.addEventListener('keydown', (event) => {
-  if (!suggestions.hidden) {
-    if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
-      event.preventDefault();
-      const step = event.key === 'ArrowDown' ? 1 : -1;
-      suggestionIndex = (suggestionIndex + step + matches.length) % matches.length;
-      updateSuggestions();
-      return;
-    }
-    if (event.key === 'Tab' || (event.key === 'Enter' && !event.shiftKey)) {
-      const exact = matches.length === 1 && input.value === `/${matches[0].name}`;
-      if (!exact || event.key === 'Tab') {
-        event.preventDefault();
-        acceptSuggestion(suggestionIndex);
-        return;
-      }
-    }
-    if (event.key === 'Escape') {
-      event.preventDefault();
-      matches = [];
-      suggestions.hidden = true;
-      return;
-    }
-  }
-  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    send();
-  }
-});
-
-suggestions.addEventListener('mousedown', (event) => {
-  const item = (event.target as HTMLElement).closest<HTMLElement>('.suggestion');
-  if (item) {
-    event.preventDefault();
-    acceptSuggestion(matches.findIndex((command) => command.name === item.dataset.name));
-  }
-});
-
-sendButton.addEventListener('click', send);
-stopButton.addEventListener('click', () => post({ type: 'stop' }));
-
-input.value = vscode.getState()?.draft ?? '';
-resize();
+const saved = vscode.getState();
+composer.restore(saved ? { text: saved.draft, chips: saved.chips ?? [] } : undefined);
 updateEmpty();
-post({ type: 'ready', draft: input.value });
+post({ type: 'ready', draft: composer.text });

@@ -4,10 +4,12 @@
 // are folded blocks, not the user's words.
 
 import type { Notice } from '../chat/model';
+import { ContextBlock, Mention, mentionLabel, splitPrompt } from '../chat/promptText';
 import type { Recap, ToolCall, WireMessage } from '../protocol';
 import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';
 import { renderMarkdown } from './markdown';
+import { textWithPaths } from './paths';
 
 /** The short description of a tool call: `edit src/app.py`, `grep TODO in src`. */
 export function describeCall(call: ToolCall): { target: string; path?: string } {
@@ -132,11 +134,7 @@ export class Transcript {
           h('div', { class: 'rule-text' }, message.content),
         );
       }
-      return h(
-        'div',
-        { class: 'row user', 'data-id': String(message.id), 'data-role': 'user' },
-        h('div', { class: 'bubble' }, message.content),
-      );
+      return renderPrompt(message);
     }
     if (message.role === 'assistant') {
       const row = h('div', { class: 'row assistant', 'data-id': String(message.id), 'data-role': 'assistant' });
@@ -319,6 +317,42 @@ function renderRecap(message: WireMessage): HTMLElement {
   return card;
 }
 
+/** The user's prompt: their words, then what they attached as chips (text folded in). */
+function renderPrompt(message: WireMessage): HTMLElement {
+  const { text, mentions, blocks } = splitPrompt(message.content);
+  const bubble = h('div', { class: 'bubble' }, h('div', { class: 'prompt-text' }, ...textWithPaths(text)));
+  if (mentions.length > 0 || blocks.length > 0) {
+    bubble.append(h('div', { class: 'chips prompt-attachments' }, ...mentions.map(mentionChip), ...blocks.map(blockChip)));
+  }
+  return h('div', { class: 'row user', 'data-id': String(message.id), 'data-role': 'user' }, bubble);
+}
+
+function mentionChip(mention: Mention): HTMLElement {
+  return h(
+    'span',
+    { class: 'chip attachment path-candidate', 'data-path': mention.path, 'data-line': mention.startLine?.toString() },
+    icon(Icons.file),
+    mentionLabel(mention),
+  );
+}
+
+/** Attached text: a chip that opens to show it. */
+function blockChip(block: ContextBlock): HTMLElement {
+  return h(
+    'details',
+    { class: 'context-block' },
+    h('summary', { class: 'chip attachment', title: `Attached text of ${mentionLabel(block)}` }, icon(Icons.snippet), mentionLabel(block)),
+    h('pre', { class: 'context-text' }, block.text),
+  );
+}
+
 function renderNotice(notice: Notice): HTMLElement {
-  return h('div', { class: `row notice notice-${notice.level}`, role: notice.level === 'error' ? 'alert' : 'status' }, notice.text);
+  return h(
+    'div',
+    { class: `row notice notice-${notice.level}`, role: notice.level === 'error' ? 'alert' : 'status', 'data-notice-id': String(notice.id) },
+    h('span', { class: 'notice-text' }, notice.text),
+    notice.retry
+      ? h('button', { class: 'notice-retry secondary', type: 'button', title: 'Send the prompt again', 'data-notice-id': String(notice.id) }, 'Retry')
+      : null,
+  );
 }

@@ -59,5 +59,9 @@ suite('Activation', () => {
     await waitFor(() => /\d+%/.test(api.statusBar.text), 'a percentage in the status bar');
     assert.match(api.statusBar.tooltip, /tokens/);
     assert.match(api.statusBar.tooltip, /Session: /);
+    // Where automatic compaction starts: half the window.
+    const usage = api.model.currentUsage!;
+    assert.strictEqual(usage.compactAt, Math.ceil(usage.contextWindow / 2));
+    assert.match(api.statusBar.tooltip, /Compaction starts at [\d,]+ tokens \(50%\)/);
   });
 });

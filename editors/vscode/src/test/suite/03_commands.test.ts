@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 
 import { Commands } from '../../ids';
 import type { CompactResult, Session } from '../../protocol';
-import { activated, longText, provider, sessionView, waitFor } from './helpers';
+import { activated, longText, provider, sessionView, stubWindow, waitFor } from './helpers';
 
 const SUMMARY = [
   'Goal: explain the parser',
@@ -76,6 +76,38 @@ suite('Palette commands', () => {
     assert.strictEqual(api.model.running, false);
     assert.strictEqual(api.model.snapshot().notices.at(-1)?.text, 'Stopped.');
     assert.strictEqual(await vscode.commands.executeCommand<boolean>(Commands.stop), false);
+  });
+
+  test('a command refused while a task runs names the palette’s Stop, not the protocol’s command', async () => {
+    const api = await activated();
+    await provider.script({ text: longText('slow'), chunkSize: 4, stallAfter: 2 });
+    const sending = api.model.send('Take your time');
+    await waitFor(() => api.model.running && api.model.snapshot().streaming !== '', 'the reply to start streaming');
+    const ui = stubWindow([]);
+    try {
+      assert.strictEqual(await vscode.commands.executeCommand(Commands.newSession), undefined);
+      assert.deepStrictEqual(ui.errors, ['Seri: A task is running; wait for it to end or cancel it (“Seri: Stop”) first.']);
+    } finally {
+      ui.restore();
+      await vscode.commands.executeCommand(Commands.stop);
+      await sending;
+      await provider.release();
+    }
+  });
+
+  test('Send Selection to Chat attaches the selected lines, or the file when nothing is selected', async () => {
+    const api = await activated();
+    const folder = vscode.workspace.workspaceFolders![0].uri;
+    const editor = await vscode.window.showTextDocument(vscode.Uri.joinPath(folder, 'src', 'app.py'));
+    editor.selection = new vscode.Selection(0, 0, 1, 0);
+    const selected = await vscode.commands.executeCommand(Commands.sendSelection);
+    const firstLine = `${editor.document.lineAt(0).text}\n`;
+    assert.deepStrictEqual(selected, [{ path: 'src/app.py', startLine: 1, endLine: 1, text: firstLine }]);
+    await waitFor(() => api.chatView.visible, 'the chat to open');
+    await vscode.window.showTextDocument(editor.document);
+    editor.selection = new vscode.Selection(0, 0, 0, 0);
+    assert.deepStrictEqual(await vscode.commands.executeCommand(Commands.sendSelection), [{ path: 'src/app.py' }]);
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 
   test('Clear Conversation starts a new session and keeps the old one', async () => {

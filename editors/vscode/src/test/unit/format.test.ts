@@ -1,6 +1,6 @@
 import * as assert from 'assert';
 
-import { checksHeading, contextPercent, plural, relativeTime } from '../../format';
+import { checksHeading, contextPercent, describeActivity, inEditorWords, plural, relativeTime } from '../../format';
 
 suite('format', () => {
   test('context use is a whole percentage, at least 1 once anything is used', () => {
@@ -40,5 +40,30 @@ suite('format', () => {
     ].join('\n');
     assert.strictEqual(checksHeading(content), 'Checks failed: tests, lint');
     assert.strictEqual(checksHeading('Something else went wrong'), 'Checks failed');
+  });
+
+  test('the working line says what the task waits for', () => {
+    assert.strictEqual(describeActivity(null), 'Working…');
+    assert.strictEqual(describeActivity({ state: 'model' }), 'Waiting for the model…');
+    assert.strictEqual(describeActivity({ state: 'tool', detail: 'edit src/app.py' }), 'Running edit src/app.py…');
+    assert.strictEqual(describeActivity({ state: 'compacting' }), 'Compacting the conversation…');
+    assert.strictEqual(describeActivity({ state: 'checks', detail: 'tests' }), 'Running the checks (tests)…');
+    assert.strictEqual(describeActivity({ state: 'approval', detail: 'write a.py' }), 'Waiting for your approval');
+    assert.strictEqual(describeActivity({ state: 'model' }, true), 'Waiting for your approval', 'a question on screen wins');
+  });
+
+  test('a retry says which of how many, when, and why; then that its call is in flight', () => {
+    const retry = { state: 'retrying', detail: 'HTTP 503:\n busy', attempt: 1, maxAttempts: 4, delay: 1.6 };
+    assert.strictEqual(describeActivity(retry), 'Retry 1/4 in 2 s: HTTP 503: busy');
+    assert.strictEqual(describeActivity(retry, false, true), 'Waiting for the model (retry 1/4)…');
+  });
+
+  test('the server’s command names become the palette commands', () => {
+    assert.strictEqual(
+      inEditorWords('A task is running; wait for it to end or cancel it (seri.cancel) first.'),
+      'A task is running; wait for it to end or cancel it (“Seri: Stop”) first.',
+    );
+    assert.strictEqual(inEditorWords('(seri.session.list lists the sessions)'), '(“Seri: Resume Session...” lists the sessions)');
+    assert.strictEqual(inEditorWords('seri.trajectory.get has it'), 'seri.trajectory.get has it', 'no command of the editor: as is');
   });
 });

@@ -5,7 +5,7 @@
 import * as assert from 'assert';
 
 import { ChatChange, ChatModel, ServerLink } from '../../chat/model';
-import type { Session, SessionView, WireMessage } from '../../protocol';
+import type { ApproveParams, PromptResult, Session, SessionView, WireMessage } from '../../protocol';
 
 function session(id: string, title = ''): Session {
   return { id, project: '/p', title, createdAt: '2025-01-01T00:00:00Z', updatedAt: '2025-01-01T00:00:00Z', maxTurns: 500, messageCount: 0 };
@@ -249,14 +249,24 @@ suite('ChatModel', () => {
     await model.attach(new FakeServer((command) => (command === 'seri.prompt' ? rewound : view(open, []))));
     const inputs: string[] = [];
     model.onDidChange((change) => change.kind === 'input' && inputs.push(change.text));
-    model.noteDraft('half-typed');
-    assert.strictEqual(model.input, 'half-typed');
     await model.send('/rewind 2');
     assert.deepStrictEqual(inputs, ['Rename foo\nin every file']);
     assert.strictEqual(model.input, 'Rename foo\nin every file');
     assert.deepStrictEqual(model.snapshot().notices.map((n) => [n.level, n.text]), [
       ['warning', 'Left alone, changed since seri wrote them: b.py. Could not restore c.py: it is a folder now.'],
     ]);
+  });
+
+  test('a rewound prompt is added after an unsent draft, which is kept', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    model.noteDraft('half-typed');
+    model.returnRewound('Rename foo');
+    assert.strictEqual(model.input, 'half-typed\n\nRename foo');
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), ['The rewound prompt is back in the input, after your unsent draft.']);
+    model.noteDraft('');
+    model.returnRewound('Rename bar');
+    assert.strictEqual(model.input, 'Rename bar', 'an empty input simply takes the prompt');
   });
 
   test('results from a server that went away are ignored', async () => {
@@ -269,4 +279,191 @@ suite('ChatModel', () => {
     assert.strictEqual(model.snapshot().messages.length, 0);
     assert.strictEqual(model.state, 'stopped');
   });
+
+  // --- questions, what a task waits for, the queue, retries -----------------------------
+
+  test('a question is shown until answered, and the answer (with a Deny’s note) goes back', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const asked = model.ask(writeQuestion());
+    const [question] = model.snapshot().questions;
+    assert.strictEqual(question.params.kind, 'write');
+    assert.strictEqual(model.answer(question.id, 'Sure'), false, 'only the choices offered');
+    assert.strictEqual(model.answer(question.id, 'Deny', '  keep the spaces '), true);
+    assert.deepStrictEqual(await asked, { choice: 'Deny', note: 'keep the spaces' });
+    assert.deepStrictEqual(model.snapshot().questions, []);
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), ['“Deny”: edit src/app.py (keep the spaces).']);
+    assert.strictEqual(model.answer(question.id, 'Allow'), false, 'answered once');
+  });
+
+  test('a question withdrawn by the server (its task was cancelled) goes away unanswered', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const token = new FakeCancellation();
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    const asked = model.ask(writeQuestion(), token);
+    assert.ok(changes.some((c) => c.kind === 'questions' && c.asked !== undefined), 'a new question is announced');
+    token.cancel();
+    assert.strictEqual(await asked, null);
+    assert.deepStrictEqual(model.snapshot().questions, []);
+    assert.deepStrictEqual(model.snapshot().notices, []);
+  });
+
+  test('the questions of a server that went away are dropped', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const asked = model.ask(writeQuestion());
+    model.detach('stopped');
+    assert.strictEqual(await asked, null);
+    assert.deepStrictEqual(model.snapshot().questions, []);
+  });
+
+  test('what the open session’s task waits for is kept until the task ends', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    model.status({ sessionId: 'child', state: 'tool', detail: 'read_file a.py' });
+    assert.strictEqual(model.snapshot().activity, null, 'a subagent’s status is its own');
+    model.status({ sessionId: 's1', state: 'retrying', detail: '503', attempt: 1, maxAttempts: 4, delay: 2 });
+    assert.deepStrictEqual(model.snapshot().activity, { state: 'retrying', detail: '503', attempt: 1, maxAttempts: 4, delay: 2 });
+    assert.strictEqual(model.running, true);
+    model.turnEnded({ sessionId: 's1', status: 'done', turns: 1 });
+    assert.strictEqual(model.snapshot().activity, null);
+    assert.strictEqual(model.running, false);
+  });
+
+  test('a prompt sent while a task runs is queued, then sent when it ends; one taken back is not', async () => {
+    const server = new PromptServer();
+    const model = new ChatModel();
+    await model.attach(server);
+    const first = model.submit({ text: 'first', context: [{ path: 'a.py' }] });
+    await model.submit({ text: 'second' });
+    await model.submit({ text: 'never mind' });
+    assert.deepStrictEqual(model.snapshot().queued.map((q) => q.text), ['second', 'never mind']);
+    model.unqueue(model.snapshot().queued[1].id);
+    server.finish('done');
+    await first;
+    await settle();
+    assert.deepStrictEqual(server.prompts, [{ text: 'first', context: [{ path: 'a.py' }] }, { text: 'second' }]);
+    assert.deepStrictEqual(model.snapshot().queued, []);
+    server.finish('done');
+    await settle();
+    assert.strictEqual(model.running, false);
+  });
+
+  test('after a Stop, queued prompts come back to the input, after the draft, with their attachments', async () => {
+    const server = new PromptServer();
+    const model = new ChatModel();
+    await model.attach(server);
+    const inputs: ChatChange[] = [];
+    model.onDidChange((change) => change.kind === 'input' && inputs.push(change));
+    const first = model.submit({ text: 'first' });
+    await model.submit({ text: 'second', context: [{ path: 'b.py', startLine: 2, endLine: 3, text: 'x\ny' }] });
+    model.noteDraft('a draft');
+    server.finish('cancelled');
+    await first;
+    assert.deepStrictEqual(server.prompts.map((p) => p.text), ['first']);
+    assert.deepStrictEqual(inputs, [
+      { kind: 'input', text: 'a draft\n\nsecond', context: [{ path: 'b.py', startLine: 2, endLine: 3, text: 'x\ny' }] },
+    ]);
+    assert.ok(model.snapshot().notices.some((n) => n.text === 'The queued prompt is back in the input.'));
+  });
+
+  test('a failed task says why, and its Retry sends the prompt again, once', async () => {
+    const server = new PromptServer();
+    const model = new ChatModel();
+    await model.attach(server);
+    const sent = model.submit({ text: 'hello', context: [{ path: 'a.py' }] });
+    server.finish('failed', 'The provider answered HTTP 400: too long');
+    await sent;
+    const [notice] = model.snapshot().notices;
+    assert.strictEqual(notice.level, 'error');
+    assert.strictEqual(notice.text, 'The task failed: The provider answered HTTP 400: too long');
+    assert.deepStrictEqual(notice.retry, { text: 'hello', context: [{ path: 'a.py' }] });
+    const again = model.retry(notice.id);
+    await model.retry(notice.id);
+    server.finish('done');
+    await again;
+    assert.deepStrictEqual(server.prompts.map((p) => p.text), ['hello', 'hello']);
+  });
+
+  test('a refused prompt is shown in the editor’s words, with a Retry', async () => {
+    const model = new ChatModel();
+    await model.attach(
+      new FakeServer((command) => {
+        if (command === 'seri.prompt') {
+          throw new Error('A task is running; wait for it to end or cancel it (seri.cancel) first.');
+        }
+        return view(open, []);
+      }),
+    );
+    await model.submit({ text: 'hi' });
+    const [notice] = model.snapshot().notices;
+    assert.strictEqual(notice.text, 'A task is running; wait for it to end or cancel it (“Seri: Stop”) first.');
+    assert.deepStrictEqual(notice.retry, { text: 'hi' });
+  });
+
+  test('after a compaction the page with the recap is drawn with the recap revealed', async () => {
+    let messages = [message(1, 'user', 'a'), message(2, 'assistant', 'b')];
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, messages)));
+    const resets: ChatChange[] = [];
+    model.onDidChange((change) => change.kind === 'reset' && resets.push(change));
+    messages = [message(7, 'user', 'recap', { kind: 'recap' }), message(2, 'assistant', 'b')];
+    model.compacted({ sessionId: 's1', trigger: 'auto', evicted: 1 });
+    await model.load();
+    assert.deepStrictEqual(resets[0], { kind: 'reset', reveal: 'recap' });
+    await model.load();
+    assert.deepStrictEqual(resets.slice(1), resets.slice(1).map(() => ({ kind: 'reset' })), 'revealed once');
+  });
 });
+
+function writeQuestion(): ApproveParams {
+  return {
+    sessionId: 's1',
+    kind: 'write',
+    message: 'seri wants to edit src/app.py.',
+    choices: ['Allow', 'Allow for this session', 'Deny'],
+    tool: 'edit',
+    path: 'src/app.py',
+    action: 'edit',
+    line: 1,
+    current: 'a\n',
+    proposed: 'b\n',
+    oldText: 'a',
+    newText: 'b',
+  };
+}
+
+class FakeCancellation {
+  isCancellationRequested = false;
+  private readonly listeners: (() => void)[] = [];
+  onCancellationRequested(listener: () => void): { dispose(): void } {
+    this.listeners.push(listener);
+    return { dispose: () => undefined };
+  }
+  cancel(): void {
+    this.isCancellationRequested = true;
+    this.listeners.forEach((listener) => listener());
+  }
+}
+
+/** A server whose tasks end when the test says (`finish`), recording each prompt. */
+class PromptServer implements ServerLink {
+  prompts: { text: string; context?: unknown }[] = [];
+  private pending: ((result: PromptResult) => void)[] = [];
+  async execute<T>(command: string, args: object = {}): Promise<T> {
+    if (command !== 'seri.prompt') {
+      return view(session('s1', 'Parser work'), []) as T;
+    }
+    this.prompts.push(args as { text: string });
+    return new Promise<PromptResult>((resolve) => this.pending.push(resolve)) as Promise<T>;
+  }
+  finish(status: PromptResult['status'], error?: string): void {
+    this.pending.shift()?.({ status, turns: 1, ...(error ? { error } : {}) });
+  }
+}
+
+function settle(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 10));
+}

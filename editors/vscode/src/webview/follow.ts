@@ -1,0 +1,76 @@
+// The transcript follows new output while the user is at the bottom; scrolled up, it
+// stays put and a "New messages" button says there is more below.
+
+/** How close to the bottom (px) counts as at the bottom. */
+const SLACK = 40;
+
+export class Follower {
+  private following = true;
+  private lastTop = 0;
+
+  constructor(
+    private readonly box: HTMLElement,
+    content: HTMLElement,
+    private readonly button: HTMLElement,
+  ) {
+    box.addEventListener('scroll', () => {
+      // Only the user scrolls up; scrolled down short of the bottom is this class's own
+      // scroll with more output arrived since (or the user on the way down): unchanged.
+      if (this.atBottom()) {
+        this.following = true;
+        this.button.hidden = true;
+      } else if (box.scrollTop < this.lastTop) {
+        this.following = false;
+      }
+      this.lastTop = box.scrollTop;
+    });
+    // Whatever grows the content (a reply streaming, a card, a highlighted block, the view
+    // getting shorter), the bottom stays in view while following.
+    const stick = (): void => {
+      if (this.following) {
+        this.box.scrollTop = this.box.scrollHeight;
+      }
+    };
+    new ResizeObserver(stick).observe(content);
+    new ResizeObserver(stick).observe(box);
+    button.addEventListener('click', () => this.toBottom());
+  }
+
+  /** Whether new output is followed (the user has not scrolled away from the bottom). */
+  get isFollowing(): boolean {
+    return this.following;
+  }
+
+  /** Back to where the user was reading, after the transcript was drawn again. */
+  restore(scrollTop: number): void {
+    this.box.scrollTop = scrollTop;
+    this.lastTop = this.box.scrollTop;
+  }
+
+  /** Scroll to the newest output and follow it (after sending a prompt, say). */
+  toBottom(): void {
+    this.following = true;
+    this.button.hidden = true;
+    this.box.scrollTop = this.box.scrollHeight;
+  }
+
+  /** New output arrived: followed, or announced when the user scrolled away. */
+  arrived(): void {
+    if (this.following) {
+      this.box.scrollTop = this.box.scrollHeight;
+    } else {
+      this.button.hidden = false;
+    }
+  }
+
+  /** Show `element` at the top of the view and stop following (the recap after a compaction). */
+  reveal(element: HTMLElement): void {
+    element.scrollIntoView({ block: 'start' });
+    this.following = this.atBottom();
+    this.lastTop = this.box.scrollTop;
+  }
+
+  private atBottom(): boolean {
+    return this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < SLACK;
+  }
+}

@@ -1,0 +1,159 @@
+// What waits at the end of the transcript: the questions the task waits on (cards with
+// their choices; a write's has "Review changes", which opens VS Code's diff editor, and
+// a note a Deny sends to the model), and the prompts queued while a task runs. Both are
+// drawn by id, so that a redraw keeps a note being typed.
+
+import type { QueuedPrompt, Question } from '../chat/model';
+import { mentionLabel } from '../chat/promptText';
+import type { FromWebview } from '../chat/webviewProtocol';
+import { plural } from '../format';
+import type { WriteQuestion } from '../protocol';
+import { Icons, h, icon } from './dom';
+
+type Post = (message: FromWebview) => void;
+
+/** Keep `container`'s children to one element per item, by id, in the items' order. */
+function sync<T extends { id: number }>(container: HTMLElement, items: readonly T[], render: (item: T) => HTMLElement): void {
+  const existing = new Map<string, HTMLElement>();
+  for (const child of [...container.children] as HTMLElement[]) {
+    existing.set(child.dataset.itemId ?? '', child);
+  }
+  const wanted = items.map((item) => {
+    const element = existing.get(String(item.id)) ?? render(item);
+    element.dataset.itemId = String(item.id);
+    return element;
+  });
+  container.replaceChildren(...wanted);
+  container.hidden = wanted.length === 0;
+}
+
+/** `project`: the open session's folder, for showing the paths in it short. */
+export function renderQuestions(container: HTMLElement, questions: readonly Question[], project: string, post: Post): void {
+  sync(container, questions, (question) => renderQuestion(question, project, post));
+}
+
+/** A path inside the project as relative to it, others as they are. */
+function shortPath(file: string, project: string): string {
+  const root = project.replace(/[\\/]+$/, '');
+  if (root && file === root) {
+    return 'the project folder';
+  }
+  return root && (file.startsWith(`${root}/`) || file.startsWith(`${root}\\`)) ? file.slice(root.length + 1) : file;
+}
+
+export function renderQueue(container: HTMLElement, queued: readonly QueuedPrompt[], post: Post): void {
+  sync(container, queued, (prompt) =>
+    h(
+      'div',
+      { class: 'row queued', 'data-queued-id': String(prompt.id) },
+      h(
+        'div',
+        { class: 'bubble' },
+        h('div', { class: 'queued-label', title: 'Sent when the running task ends' }, 'Queued'),
+        h('div', { class: 'queued-text' }, prompt.text),
+        prompt.context && prompt.context.length > 0
+          ? h('div', { class: 'chips' }, ...prompt.context.map((entry) => h('span', { class: 'chip' }, mentionLabel(entry))))
+          : null,
+      ),
+      button('Remove from the queue', () => post({ type: 'unqueue', id: prompt.id }), 'icon-button queued-remove', icon(Icons.close)),
+    ),
+  );
+}
+
+function renderQuestion(question: Question, project: string, post: Post): HTMLElement {
+  const params = question.params;
+  const card = h('section', { class: `row question question-${params.kind}`, role: 'alert', 'aria-label': params.message, 'data-question-id': String(question.id) });
+  const answer = (choice: string, note?: string): void => {
+    card.classList.add('answered');
+    card.querySelectorAll('button, input').forEach((element) => ((element as HTMLButtonElement).disabled = true));
+    post({ type: 'answer', id: question.id, choice, note });
+  };
+  card.append(h('div', { class: 'question-head' }, icon(Icons.question), h('span', { class: 'question-title' }, ...title(question))));
+  let withNote = false;
+  if (params.kind === 'write') {
+    card.append(writeDetails(params));
+    if (params.proposed !== undefined) {
+      card.append(h('div', { class: 'question-review' }, button('Review changes', () => post({ type: 'review', id: question.id }), 'secondary review', icon(Icons.diff))));
+    }
+    withNote = true;
+  } else if (params.kind === 'memory') {
+    card.append(h('blockquote', { class: 'question-quote' }, params.text), h('div', { class: 'question-detail' }, `in ${shortPath(params.path, project)}`));
+  } else if (params.kind === 'checks') {
+    card.append(
+      h('div', { class: 'question-detail' }, `in ${shortPath(params.cwd, project)}`),
+      h('ul', { class: 'question-checks' }, ...params.checks.map((check) => h('li', {}, h('strong', {}, check.name), ' ', h('code', {}, check.command)))),
+    );
+  }
+  const deny = withNote ? params.choices.find((choice) => /^deny$/i.test(choice)) : undefined;
+  card.append(
+    h(
+      'div',
+      { class: 'question-choices' },
+      ...params.choices
+        .filter((choice) => choice !== deny)
+        .map((choice, index) => button(choice, () => answer(choice), index === 0 ? 'primary' : 'secondary')),
+    ),
+  );
+  if (deny) {
+    // A Deny can say why: the note goes back to the model with the refusal.
+    const note = h('input', { class: 'question-note', type: 'text', placeholder: 'Why not? (optional)', 'aria-label': 'A note for seri, sent with Deny', maxlength: '2000' });
+    note.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter') {
+        event.preventDefault();
+        answer(deny, note.value);
+      }
+    });
+    card.append(h('div', { class: 'question-deny' }, note, button(deny, () => answer(deny, note.value), 'secondary')));
+  }
+  return card;
+}
+
+/** "seri wants to edit src/app.py", the path a link to the file. */
+function title(question: Question): (Node | string)[] {
+  const params = question.params;
+  if (params.kind === 'write') {
+    // A file that exists is a link to it; a new one is only its name.
+    const file =
+      params.action === 'create'
+        ? h('span', { class: 'question-path' }, params.path)
+        : h('a', { class: 'file-link question-path', href: '#', 'data-path': params.path, 'data-line': String(params.line ?? 1), title: `Open ${params.path}` }, params.path);
+    return ['seri wants to ', params.action, ' ', file];
+  }
+  if (params.kind === 'memory') {
+    return ['seri wants to remember for this project:'];
+  }
+  if (params.kind === 'checks') {
+    return ['seri wants to run the checks'];
+  }
+  return [(params as { message: string }).message];
+}
+
+function writeDetails(params: WriteQuestion): HTMLElement {
+  const parts: string[] = [];
+  if (params.action === 'create' && params.proposed !== undefined) {
+    parts.push(`new file, ${plural(lineCount(params.proposed), 'line')}`);
+  } else if (params.action === 'edit' && params.oldText !== undefined && params.newText !== undefined) {
+    parts.push(`line ${params.line ?? 1}`, `−${lineCount(params.oldText)} +${lineCount(params.newText)}`);
+  } else if (params.current !== undefined && params.current !== null && params.proposed !== undefined) {
+    parts.push(`${plural(lineCount(params.current), 'line')} → ${plural(lineCount(params.proposed), 'line')}`);
+  }
+  if (params.tooLarge) {
+    parts.push('too large to review here');
+  }
+  return h('div', { class: 'question-detail' }, parts.join(' · '));
+}
+
+function lineCount(text: string): number {
+  if (text === '') {
+    return 0;
+  }
+  return text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+}
+
+/** A button; an `icon-button` shows only its icon (the label is its tooltip). */
+function button(label: string, onClick: () => void, className: string, glyph?: SVGSVGElement): HTMLButtonElement {
+  const iconOnly = className.split(' ').includes('icon-button');
+  const element = h('button', { class: className, type: 'button', title: label, 'aria-label': label }, glyph, iconOnly ? null : label);
+  element.addEventListener('click', onClick);
+  return element;
+}
