@@ -12,7 +12,10 @@ import {
   FeatureState,
   LanguageClient,
   LanguageClientOptions,
+  MessageType,
   ServerOptions,
+  ShowMessageNotification,
+  ShowMessageParams,
   State,
   StaticFeature,
 } from 'vscode-languageclient/node';
@@ -227,6 +230,8 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       client.onNotification(Notification.compacted, (params) => this.model.compacted(params)),
       client.onNotification(Notification.turnEnded, (params) => this.model.turnEnded(params)),
       client.onNotification(Notification.status, (params) => this.model.status(params)),
+      // In place of the client's own toasts: a failure the chat shows is not said twice.
+      client.onNotification(ShowMessageNotification.type, (params) => this.showMessage(params)),
       client.onRequest(ServerRequest.saveDocuments, (params) => saveEditedDocuments(params)),
       // A question stays in the chat until answered; the server cancels it with its task.
       client.onRequest(ServerRequest.approve, (params, token) => this.model.ask(params, token)),
@@ -256,6 +261,20 @@ export class SeriServer implements ServerLink, vscode.Disposable {
           .showErrorMessage(`Seri: the server did not start: ${describe(error)}`, 'Show Log')
           .then((choice) => choice && this.log.show());
       }
+    }
+  }
+
+  /** `window/showMessage` as a toast, unless it says what the chat shows already. */
+  private showMessage(params: ShowMessageParams): void {
+    if (this.model.showsInChat(params.message)) {
+      return;
+    }
+    if (params.type === MessageType.Error) {
+      void vscode.window.showErrorMessage(params.message);
+    } else if (params.type === MessageType.Warning) {
+      void vscode.window.showWarningMessage(params.message);
+    } else {
+      void vscode.window.showInformationMessage(params.message);
     }
   }
 

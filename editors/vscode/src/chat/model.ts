@@ -117,6 +117,9 @@ export class ChatModel {
   private promptsInFlight = 0;
   // A delta for the open session means a task runs, also one this window did not start.
   private streamingTask = false;
+  // Why tasks of the open session ended (failed, out of turns), until the server's own
+  // message saying so arrives: the chat shows it, so that message is not a toast too.
+  private readonly endedWith = new Set<string>();
   private usage: Usage | null = null;
   private notices: Notice[] = [];
   // What the chat input holds: typed in the webview, or put there by the extension.
@@ -306,6 +309,10 @@ export class ChatModel {
     if (this.session === null || params.sessionId !== this.session.id) {
       return;
     }
+    if (params.error) {
+      // The server also shows it (window/showMessage); the chat says it already.
+      this.endedWith.add(params.error);
+    }
     this.streamingTask = false;
     this.streaming = '';
     this.activity = null;
@@ -313,6 +320,12 @@ export class ChatModel {
     this.emit({ kind: 'state' });
     void this.refreshUsage();
     this.afterTask(params.status);
+  }
+
+  /** Whether a message the server shows says what the chat shows already: why the open
+   * session's task failed or stopped (each such message is held back once). */
+  showsInChat(message: string): boolean {
+    return this.endedWith.delete(message);
   }
 
   /** `seri/status`: what the open session's task waits for now. */

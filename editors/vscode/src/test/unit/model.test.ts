@@ -44,6 +44,18 @@ suite('ChatModel', () => {
     assert.strictEqual(snapshot.serverState, 'running');
   });
 
+  test('holds back the server’s own message of a failure the chat shows, once', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const error = 'The provider answered HTTP 503: overloaded';
+    model.turnEnded({ sessionId: 'child', status: 'failed', turns: 0, error: 'a subagent’s' });
+    model.turnEnded({ sessionId: 's1', status: 'failed', turns: 0, error });
+    assert.strictEqual(model.showsInChat('a subagent’s'), false);
+    assert.strictEqual(model.showsInChat('Settings: something else'), false);
+    assert.strictEqual(model.showsInChat(error), true);
+    assert.strictEqual(model.showsInChat(error), false);
+  });
+
   test('shows only the open session’s messages', async () => {
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, [])));
