@@ -378,6 +378,22 @@ def test_the_chat_shows_failures_retries_code_turns_and_follows(
     scenario("chatview.lua")
 
 
+def test_a_retry_after_work_was_done_keeps_the_work(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("print('hi')\n")
+    provider.script(
+        Calls([("r", "read_file", {"path": "app.py"})]),
+        Error(401, {"error": {"message": "User not found."}}),
+        Text("Done after the retry."),
+    )
+    scenario("retry.lua")
+    sent = [(m["role"], m.get("content")) for m in provider.requests[-1]["messages"][1:]]
+    assert [role for role, _ in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[0][1] == sent[3][1] == "look at app.py"
+    assert sent[2][1] == "print('hi')\n"
+
+
 def test_files_buffers_and_selections_are_attached_to_prompts(
     scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:

@@ -1086,14 +1086,16 @@ end
 ---The text of the newest prompt the chat shows (for a retry when the conversation
 ---cannot be rewound).
 ---@return string?
+---@return string? text
+---@return boolean last whether nothing was stored after it (its task did nothing)
 function M.last_prompt()
   for i = #state.messages, 1, -1 do
     local msg = state.messages[i]
     if msg.role == "user" and msg.kind == nil then
-      return msg.content
+      return msg.content, i == #state.messages
     end
   end
-  return nil
+  return nil, false
 end
 
 ---The chat's text (for tests and for users' own tools).

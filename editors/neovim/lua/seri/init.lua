@@ -236,9 +236,11 @@ function M.send(current, item)
   end)
 end
 
----Send the last prompt again (after a failure, or for another answer): the
----conversation goes back to before it (files stay as they are), then it is sent as it
----was, attachments included. Where the conversation cannot go back (across a
+---Send the last prompt again (after a failure, or for another answer). When its task
+---stored nothing after it (the provider failed at once), the conversation first goes
+---back to before it, so it is not there twice; when its task did work (tool calls, a
+---partial reply), that stays in the conversation and the prompt follows it, so the model
+---knows what was already done. Where the conversation cannot go back (across a
 ---compaction), it is sent again after what is there.
 function M.retry()
   local current = project()
@@ -249,7 +251,16 @@ function M.retry()
     notice.say("A task is running; :SeriCancel (or <C-c>) stops it first.", vim.log.levels.WARN)
     return
   end
-  local last = chat.last_prompt()
+  local last, alone = chat.last_prompt()
+  if not alone then
+    if type(last) ~= "string" or vim.trim(last) == "" then
+      notice.say("There is no prompt to send again.", vim.log.levels.WARN)
+      return
+    end
+    chat.follow()
+    M.send(current, { text = last, context = {} })
+    return
+  end
   local args = { steps = 1, restore = "conversation" }
   client.execute(current, "seri.rewind", args, function(err, result)
     local text = not err and type(result) == "table" and result.prompt or last
