@@ -406,6 +406,14 @@ def test_a_prompt_sent_while_busy_is_queued_then_answered(vscode_run: VSCodeRun)
 def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("a failed task says why in the chat")
     assert user_prompts(vscode_run).count("Summarise everything") == 2
+    # The retry's request holds the prompt once: the failed try, which stored nothing
+    # after it, was rewound first.
+    tries = [
+        [m["content"] for m in request.get("messages", []) if m["role"] == "user"]
+        for request in vscode_run.provider.requests
+    ]
+    retried = [users for users in tries if users and users[-1] == "Summarise everything"][-1]
+    assert retried == ["Summarise everything"]
 
 
 def test_the_key_bindings_work_and_clash_with_no_default(vscode_run: VSCodeRun) -> None:

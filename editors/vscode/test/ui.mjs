@@ -642,6 +642,11 @@ async function failedTask({ page, config, shot }) {
   await provider(config).script({ text: 'Here is the summary.' });
   await card.getByRole('button', { name: 'Retry' }).click();
   await view.locator('.row.assistant:not(.streaming)', { hasText: 'Here is the summary.' }).waitFor({ timeout: 20_000 });
+  // Its task stored nothing after the prompt: the failed try was rewound, not repeated.
+  await waitUntil(
+    async () => (await view.locator('.row.user', { hasText: 'Summarise everything' }).count()) === 1,
+    'the prompt to be in the transcript once',
+  );
 }
 
 /** Our key bindings, and that VS Code binds none of these keys to anything else. */

@@ -410,15 +410,27 @@ export class ChatModel {
     this.emit({ kind: 'state' });
   }
 
-  /** The Retry of notice `id`: send its prompt again (once). */
-  retry(id: number): Promise<void> {
+  /**
+   * The Retry of notice `id`: send its prompt again (once). A failed prompt whose task
+   * stored nothing after it is first rewound (conversation only), so it is not there
+   * twice; one whose task did some work is sent again after that work, which stays.
+   */
+  async retry(id: number): Promise<void> {
     const notice = this.notices.find((n) => n.id === id);
     const request = notice?.retry;
     if (!notice || !request) {
-      return Promise.resolve();
+      return;
     }
     notice.retry = undefined;
-    return this.submit(request);
+    const last = this.messages[this.messages.length - 1];
+    if (this.server && last && isPrompt(last) && last.content.startsWith(request.text.trim())) {
+      try {
+        await this.server.execute(ServerCommand.rewind, { steps: 1, restore: 'conversation' });
+      } catch {
+        // Behind a compaction, say: sent again after what is there.
+      }
+    }
+    await this.submit(request);
   }
 
   /** Send a prompt or a slash command; resolves when the task has ended. */

@@ -399,6 +399,29 @@ suite('ChatModel', () => {
     assert.deepStrictEqual(server.prompts.map((p) => p.text), ['hello', 'hello']);
   });
 
+  test('a Retry rewinds a failed prompt that stored nothing, and keeps the work of one that did', async () => {
+    const server = new PromptServer();
+    const model = new ChatModel();
+    await model.attach(server);
+    const failOnce = async (text: string, stored: WireMessage[]): Promise<void> => {
+      const sent = model.submit({ text });
+      stored.forEach((m) => model.message({ sessionId: 's1', message: m }));
+      server.finish('failed', 'HTTP 503');
+      await sent;
+      const notice = model.snapshot().notices.at(-1)!;
+      const again = model.retry(notice.id);
+      await settle();
+      server.finish('done');
+      await again;
+    };
+    await failOnce('hello', [message(1, 'user', 'hello')]);
+    assert.deepStrictEqual(server.commands, ['seri.prompt', 'seri.rewind', 'seri.prompt']);
+    server.commands = [];
+    const call = { id: 'c1', name: 'read_file', arguments: '{"path":"a.py"}' };
+    await failOnce('look', [message(2, 'user', 'look'), message(3, 'assistant', '', { tool_calls: [call] })]);
+    assert.deepStrictEqual(server.commands, ['seri.prompt', 'seri.prompt']);
+  });
+
   test('a refused prompt is shown in the editor’s words, with a Retry', async () => {
     const model = new ChatModel();
     await model.attach(
@@ -463,8 +486,13 @@ class FakeCancellation {
 /** A server whose tasks end when the test says (`finish`), recording each prompt. */
 class PromptServer implements ServerLink {
   prompts: { text: string; context?: unknown }[] = [];
+  /** Every command but the reads of the session. */
+  commands: string[] = [];
   private pending: ((result: PromptResult) => void)[] = [];
   async execute<T>(command: string, args: object = {}): Promise<T> {
+    if (command !== 'seri.session.get') {
+      this.commands.push(command);
+    }
     if (command !== 'seri.prompt') {
       return view(session('s1', 'Parser work'), []) as T;
     }
