@@ -372,8 +372,8 @@ class AgentLoop:
                 conversation, "overflow", "compacted just before; nothing added since", 0
             )
             raise TaskFailed(
-                f"{rejection} The history was compacted just before this call and nothing "
-                "has been added since, so compacting again cannot make room. Lower "
+                f"{sentence(rejection)} The history was compacted just before this call and "
+                "nothing has been added since, so compacting again cannot make room. Lower "
                 f"provider.keepTokens (now {self.compactor.settings.keep_tokens}), set "
                 f"provider.contextWindow to the model's real window (now {window}), or "
                 "start a new session (/clear)."
@@ -381,7 +381,9 @@ class AgentLoop:
         plan = self.compactor.plan(conversation)
         if plan is None:
             await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
-            raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
+            raise TaskFailed(
+                f"{sentence(rejection)} Compaction cannot make room: {NOT_ENOUGH.lower()}."
+            )
         self.host.emit(Activity(conversation.id, "compacting"))
         try:
             await self.compactor.compact(
@@ -389,7 +391,9 @@ class AgentLoop:
             )
         except CompactionFailed as exc:
             await record_compaction_failed(conversation, "overflow", str(exc), len(plan.evicted))
-            raise TaskFailed(f"{rejection} Compacting to make room failed: {exc}.") from exc
+            raise TaskFailed(
+                f"{sentence(rejection)} Compacting to make room failed: {exc}."
+            ) from exc
 
     async def _auto_compact(self) -> None:
         """Compact before the call when the estimate reaches half the window (fail-soft).
@@ -612,6 +616,12 @@ def tool_units(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
         else:
             units.append([call])
     return units
+
+
+def sentence(error: Exception) -> str:
+    """An error's words as a sentence, so that another can follow it."""
+    text = str(error).rstrip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
 
 
 def describe_calls(calls: Sequence[ToolCall]) -> str:
