@@ -114,7 +114,7 @@ class Engine:
         if self._provider is None:
             from seri_lsp.agent.provider import Provider
 
-            self._provider = Provider(self.settings.provider)
+            self._provider = Provider(self.settings.provider, log=self.host.log)
         return self._provider
 
     @property
@@ -197,11 +197,13 @@ class Engine:
             return self.settings.provider.context_window
         return self._provider.known_context_window()
 
-    async def _context_window(self) -> int:
-        """The model's context window: a setting, else the provider's model list."""
+    async def _context_window(self) -> tuple[int, str]:
+        """The model's context window (a setting, else the provider's model list, else the
+        default) and where it came from: `setting`, `provider` or `default`."""
         if self.settings.provider.context_window is not None:
-            return self.settings.provider.context_window
-        return await self.provider.context_window()
+            return self.settings.provider.context_window, "setting"
+        window = await self.provider.context_window()
+        return window, self.provider.window_source
 
     def _ensure_idle(self) -> None:
         """Raise Busy if a task is running (none can before the first)."""

@@ -9,6 +9,9 @@ Like a real provider it speaks HTTP/1.1 keep-alive: a whole reply has a Content-
 and a finished stream (Text, Calls) is sent chunked, so a client that reads each reply
 to its end can send the next request on the same connection. `connections` counts the
 TCP connections accepted, so a test can tell whether a client reuses its connection.
+Like a gateway, it can close a connection left idle for `idle_close` seconds, and drop
+a request without a reply (`Drop`), as a server that closes a kept-alive connection
+just as it is reused does.
 """
 
 from __future__ import annotations
@@ -72,6 +75,12 @@ class Hang:
 
     release: threading.Event = field(default_factory=threading.Event)
     then: Text | None = None
+
+
+@dataclass(frozen=True)
+class Drop:
+    """The request arrives and nothing comes back: the provider closes the connection
+    (as a gateway does that closes an idle connection just as the client reuses it)."""
 
 
 @dataclass
@@ -146,6 +155,9 @@ class ScriptedProvider:
         self.models_drip: float | None = None
         # TCP connections accepted so far (each a new handshake for the client).
         self.connections = 0
+        # Seconds after which an idle kept-alive connection is closed (None: never), as
+        # gateways do (uvicorn and Node after 5 s).
+        self.idle_close: float | None = None
         # Seconds spent writing chat replies (from the request read to the reply's last
         # byte): the "model time" a benchmark leaves out of the client's time.
         self.busy_seconds = 0.0
@@ -215,6 +227,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             return
 
         def setup(self) -> None:
+            # Waiting for the next request on the connection times out after this long,
+            # and the connection is closed (reads of a request and writes are immediate).
+            self.timeout = provider.idle_close
             super().setup()
             self.chunked = False
             with provider.received:
@@ -279,6 +294,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(500, {"error": {"message": "the script has no reply left"}})
                 return
             stream = bool(body.get("stream"))
+            if isinstance(reply, Drop):
+                self.close_connection = True
+                return
             if isinstance(reply, Hang):
                 reply.release.wait()
                 if reply.then is None:

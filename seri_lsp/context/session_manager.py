@@ -48,7 +48,7 @@ class SessionManager:
         host: Host,
         workspace_root: Callable[[], Path | None],
         profile_root: Path,
-        context_window: Callable[[], Awaitable[int]],
+        context_window: Callable[[], Awaitable[tuple[int, str]]],
         recordings: Recordings,
         default_max_turns: int,
         max_turns_flag: int | None = None,
@@ -338,7 +338,7 @@ class SessionManager:
                 "session": None,
                 "messages": [],
                 "hasMore": False,
-                "usage": {"estimateTokens": 0, "contextWindow": await self.context_window()},
+                "usage": await self._usage(0),
                 "paths": {"read": [], "modified": []},
             }
         messages: list[dict[str, Any]]
@@ -363,9 +363,14 @@ class SessionManager:
             "session": self.wire(info),
             "messages": messages,
             "hasMore": has_more,
-            "usage": {"estimateTokens": estimate, "contextWindow": await self.context_window()},
+            "usage": await self._usage(estimate),
             "paths": paths.to_wire(),
         }
+
+    async def _usage(self, estimate: int) -> dict[str, Any]:
+        """`usage` of `seri.session.get`: the estimate, the window and where it came from."""
+        window, source = await self.context_window()
+        return {"estimateTokens": estimate, "contextWindow": window, "contextWindowSource": source}
 
     # On the database thread, in one go: each trip there costs as much as a small read.
 
