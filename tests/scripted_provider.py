@@ -146,6 +146,9 @@ class ScriptedProvider:
     def __init__(self, model: str = "test/model", context_length: int | None = 128_000) -> None:
         self.model = model
         self.context_length = context_length
+        # The model list's field that gives the window: OpenRouter's `context_length`,
+        # LiteLLM's `max_input_tokens` or vLLM's `max_model_len`.
+        self.window_field = "context_length"
         self.replies: deque[Any] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -257,7 +260,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 provider.model_list_requests += 1
                 data = []
                 if provider.context_length is not None:
-                    data.append({"id": provider.model, "context_length": provider.context_length})
+                    window = {provider.window_field: provider.context_length}
+                    data.append({"id": provider.model, **window})
                 data.append({"id": "other/model", "context_length": 4096})
                 if provider.models_drip is not None:
                     self._trickle(json.dumps({"data": data}).encode(), provider.models_drip)
