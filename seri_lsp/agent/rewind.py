@@ -324,7 +324,7 @@ class Rewinder:
                     cut.prompt_seq,
                     info=await self.io(self.sessions.store.get, conversation.id),
                     last_billed=state.get("lastInputTokens"),
-                    fired_rules=set(state.get("rules", [])),
+                    fired_rules=await self.io(self.sessions.store.fired_rules, conversation.id),
                 )
             session = self.sessions.wire(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}

@@ -2,10 +2,11 @@
 
 A checkpoint is taken before each user prompt's task: the position the prompt takes in
 the conversation (`prompt_seq`, the `messages.seq` of the prompt) and a snapshot of what
-else the conversation carried then (title, path lists, fired glob rules, the last
-billed input-token count). While the task runs, every file its tools change gets a row:
-the content before the task's first change (NULL: the file did not exist) and what
-seri last wrote to it (NULL: absent), both as SHA-256 keys into `blobs`.
+else the conversation carried then (title, path lists, the last billed input-token
+count; the glob rules delivered need none: their marks go with their messages). While
+the task runs, every file its tools change gets a row: the content before the task's
+first change (NULL: the file did not exist) and what seri last wrote to it (NULL:
+absent), both as SHA-256 keys into `blobs`.
 
 Blobs are content-addressed: a content is stored once however many rows refer to it,
 and deleted in the same transaction that drops the last row referring to it.
@@ -238,7 +239,7 @@ class CheckpointStore:
         """Remove the prompt at `cut_seq` and everything after it, in one transaction.
 
         The messages go, and so do the checkpoints of those prompts; the conversation's
-        title, path lists, fired rules and billed count go back to the snapshot taken
+        title, path lists and billed count go back to the snapshot taken
         before that prompt (the billed count is forgotten if a compaction ran since).
         What seri last wrote to each file those tasks changed is carried to the newest
         remaining checkpoint that changed it: `restored` (path -> content key) for the
@@ -427,18 +428,10 @@ def _snapshot(tx: sqlite3.Connection, session_id: str) -> dict[str, Any]:
             (session_id,),
         )
     ]
-    rules = [
-        row["rule"]
-        for row in tx.execute(
-            "SELECT rule FROM session_rules_fired WHERE session_id = ? ORDER BY rowid",
-            (session_id,),
-        )
-    ]
     return {
         "title": session["title"] if session else "",
         "lastInputTokens": session["last_input_tokens"] if session else None,
         "paths": paths,
-        "rules": rules,
     }
 
 
@@ -452,10 +445,4 @@ def _restore_snapshot(tx: sqlite3.Connection, session_id: str, state: dict[str, 
         tx.execute(
             "INSERT OR IGNORE INTO session_paths (session_id, path, modified) VALUES (?, ?, ?)",
             (session_id, path, int(bool(modified))),
-        )
-    tx.execute("DELETE FROM session_rules_fired WHERE session_id = ?", (session_id,))
-    for rule in state.get("rules", []):
-        tx.execute(
-            "INSERT OR IGNORE INTO session_rules_fired (session_id, rule) VALUES (?, ?)",
-            (session_id, rule),
         )

@@ -239,7 +239,7 @@ class SessionStore:
         billed: int | None = None,
         read: Iterable[str] = (),
         modified: Iterable[str] = (),
-        rules: Iterable[str] = (),
+        rules: Iterable[tuple[str, int]] = (),
         also: Callable[[sqlite3.Connection], None] | None = None,
         label: str = "step",
     ) -> list[Message]:
@@ -247,7 +247,9 @@ class SessionStore:
 
         The messages go at the end of the session (the first prompt names it), with the
         running totals; `billed` (when given) becomes the last billed input-token count;
-        the paths and the glob rules delivered are noted; `also(tx)` writes whatever
+        the paths are noted, and each glob rule delivered (`rules`: its path and the
+        position in `messages` of the message that delivers it) is marked as fired for
+        as long as that message stays; `also(tx)` writes whatever
         else belongs to the step (its recording events) in the same transaction. All of
         it commits together or none of it does (`SERI_CRASH_AT=<label>.in_transaction`
         stops the process just before the commit).
@@ -255,10 +257,11 @@ class SessionStore:
         with self.db.transaction() as tx:
             stored = append_messages(tx, session_id, messages, billed=billed)
             note_paths(tx, session_id, read, modified)
-            fired = [(session_id, rule) for rule in rules]
+            fired = [(session_id, rule, stored[index].id) for rule, index in rules]
             if fired:
                 tx.executemany(
-                    "INSERT OR IGNORE INTO session_rules_fired (session_id, rule) VALUES (?, ?)",
+                    "INSERT OR REPLACE INTO session_rules_fired (session_id, rule, message_id)"
+                    " VALUES (?, ?, ?)",
                     fired,
                 )
             if also is not None:
@@ -268,11 +271,13 @@ class SessionStore:
 
     def replace_prefix(
         self, session_id: str, evicted: Sequence[Message], recap: Message
-    ) -> Message:
+    ) -> tuple[Message, set[str]]:
         """Compaction's commit: write the recap and delete the evicted messages at once.
 
         The recap takes the place (sequence number) of the last evicted message, so it
-        sorts before everything kept. Both happen in one transaction or neither does.
+        sorts before everything kept. Both happen in one transaction or neither does. A
+        glob rule whose message was evicted is no longer marked as fired (its mark goes
+        with its message); returns the recap as stored and the rules still fired.
         """
         if not evicted:
             raise ValueError("nothing to evict")
@@ -285,7 +290,13 @@ class SessionStore:
             stored = insert_message(tx, session_id, recap, seq=seq)
             tx.execute("UPDATE sessions SET last_input_tokens = NULL WHERE id = ?", (session_id,))
             _touch(tx, session_id)
-        return stored
+            fired = {
+                row[0]
+                for row in tx.execute(
+                    "SELECT rule FROM session_rules_fired WHERE session_id = ?", (session_id,)
+                )
+            }
+        return stored, fired
 
     # --- paths and rules ---------------------------------------------------------
 
@@ -301,7 +312,7 @@ class SessionStore:
         )
 
     def fired_rules(self, session_id: str) -> set[str]:
-        """Glob rules already delivered in this session."""
+        """Glob rules delivered in this session whose message is still in it."""
         rows = self.db.query(
             "SELECT rule FROM session_rules_fired WHERE session_id = ?", (session_id,)
         )
