@@ -95,6 +95,7 @@ async def test_rewind_one_prompt_restores_the_conversation_and_the_files(
     assert result["prompt"] == "second prompt"
     assert result["restoredFiles"] == ["app.py", "notes.txt", "src/new.py"]
     assert result["conflicts"] == []
+    assert "recapKept" not in result  # no compaction since that prompt
     assert result["session"]["id"] == session_id
     assert result["session"]["messageCount"] == 5
 

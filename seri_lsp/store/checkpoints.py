@@ -235,7 +235,7 @@ class CheckpointStore:
 
     def truncate(
         self, session_id: str, cut_seq: int, restored: Mapping[str, str | None]
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
         """Remove the prompt at `cut_seq` and everything after it, in one transaction.
 
         The messages go, and so do the checkpoints of those prompts; the conversation's
@@ -244,7 +244,8 @@ class CheckpointStore:
         What seri last wrote to each file those tasks changed is carried to the newest
         remaining checkpoint that changed it: `restored` (path -> content key) for the
         files this rewind put back, else the rewound tasks' own last write. Returns the
-        snapshot that was restored.
+        snapshot that was restored, and whether a compaction ran after that prompt (it
+        kept the prompt, so its recap of the earlier history stays).
         """
         with self.db.transaction() as tx:
             cut = tx.execute(
@@ -286,7 +287,7 @@ class CheckpointStore:
                 state["lastInputTokens"] = None
             _restore_snapshot(tx, session_id, state)
             _collect(tx, old)
-        return state
+        return state, compacted_since is not None
 
     # --- retention ------------------------------------------------------------------
 
