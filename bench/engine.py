@@ -221,11 +221,13 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
 
 # --- legacy import ---------------------------------------------------------------------
 
-IMPORT_FILES, IMPORT_MESSAGES = 10, 1_000
+# 31 files of 2,000 messages: 62,000 messages, 31 MB of JSONL.
+IMPORT_FILES, IMPORT_MESSAGES = 31, 2_000
 
 
 def import_figure(root: Path, repetitions: int) -> Figure:
-    """Legacy import throughput against raw json.loads + executemany, 10 x 1,000 messages."""
+    """Legacy import throughput against raw json.loads + executemany: 31 files of 2,000
+    messages (31 MB)."""
     sources = root / "import-sources"
     project = root / "import-project"
     project.mkdir(parents=True, exist_ok=True)

@@ -349,12 +349,18 @@ class Engine:
         return await self.sessions.page(project, offset, limit)
 
     async def session_view(
-        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+        self,
+        session_id: str | None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        encoded: bool = False,
     ) -> dict[str, Any]:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages (before message `before` when
-        given); `hasMore` says whether older ones exist.
+        given); `hasMore` says whether older ones exist. With `encoded`, the messages
+        come already encoded as JSON (`EncodedMessages`), for a face that writes JSON.
         """
         if session_id is not None:
             check_session_id("sessionId", session_id)
@@ -362,7 +368,7 @@ class Engine:
             check_whole_number("limit", limit, 1, MAX_PAGE_LIMIT)
         if before is not None:
             check_whole_number("before", before, 1, MAX_MESSAGE_ID)
-        return await self.sessions.view(session_id, limit=limit, before=before)
+        return await self.sessions.view(session_id, limit=limit, before=before, encoded=encoded)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""

@@ -15,7 +15,15 @@ from typing import Any
 from seri_lsp import faults
 from seri_lsp.errors import UnknownSession
 from seri_lsp.store.database import Database, utc_now
-from seri_lsp.store.messages import Message, Recap, ToolCall, wire_message
+from seri_lsp.store.messages import (
+    ENCODE_BATCH,
+    EncodedMessages,
+    EncodedMessagesBuilder,
+    Message,
+    Recap,
+    ToolCall,
+    wire_message,
+)
 
 TITLE_LENGTH = 80
 
@@ -202,16 +210,27 @@ class SessionStore:
         `before_seq` (when given), in conversation order, each straight from its row to
         its wire form (no Message in between: a view of a long session reads many), and
         whether older ones exist."""
-        where, params = "session_id = ?", [session_id]
-        if before_seq is not None:
-            where += " AND seq < ?"
-            params.append(before_seq)
-        sql = f"SELECT {_WIRE_COLUMNS} FROM messages WHERE {where} ORDER BY seq"
+        sql, params = _page_query(session_id, before_seq)
         if limit is None:
             return [_wire_from_row(row) for row in self.db.query_tuples(sql, params)], False
         rows = self.db.query_tuples(sql + " DESC LIMIT ?", [*params, limit + 1])
         has_more = len(rows) > limit
         return [_wire_from_row(row) for row in reversed(rows[:limit])], has_more
+
+    def encoded_page(
+        self, session_id: str, limit: int | None, before_seq: int | None = None
+    ) -> tuple[EncodedMessages, bool]:
+        """`wire_page` encoded as JSON; the whole history is read and encoded a batch of
+        rows at a time, so it is never held as objects all at once."""
+        if limit is not None:
+            messages, has_more = self.wire_page(session_id, limit, before_seq)
+            return EncodedMessages.of(messages), has_more
+        builder = EncodedMessagesBuilder()
+        sql, params = _page_query(session_id, before_seq)
+        self.db.query_batches(
+            sql, params, ENCODE_BATCH, lambda rows: builder.add([_wire_from_row(r) for r in rows])
+        )
+        return builder.done(), False
 
     def message_seq(self, session_id: str, message_id: int) -> int | None:
         """The sequence number of a message of this session; None if it has no such message."""
@@ -499,6 +518,15 @@ def message_from_row(row: sqlite3.Row) -> Message:
 _WIRE_COLUMNS = (
     "id, created_at, role, content, thinking, tool_calls, tool_call_id, kind, recap, is_error"
 )
+
+
+def _page_query(session_id: str, before_seq: int | None) -> tuple[str, list[Any]]:
+    """The read of a session's messages in conversation order (before `before_seq`)."""
+    where, params = "session_id = ?", [session_id]
+    if before_seq is not None:
+        where += " AND seq < ?"
+        params.append(before_seq)
+    return f"SELECT {_WIRE_COLUMNS} FROM messages WHERE {where} ORDER BY seq", params
 
 
 def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
