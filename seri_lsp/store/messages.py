@@ -209,7 +209,7 @@ def count_chars(message: Message) -> int:
 
 def chars_of(content: str, thinking: str | None, arguments: Iterable[str] = ()) -> int:
     """Characters that count toward the estimate: text, thinking, tool-call arguments."""
-    return len(content) + len(thinking or "") + sum(len(text) for text in arguments)
+    return len(content) + len(thinking or "") + sum(map(len, arguments))
 
 
 def tokens_for_chars(chars: int) -> int:
