@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 
 from seri_lsp.faults import CRASH_EXIT_CODE
-from tests.agent_helpers import events, messages, prompt
+from tests.agent_helpers import events, messages, project_rules, prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 
@@ -418,9 +418,7 @@ async def test_a_kill_during_compaction_leaves_the_session_untouched_or_compacte
 async def test_a_glob_rule_evicted_by_a_compaction_fires_again(
     agent, provider: ScriptedProvider, workspace: Path
 ) -> None:
-    rules = workspace / ".seri" / "rules"
-    rules.mkdir(parents=True)
-    (rules / "python.md").write_text('---\nglobs: "*.py"\n---\nUse type hints.\n')
+    project_rules(workspace, python='---\nglobs: "*.py"\n---\nUse type hints.\n')
     (workspace / "a.py").write_text("a = 1\n")
     client = await start(agent)
 
