@@ -10,25 +10,25 @@
   server's), and `socks5://` / `socks5h://` through httpx's SOCKS extra. `NO_PROXY` is
   read as curl reads it (networks such as `10.0.0.0/8` included), and this machine's own
   names and addresses never go through a proxy.
-- **TLS**: the operating system's trust store through truststore (as pip does), so a
-  company's authority installed in the system is trusted; `SSL_CERT_FILE` and
-  `SSL_CERT_DIR` add theirs, and certifi's bundle is trusted too (some Pythons come
-  with no system store).
+- **TLS** (`tls.py`): the operating system's trust store through truststore (as pip
+  does), so a company's authority installed in the system is trusted; `SSL_CERT_FILE`
+  and `SSL_CERT_DIR` add theirs, and certifi's bundle is trusted too.
 
-This is the one module that builds an SSL context; the provider speaks HTTP only
-through the client made here.
+The provider speaks HTTP only through the client made here; its TLS settings come from
+`tls.py`.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import ssl
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
+
+from seri_lsp.agent.tls import tls_context, tls_failure
 
 # Shorter than the 5 s idle timeout of uvicorn and Node's http server.
 KEEP_ALIVE_SECONDS = 4.0
@@ -141,21 +141,6 @@ def make_client(
     return Client(http, _authority(target.url), _authority(proxy.url) if proxy else None)
 
 
-def tls_context(environ: Mapping[str, str] = os.environ) -> ssl.SSLContext:
-    """TLS settings: the system's trust store, SSL_CERT_FILE / SSL_CERT_DIR, certifi."""
-    import certifi
-    import truststore
-
-    context = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.load_verify_locations(certifi.where())
-    cafile, capath = environ.get("SSL_CERT_FILE"), environ.get("SSL_CERT_DIR")
-    if cafile and os.path.isfile(cafile):
-        context.load_verify_locations(cafile=cafile)
-    if capath and os.path.isdir(capath):
-        context.load_verify_locations(capath=capath)
-    return context
-
-
 def proxy_for(target: Target) -> str | None:
     """The proxy URL the environment (or the system) names for `target`, unless it is
     bypassed."""
@@ -212,15 +197,9 @@ def connect_failure(exc: BaseException, target: str, proxy: str | None) -> tuple
     (not for a certificate or TLS problem). `target` is host:port, `proxy` the proxy in
     use (if any)."""
     cause = _root_cause(exc)
-    where = f"{target} or the proxy at {proxy}" if proxy else target
-    if isinstance(cause, ssl.SSLCertVerificationError):
-        return (
-            f"the TLS certificate of {where} is not trusted ({cause.verify_message}); if your "
-            "organisation signs it, install its authority in the system's certificate store "
-            "or point SSL_CERT_FILE at it"
-        ), False
-    if isinstance(cause, ssl.SSLError):
-        return f"TLS with {where} failed ({cause.reason or cause})", False
+    tls = tls_failure(cause, f"{target} or the proxy at {proxy}" if proxy else target)
+    if tls is not None:
+        return tls, False
     if isinstance(cause, ConnectionRefusedError):
         return f"{proxy or target} refused the connection", True
     if isinstance(cause, OSError) and type(cause).__name__ == "gaierror":
