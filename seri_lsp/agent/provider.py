@@ -1,4 +1,4 @@
-"""The model provider: OpenAI-compatible chat completions over HTTP/1.1.
+"""The model provider: OpenAI-compatible chat completions, through httpx.
 
 OpenRouter is the default base URL. Replies stream as server-sent events; `usage` is read
 from every response. Errors are typed so the agent loop can tell them apart:
@@ -6,6 +6,8 @@ from every response. Errors are typed so the agent loop can tell them apart:
 - ContextTooLong: the provider refused the request as too long (compaction handles it);
 - ProviderHTTPError: any other refusal; 429 and 5xx are first retried with backoff and
   jitter, honouring `Retry-After`, a bounded number of times (401 and 403 never are);
+- ConnectionFailed: the connection failed before any byte of a reply arrived; retried
+  as 5xx are;
 - ProviderTimeout: the reply did not finish within `provider.timeout` seconds, a deadline
   over the whole attempt (keep-alive comments and trickled bytes do not extend it);
 - ProviderUnreachable, StreamTruncated, MalformedReply, MissingApiKey: the turn fails
