@@ -29,6 +29,7 @@ from typing import Any
 
 from seri_lsp import __version__
 from seri_lsp.context import trajectory_view
+from seri_lsp.context.reports import spend_words
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.events import Delta, Event, MessageStored
@@ -311,7 +312,8 @@ def _sessions(args: argparse.Namespace) -> int:
     for info in infos:
         project = f"  {info.project}" if args.all else ""
         count = f"{info.message_count:>4} msgs"
-        print(f"{info.id}  {info.updated_at[:19]}  {count}  {info.title}{project}")
+        spent = spend_words(info.spend.to_wire())
+        print(f"{info.id}  {info.updated_at[:19]}  {count}  {spent:>12}  {info.title}{project}")
     return 0
 
 
@@ -441,6 +443,9 @@ class TerminalHost(Host):
             return
         self.shown.add(message)
         print(f"seri-lsp: {message}", file=sys.stderr, flush=True)
+
+    def show_report(self, text: str) -> None:
+        print(text, flush=True)
 
     async def ask(self, message: str, choices: list[str]) -> str | None:
         if not sys.stdin.isatty():

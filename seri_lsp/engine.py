@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
+from collections.abc import Sequence
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from seri_lsp.agent.workspace import Workspace
+from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
@@ -101,6 +103,7 @@ class Engine:
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
             context_window=self._context_window,
+            window_source=self._window_source,
             recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
@@ -197,13 +200,18 @@ class Engine:
             return self.settings.provider.context_window
         return self._provider.known_context_window()
 
-    async def _context_window(self) -> tuple[int, str]:
-        """The model's context window (a setting, else the provider's model list, else the
-        default) and where it came from: `setting`, `provider` or `default`."""
+    async def _context_window(self) -> int:
+        """The model's context window: a setting, else the provider's model list."""
         if self.settings.provider.context_window is not None:
-            return self.settings.provider.context_window, "setting"
-        window = await self.provider.context_window()
-        return window, self.provider.window_source
+            return self.settings.provider.context_window
+        return await self.provider.context_window()
+
+    def _window_source(self) -> str:
+        """Where `_context_window` found the window: `setting`, `provider` (its model
+        list) or `default`."""
+        if self.settings.provider.context_window is not None:
+            return "setting"
+        return self.provider.window_source
 
     def _ensure_idle(self) -> None:
         """Raise Busy if a task is running (none can before the first)."""
@@ -337,6 +345,28 @@ class Engine:
         self._ensure_idle()
         return await self.sessions.resume(session_id)
 
+    async def fork_session(self, session_id: str | None, message_id: int | None) -> dict[str, Any]:
+        """Fork a session (the open one by default) at a message (default: its last) and
+        open the fork: `{session, forkedAt}`."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if message_id is not None:
+            check_whole_number("messageId", message_id, 1, MAX_MESSAGE_ID)
+        self._ensure_idle()
+        return await self.sessions.fork(session_id, message_id)
+
+    async def session_usage(self, session_id: str | None) -> dict[str, Any]:
+        """What a session (the open one by default) spent on model calls."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        return await self.sessions.usage(session_id)
+
+    async def session_context(self, session_id: str | None) -> dict[str, Any]:
+        """What fills a session's context window (the open one's by default), by part."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        return await self.sessions.context(session_id, self.settings.provider.keep_tokens)
+
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.list(limit, all_projects)
@@ -400,12 +430,16 @@ class Engine:
 
     # --- prompts, compaction, cancel --------------------------------------------------
 
-    async def prompt(self, text: str) -> dict[str, Any]:
-        """Run a user prompt as a task, or the slash command it holds."""
+    async def prompt(self, text: str, attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
+        """Run a user prompt as a task, or the slash command it holds; what the editor
+        attached (files, selections) is written into the prompt."""
         check_text("text", text, MAX_PROMPT_CHARS)
         command = parse_slash(text)
         if command is not None:
             return await self._slash(command)
+        if attachments:
+            text = with_attachments(text, attachments, PurePath(self.project))
+            check_text("context", text, MAX_PROMPT_CHARS)
         self.tasks.ensure_idle()
         conversation = await self.sessions.ensure_open()
         outcome = await self.tasks.run_prompt(
@@ -461,6 +495,24 @@ class Engine:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
             session = await self.resume_session(argument.split()[0])
             return {"status": "done", "command": name, "session": session}
+        if name in ("fork", "cost", "context") and argument:
+            raise InvalidArgument(
+                "text", f"/{name} takes no words after it, got {shorten(argument)!r}"
+            )
+        if name == "fork":
+            return {"status": "done", "command": name, **await self.fork_session(None, None)}
+        if name in ("cost", "context"):
+            from seri_lsp.context.reports import context_text, cost_text
+
+            if name == "cost":
+                result = await self.session_usage(None)
+                text = cost_text(result)
+            else:
+                result = await self.session_context(None)
+                text = context_text(result)
+            # Typed in the chat, the answer is for the user to read.
+            self.host.show_report(text)
+            return {"status": "done", "command": name, "text": text, **result}
         if name == "rewind":
             from seri_lsp.agent.rewind import parse_rewind
 

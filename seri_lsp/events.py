@@ -93,26 +93,85 @@ class FileChanged:
 
 @dataclass(frozen=True)
 class Compacted:
-    """A prefix of the session was replaced by a recap."""
+    """A prefix of the session was replaced by a recap: how many messages went, the
+    session's messages and estimated tokens before and after, the recap's Read and
+    Modified lists, and the recap message's id (for an editor to open it)."""
 
     session_id: str
     trigger: str
     evicted: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    read: tuple[str, ...]
+    modified: tuple[str, ...]
+    recap_id: int | None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "trigger": self.trigger, "evicted": self.evicted}
+        return {
+            "sessionId": self.session_id,
+            "trigger": self.trigger,
+            "evicted": self.evicted,
+            "messagesBefore": self.messages_before,
+            "messagesAfter": self.messages_after,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+            "read": list(self.read),
+            "modified": list(self.modified),
+            "recapId": self.recap_id,
+        }
 
 
 @dataclass(frozen=True)
 class TurnEnded:
-    """A task (one user prompt) ended."""
+    """A task (one user prompt) ended; `error` says why when it failed or ran out of turns."""
 
     session_id: str
     status: str
     turns: int
+    error: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "status": self.status, "turns": self.turns}
+        wire: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "status": self.status,
+            "turns": self.turns,
+        }
+        if self.error:
+            wire["error"] = self.error
+        return wire
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What a running task waits for now, for the editor's "working" line.
+
+    `state` is one of `model` (a model call is in flight; `attempt` > 1 after a retry),
+    `retrying` (a model call failed and is tried again after `delay` seconds: `attempt`
+    of `maxAttempts`, `detail` the error), `tool` (a tool runs; `detail` names it and
+    its target), `approval` (the user is asked; `detail` says what for), `compacting`
+    and `checks`. The task's end is `TurnEnded`.
+    """
+
+    session_id: str
+    state: str
+    detail: str = ""
+    attempt: int | None = None
+    max_attempts: int | None = None
+    delay: float | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"sessionId": self.session_id, "state": self.state}
+        if self.detail:
+            wire["detail"] = self.detail
+        if self.attempt is not None:
+            wire["attempt"] = self.attempt
+        if self.max_attempts is not None:
+            wire["maxAttempts"] = self.max_attempts
+        if self.delay is not None:
+            wire["delay"] = round(self.delay, 3)
+        return wire
 
 
 Event = (
@@ -124,4 +183,5 @@ Event = (
     | FileChanged
     | Compacted
     | TurnEnded
+    | Activity
 )

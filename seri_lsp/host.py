@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from seri_lsp.events import Event
+from seri_lsp.events import Activity, Event
 
 Level = Literal["error", "warning", "info", "log"]
 
@@ -32,6 +32,36 @@ class EditResult:
 
     applied: bool
     reason: str = ""
+
+
+QuestionKind = Literal["write", "memory", "checks"]
+
+
+@dataclass(frozen=True)
+class Question:
+    """Something a task waits on the user for: a write, a memory line, running checks.
+
+    `message` is the sentence asked and `choices` the answers offered (the same words a
+    `window/showMessageRequest` shows); `details` says what the question is about, in the
+    wire's camelCase, so an editor can show it (a write's path and its text before and
+    after, a memory's line, the checks' commands). `session_id` is the top-level session
+    whose task asks (a subagent's question is its parent's).
+    """
+
+    kind: QuestionKind
+    message: str
+    choices: tuple[str, ...]
+    session_id: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The user's answer: one of the question's choices, or None (no answer); `note` is
+    what they added to a refusal, for the model to read."""
+
+    choice: str | None
+    note: str = ""
 
 
 class ProgressReporter:
@@ -53,9 +83,18 @@ class Host:
     def show(self, level: Level, message: str) -> None:
         """Tell the user something now (LSP `window/showMessage`)."""
 
+    def show_report(self, text: str) -> None:
+        """Show a report of aligned lines (`/cost`, `/context`); by default as a notice."""
+        self.show("info", text)
+
     async def ask(self, message: str, choices: list[str]) -> str | None:
         """Ask the user to pick one of `choices`; None when nobody can answer."""
         return None
+
+    async def approve(self, question: Question) -> Answer:
+        """Ask a question a task waits on. By default as a plain `ask` (the sentence and
+        the choices); a face that can show what the question is about overrides it."""
+        return Answer(await self.ask(question.message, list(question.choices)))
 
     @asynccontextmanager
     async def progress(self, title: str) -> AsyncIterator[ProgressReporter]:
@@ -110,3 +149,17 @@ class Host:
         on the disk (the checks) see the text the tools gave them; returns the paths that
         are still open with unsaved changes. By default, nothing is left unsaved."""
         return []
+
+
+async def ask_user(host: Host, question: Question, resume: Activity | None = None) -> Answer:
+    """Ask `question` through the host, telling the editor meanwhile that the task waits
+    for the user (`approval`), and what it does again once answered (`resume`)."""
+    if question.session_id is not None:
+        path = question.details.get("path") if question.kind == "write" else None
+        detail = f"{question.kind} {path}" if path else question.kind
+        host.emit(Activity(question.session_id, "approval", detail))
+    try:
+        return await host.approve(question)
+    finally:
+        if resume is not None:
+            host.emit(resume)

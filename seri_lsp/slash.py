@@ -13,6 +13,9 @@ COMMANDS = {
     "resume": "/resume ID",
     "continue": "/continue",
     "trajectory": "/trajectory [on|off]",
+    "fork": "/fork",
+    "cost": "/cost",
+    "context": "/context",
 }
 
 # A slash command is "/" and a word, alone or followed by a space; "/src/app.py is

@@ -52,6 +52,30 @@ def events(profile_root: Path, kind: str, session_id: str | None = None) -> list
     return [{"sessionId": row[0], **json.loads(row[1])} for row in rows]
 
 
+# Every row of seri.db that belongs to a session, table by table.
+SESSION_ROWS = {
+    "sessions": "SELECT * FROM sessions WHERE id = ?",
+    "messages": "SELECT * FROM messages WHERE session_id = ? ORDER BY id",
+    "paths": "SELECT * FROM session_paths WHERE session_id = ? ORDER BY rowid",
+    "rules": "SELECT * FROM session_rules_fired WHERE session_id = ? ORDER BY rowid",
+    "checkpoints": "SELECT * FROM checkpoints WHERE session_id = ? ORDER BY id",
+    "files": "SELECT f.* FROM checkpoint_files f JOIN checkpoints c ON c.id = f.checkpoint_id"
+    " WHERE c.session_id = ? ORDER BY f.rowid",
+    "calls": "SELECT * FROM model_calls WHERE session_id = ? ORDER BY id",
+}
+
+
+def session_rows(profile_root: Path, session_id: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row that belongs to a session, as stored, read straight from seri.db."""
+    conn = sqlite3.connect(profile_root / "seri.db")
+    try:
+        return {
+            name: conn.execute(sql, (session_id,)).fetchall() for name, sql in SESSION_ROWS.items()
+        }
+    finally:
+        conn.close()
+
+
 def tool_results(history: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Tool messages by the call id they answer."""
     return {m["tool_call_id"]: m for m in history if m["role"] == "tool"}

@@ -31,6 +31,7 @@ SERI_NOTIFICATIONS = (
     "seri/delta",
     "seri/compacted",
     "seri/turnEnded",
+    "seri/status",
 )
 CLIENTS = ("visual-studio-code", "neovim")
 HOLD = object()  # an answer to showMessageRequest that never comes
@@ -48,6 +49,9 @@ def make_client() -> LanguageClient:
     client.refuse_edits = False  # type: ignore[attr-defined]
     client.hold_edits = False  # type: ignore[attr-defined]  # an editor that never answers
     client.save_requests = []  # type: ignore[attr-defined]
+    client.approvals = deque()  # type: ignore[attr-defined]  # answers to seri/approve
+    client.approve_requests = []  # type: ignore[attr-defined]
+    client.withdrawn = []  # type: ignore[attr-defined]  # questions the server took back
 
     for method in SERI_NOTIFICATIONS:
         client.feature(method)(_recorder(method))
@@ -59,6 +63,21 @@ def make_client() -> LanguageClient:
         if answer is HOLD:
             await asyncio.Event().wait()  # the user walked away from the dialog
         return types.MessageActionItem(title=answer) if answer is not None else None
+
+    @client.feature("seri/approve")
+    async def approve(ls: LanguageClient, params: Any) -> Any:
+        """The chat's approval card: answered from `approvals` (an answer object, or
+        HOLD for a user who never answers), recorded in `approve_requests`."""
+        question = _plain(params)
+        ls.approve_requests.append(question)
+        answer = ls.approvals.popleft() if ls.approvals else None
+        if answer is HOLD:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:  # $/cancelRequest: the card goes away
+                ls.withdrawn.append(question)
+                raise
+        return answer
 
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     async def apply_edit(ls: LanguageClient, params: types.ApplyWorkspaceEditParams):
@@ -105,6 +124,14 @@ def make_client() -> LanguageClient:
         return {"saved": list(params.uris)}
 
     return client
+
+
+def approval_capabilities(client_name: str = "visual-studio-code") -> types.ClientCapabilities:
+    """An editor's capabilities plus `experimental.seri.approvals`: it shows questions
+    in its chat (`seri/approve`) instead of `window/showMessageRequest`."""
+    capabilities = client_capabilities(client_name)
+    capabilities.experimental = {"seri": {"approvals": True}}
+    return capabilities
 
 
 def without_save_documents(client: LanguageClient) -> None:

@@ -34,7 +34,7 @@ class Text:
     """The model answers with text (and optionally thinking), streamed in pieces."""
 
     text: str
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
     thinking: str | None = None
     chunk_size: int = 8
     # Seconds between content chunks, so that a client can watch the reply stream in.
@@ -50,7 +50,7 @@ class Calls:
 
     calls: list[tuple[str, str, Any]]
     text: str = ""
-    usage: dict[str, int] | None = None
+    usage: dict[str, Any] | None = None
 
 
 @dataclass
@@ -131,13 +131,28 @@ class Drip:
     sent: int = 0
 
 
-def usage(input_tokens: int, output_tokens: int = 10) -> dict[str, int]:
-    """A `usage` object as OpenAI-compatible providers send it."""
-    return {
+def usage(
+    input_tokens: int,
+    output_tokens: int = 10,
+    *,
+    cached: int | None = None,
+    reasoning: int | None = None,
+    cost: float | None = None,
+) -> dict[str, Any]:
+    """A `usage` object as OpenAI-compatible providers send it: the cached input and
+    reasoning tokens in their details when given, OpenRouter's `cost` when given."""
+    body: dict[str, Any] = {
         "prompt_tokens": input_tokens,
         "completion_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
     }
+    if cached is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": cached}
+    if reasoning is not None:
+        body["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    if cost is not None:
+        body["cost"] = cost
+    return body
 
 
 class ScriptedProvider:

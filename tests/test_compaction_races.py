@@ -82,8 +82,7 @@ async def test_a_prompt_sent_while_a_compaction_loads_the_history_is_refused_as_
     assert len(ran) == 1 and len(refused) == 1, (compacted, prompted)
     assert isinstance(refused[0], JsonRpcException) and BUSY in str(refused[0])
     if ran[0] is compacted:
-        assert compacted == {"compacted": True, "evicted": compacted["evicted"]}
-        assert compacted["evicted"] >= 4
+        assert compacted["compacted"] is True and compacted["evicted"] >= 4
     else:
         assert prompted["status"] == "done"
     # Nothing failed and the history is whole: at most one of the two touched it.

@@ -24,7 +24,13 @@ async def test_new_session_is_listed_and_fetched(lsp, client_name, workspace: Pa
     assert session["messageCount"] == 0
     assert session["maxTurns"] == 500
     assert set(session) == {
-        "id", "project", "title", "createdAt", "updatedAt", "maxTurns", "messageCount"
+        "id", "project", "title", "createdAt", "updatedAt", "maxTurns", "messageCount",
+        "parentId", "forkedAt", "spend",
+    }  # fmt: skip
+    assert session["parentId"] is None and session["forkedAt"] is None
+    assert session["spend"] == {
+        "inputTokens": 0, "cachedInputTokens": 0, "outputTokens": 0, "reasoningTokens": 0,
+        "cost": None, "calls": 0,
     }  # fmt: skip
 
     listed = await command(client, "seri.session.list", {})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,26 @@ def test_reopening_a_migrated_database_applies_nothing_again(tmp_path: Path) -> 
     second = Database.open(path)
     assert second.query("SELECT version, applied_at FROM schema_migrations") == applied_at
     second.close()
+
+
+def test_opening_the_database_again_in_one_process_keeps_its_write_ahead_log_alive(
+    tmp_path: Path,
+) -> None:
+    # The ACP agent opens seri.db once per session it serves. Had the second open read
+    # the file through a descriptor of its own, closing it would drop the first
+    # connection's locks, and another process closing its connection would then delete
+    # the log the first one still writes to.
+    path = tmp_path / "seri.db"
+    first = Database.open(path)
+    second = Database.open(path)
+    other = (
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]);"
+        " c.execute('SELECT 1 FROM sqlite_master'); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+    assert Path(f"{path}-wal").exists()
+    second.close()
+    first.close()
 
 
 def test_the_database_uses_wal_and_a_busy_timeout(tmp_path: Path) -> None:

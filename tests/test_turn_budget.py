@@ -30,7 +30,12 @@ async def test_the_server_argument_caps_turns_per_task(agent, provider: Scripted
     assert "/max-turns" in warning[0]
     assert (await command(client, "seri.session.get", {}))["session"]["maxTurns"] == 2
     ended = await wait_until(lambda: client.seri["seri/turnEnded"])
-    assert ended[-1] == {"sessionId": result["sessionId"], "status": "max_turns", "turns": 2}
+    assert ended[-1] == {
+        "sessionId": result["sessionId"],
+        "status": "max_turns",
+        "turns": 2,
+        "error": result["error"],
+    }
 
 
 async def test_slash_max_turns_holds_for_the_rest_of_the_session_and_persists(

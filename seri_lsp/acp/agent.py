@@ -1,10 +1,11 @@
 """The ACP agent: the protocol's requests as engine calls.
 
 One connection (one editor) may hold several ACP sessions, one per `session/new`,
-`session/load` or `session/resume`, each with its own `cwd`. Each ACP session is served
-by an engine of its own: its project and workspace folder are the session's `cwd`, it
-holds the lock of the seri session it has open (so no other seri process, LSP or ACP,
-can open that session meanwhile), and it runs its tasks independently of the others.
+`session/load`, `session/resume` or `session/fork`, each with its own `cwd`. Each ACP
+session is served by an engine of its own: its project and workspace folder are the
+session's `cwd`, it holds the lock of the seri session it has open (so no other seri
+process, LSP or ACP, can open that session meanwhile), and it runs its tasks
+independently of the others.
 All the engines share the profile root, `seri.db` and the settings.
 
 An ACP session's id is the id of the seri session it was created with or loaded as
@@ -13,7 +14,9 @@ session behind it; the ACP id stays, and the note in the transcript names the ne
 session. `session/load` (or `session/resume`) of a seri session open here behind another
 ACP id moves that engine to the id the client now names, and loading the session a
 `/clear` left moves the engine that left it to its new session's id first: each seri
-session is served once, under the id the client last opened it by.
+session is served once, under the id the client last opened it by. `session/fork` opens
+a new ACP session on a fork of the seri session another one shows (the fork's id); `/fork`
+typed in a session switches it to the fork, as `/clear` does to a new session.
 
 Settings come from the profile's `config.json` and the environment, as for the language
 server; ACP has no initialization options, but settings given in `initialize`'s
@@ -38,6 +41,7 @@ from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
     FileSystemCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -48,6 +52,7 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -62,7 +67,13 @@ from seri_lsp.acp.prompt import ContentBlock, prompt_text
 from seri_lsp.engine import Engine
 from seri_lsp.errors import Busy, InvalidArgument
 from seri_lsp.host import Host, Level
-from seri_lsp.limits import MAX_PROMPT_CHARS, check_session_id, check_text
+from seri_lsp.limits import (
+    MAX_MESSAGE_ID,
+    MAX_PROMPT_CHARS,
+    check_session_id,
+    check_text,
+    check_whole_number,
+)
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import Settings, load_settings
 
@@ -184,6 +195,7 @@ class SeriAgent:
                     embedded_context=True, image=False, audio=False
                 ),
                 session_capabilities=SessionCapabilities(
+                    fork=SessionForkCapabilities(),
                     list=SessionListCapabilities(),
                     resume=SessionResumeCapabilities(),
                     close=SessionCloseCapabilities(),
@@ -288,6 +300,45 @@ class SeriAgent:
                     self._rekey(session, session_id)
         return ResumeSessionResponse()
 
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A new ACP session on a fork of `session_id`: the seri session an ACP session of
+        this connection shows (after a /clear there, the one it moved to), else the seri
+        session of that id or prefix, copied to its last message (`_meta.seri.messageId`:
+        to that one). The client sends its next prompts to the new id; the source goes on
+        as it was."""
+        with acp_errors():
+            meta = kwargs.get("seri")
+            message_id = meta.get("messageId") if isinstance(meta, dict) else None
+            if message_id is not None:
+                message_id = check_whole_number(
+                    "_meta.seri.messageId", message_id, 1, MAX_MESSAGE_ID
+                )
+            async with self._opening:
+                here = self._sessions.get(session_id)
+                shown = here.host.transcript.root if here is not None else None
+                source = shown or await self._full_id(session_id)
+                project = await project_folder(cwd)
+                forked: dict[str, Any] = {}
+
+                async def fork(engine: Engine) -> dict[str, Any]:
+                    forked.update(await engine.fork_session(source, message_id))
+                    return forked["session"]
+
+                session = await self._open(project, fork)
+        self._greet(session)
+        asyncio.get_running_loop().call_soon(session.host.release, session.id)
+        return ForkSessionResponse(
+            session_id=session.id,
+            field_meta={"seri": {"parentId": source, "forkedAt": forked["forkedAt"]}},
+        )
+
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
@@ -304,7 +355,12 @@ class SeriAgent:
                     title=s["title"] or None,
                     updated_at=s["updatedAt"],
                     field_meta={
-                        "seri": {"createdAt": s["createdAt"], "messageCount": s["messageCount"]}
+                        "seri": {
+                            "createdAt": s["createdAt"],
+                            "messageCount": s["messageCount"],
+                            "parentId": s["parentId"],
+                            "spend": s["spend"],
+                        }
                     },
                 )
                 for s in page

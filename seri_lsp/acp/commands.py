@@ -28,6 +28,9 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ),
     ("max-turns", "Set how many model calls one prompt may take in this session", "N"),
     ("trajectory", "Show trajectory recording, or turn it on or off", "on | off (optional)"),
+    ("fork", "Go on in a copy of this conversation; this one stays as it is", None),
+    ("cost", "Show what this session spent on model calls: tokens and cost", None),
+    ("context", "Show what fills the context window, part by part", None),
 ]
 
 
@@ -60,8 +63,15 @@ def command_note(result: dict[str, Any]) -> str | None:
         return f"Turn budget: {result.get('maxTurns')} model calls per prompt in this session."
     if name == "rewind":
         return _rewind_note(result)
-    if name == "trajectory":
+    if name in ("trajectory", "cost", "context"):
         return None  # the engine shows its answer (and any warning) itself
+    if name == "fork":
+        session = result.get("session") or {}
+        return (
+            f"Forked into session {session.get('id')} at message {result.get('forkedAt')}: "
+            f"the prompts from here go to the fork; session {session.get('parentId')} stays "
+            "as it was (load it from the session history to go back to it)."
+        )
     if name in ("resume", "continue"):
         session = result.get("session")
         if session is None:

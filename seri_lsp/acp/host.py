@@ -150,6 +150,11 @@ class AcpHost(Host):
         self.shown.append(message)
         self.note(message, level)
 
+    def show_report(self, text: str) -> None:
+        """A report keeps its lines and columns in the transcript (markdown): fenced."""
+        self.shown.append(text)
+        self.note(f"```\n{text}\n```", "info")
+
     # --- questions --------------------------------------------------------------------
 
     async def ask(self, message: str, choices: list[str]) -> str | None:

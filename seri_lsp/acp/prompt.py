@@ -4,7 +4,8 @@ Text blocks are taken as written. A resource link (an @-mention) becomes `@path`
 path relative to the project when the file lies in it (the model reads it with
 `read_file`), else absolute; a link that is not a file stays a markdown link. An embedded
 resource (a file's text sent along) is mentioned the same way in place, and its text
-follows the prompt in a `<context path="...">` block, so the model reads it with its path.
+follows the prompt in a `<context path="...">` block (as an LSP editor's attachments,
+`seri_lsp.context.attachments`), so the model reads it with its path.
 Images and audio are not read by seri; a placeholder says they were left out. A slash
 command keeps only its own text.
 """
@@ -27,6 +28,7 @@ from acp.schema import (
     TextContentBlock,
 )
 
+from seri_lsp.context.attachments import context_block
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.limits import shorten
 from seri_lsp.slash import parse_slash
@@ -109,6 +111,5 @@ def _attachment(resource: object, project: Path) -> str:
             size = f"{len(base64.b64decode(resource.blob, validate=False))} bytes"
         except (binascii.Error, ValueError):
             size = "binary"
-        return f"<context {where}>\n(binary content, {size}, not shown)\n</context>"
-    text = getattr(resource, "text", "")
-    return f"<context {where}>\n{text}\n</context>"
+        return context_block(where, f"(binary content, {size}, not shown)")
+    return context_block(where, getattr(resource, "text", ""))

@@ -151,7 +151,9 @@ class Transcript:
         recap, self._recap = self._recap, None
         text = (
             f"**Context compacted** ({event.trigger}): {event.evicted} earlier messages were "
-            "replaced by this recap, which the model now reads instead."
+            "replaced by this recap, which the model now reads instead "
+            f"({event.messages_before} → {event.messages_after} messages, about "
+            f"{event.tokens_before:,} → {event.tokens_after:,} tokens)."
         )
         if recap is not None:
             text += "\n\n" + recap["content"]

@@ -38,7 +38,8 @@ from typing import Any
 
 from seri_lsp.agent.cancel import CancelScope
 from seri_lsp.context.conversation import Conversation
-from seri_lsp.host import Host, ProgressReporter
+from seri_lsp.events import Activity
+from seri_lsp.host import Host, ProgressReporter, Question, ask_user
 from seri_lsp.settings import CheckSetting, Permission
 from seri_lsp.store.messages import Message
 
@@ -219,12 +220,15 @@ async def _kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Futur
 class RunGate:
     """Applies `permissions.run` for one session (asked at most once per session)."""
 
-    def __init__(self, policy: Permission, host: Host) -> None:
+    def __init__(self, policy: Permission, host: Host, session_id: str | None = None) -> None:
         self.policy = policy
         self.host = host
+        self.session_id = session_id
         self._answer: bool | None = None
 
-    async def check(self, what: str, scope: CancelScope) -> str | None:
+    async def check(
+        self, what: str, scope: CancelScope, details: dict[str, Any] | None = None
+    ) -> str | None:
         """None when the commands may run; otherwise the reason they may not."""
         if self.policy == "allow":
             return None
@@ -234,9 +238,14 @@ class RunGate:
             return None
         if self._answer is False:
             return "the user denied running the checks in this session"
-        answer = await scope.run(
-            self.host.ask(f"seri wants to run {what}.", [ALLOW_FOR_SESSION, DENY])
+        question = Question(
+            kind="checks",
+            message=f"seri wants to run {what}.",
+            choices=(ALLOW_FOR_SESSION, DENY),
+            session_id=self.session_id,
+            details=details or {},
         )
+        answer = (await scope.run(ask_user(self.host, question))).choice
         if answer == ALLOW_FOR_SESSION:
             self._answer = True
             return None
@@ -349,7 +358,11 @@ class TaskChecks:
             self.host.log("warning", "Checks not run: no workspace folder is open.")
             return None
         listed = ", ".join(f"{c.name} ({c.display()})" for c in self.checks)
-        denied = await self.gate.check(f"the checks in {self.cwd}: {listed}", self.scope)
+        details = {
+            "cwd": str(self.cwd),
+            "checks": [{"name": c.name, "command": c.display()} for c in self.checks],
+        }
+        denied = await self.gate.check(f"the checks in {self.cwd}: {listed}", self.scope, details)
         if denied is not None:
             await conversation.record_event(
                 "denial", {"tool": "checks", "path": str(self.cwd), "reason": denied}
@@ -368,6 +381,7 @@ class TaskChecks:
         failed = []
         for check in self.checks:
             progress.report(f"check {check.name}")
+            self.host.emit(Activity(conversation.id, "checks", check.name))
             result = await self.scope.run(run_check(check, self.cwd))
             await conversation.record_event("check", result.to_record(self.rounds))
             self.host.log("info", f"Check {check.name} {result.describe()}.")

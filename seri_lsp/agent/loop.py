@@ -30,14 +30,23 @@ from seri_lsp.context.compaction import (
     CompactionFailed,
     Compactor,
     Summariser,
+    compaction_threshold,
     failure_reason,
 )
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy, store_failure_message
-from seri_lsp.events import Delta, FileChanged, ThinkingDelta, ToolStarted, TurnEnded
+from seri_lsp.events import (
+    Activity,
+    Delta,
+    FileChanged,
+    ThinkingDelta,
+    ToolStarted,
+    TurnEnded,
+)
 from seri_lsp.host import Host, ProgressReporter
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, ToolCall
+from seri_lsp.store.spend import Spend
 
 logger = logging.getLogger(__name__)
 
@@ -98,11 +107,30 @@ def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
     }
 
 
-async def record_usage(conversation: Conversation, usage: Usage | None, purpose: str) -> None:
-    """Record the tokens a reply outside the turns (a summary) was billed for, if the
-    provider said. (A turn's reply records its usage with its step.)"""
+def spend_of(conversation: Conversation, kind: str, usage: Usage | None) -> Spend:
+    """A model call's spend, labelled `kind` (`turn`, `compaction`), or `subagent` for
+    every call of a subagent's session."""
+    if conversation.info.parent_id is not None:
+        kind = "subagent"
+    if usage is None:
+        return Spend(kind)
+    return Spend(
+        kind,
+        input_tokens=usage.input_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        cost=usage.cost,
+    )
+
+
+async def record_summary_usage(conversation: Conversation, usage: Usage | None) -> None:
+    """Store a summariser call's spend (and record its tokens, when the provider said),
+    in one transaction. (A turn's reply stores its spend with its step.)"""
+    step = Step(spend=spend_of(conversation, "compaction", usage), label="summary")
     if usage is not None:
-        await conversation.record_event("usage", usage_event(purpose, usage))
+        step.record("usage", usage_event("summary", usage))
+    await conversation.commit(step)
 
 
 def model_summariser(
@@ -117,7 +145,7 @@ def model_summariser(
             )
         except ProviderError as exc:
             raise CompactionFailed(f"the summariser call failed: {exc}") from exc
-        await record_usage(conversation, reply.usage, "summary")
+        await record_summary_usage(conversation, reply.usage)
         return reply.content
 
     return summarise
@@ -247,7 +275,7 @@ class AgentLoop:
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
-            self.ended = TurnEnded(conversation.id, status, turns)
+            self.ended = TurnEnded(conversation.id, status, turns, error)
         return outcome
 
     async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:
@@ -292,8 +320,19 @@ class AgentLoop:
 
         async def on_retry(notice: RetryNotice) -> None:
             self._drop_streamed()
+            self.host.emit(
+                Activity(
+                    conversation.id,
+                    "retrying",
+                    notice.error,
+                    attempt=notice.attempt,
+                    max_attempts=self.provider.settings.max_retries,
+                    delay=notice.delay,
+                )
+            )
             await record_retry(notice)
 
+        self.host.emit(Activity(conversation.id, "model"))
         return await self.scope.run(
             self.provider.complete(
                 messages,
@@ -343,6 +382,7 @@ class AgentLoop:
         if plan is None:
             await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
             raise TaskFailed(f"{rejection} Compaction cannot make room: {NOT_ENOUGH.lower()}.")
+        self.host.emit(Activity(conversation.id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="overflow", window=window
@@ -364,7 +404,7 @@ class AgentLoop:
         window = await self.provider.context_window()
         await conversation.note_context_window(window)
         estimate = conversation.estimate_tokens()
-        if estimate * 2 < window:
+        if estimate < compaction_threshold(window):
             return
         plan = self.compactor.plan(conversation)
         if plan is None:
@@ -374,6 +414,7 @@ class AgentLoop:
                 "can be compacted; going on uncompacted.",
             )
             return
+        self.host.emit(Activity(conversation.id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="auto", window=window
@@ -392,15 +433,16 @@ class AgentLoop:
             await record_compaction_failed(conversation, "auto", reason, len(plan.evicted))
 
     async def _store_reply(self, reply: Reply) -> Message:
-        """The reply's step: the message with its usage, billed count and the call events
-        of its first tools (recorded before they run), in one transaction."""
+        """The reply's step: the message with its spend, usage, billed count and the call
+        events of its first tools (recorded before they run), in one transaction."""
         assistant = Message(
             role="assistant",
             content=reply.content,
             thinking=reply.thinking or None,
             tool_calls=tuple(reply.tool_calls),
         )
-        step = Step([assistant], label="reply")
+        spend = spend_of(self.conversation, "turn", reply.usage)
+        step = Step([assistant], spend=spend, label="reply")
         if reply.usage is not None:
             step.billed = reply.usage.input_tokens
             step.record("usage", usage_event("turn", reply.usage))
@@ -435,6 +477,7 @@ class AgentLoop:
             self.scope.check()
             for call in unit:
                 self.host.emit(ToolStarted(conversation.id, call))
+            self.host.emit(Activity(conversation.id, "tool", describe_calls(unit)))
             if unit[0].name == "task":
                 # Subagents share this task's cancel scope and run side by side.
                 outcomes = list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
@@ -568,6 +611,20 @@ def tool_units(calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
         else:
             units.append([call])
     return units
+
+
+def describe_calls(calls: Sequence[ToolCall]) -> str:
+    """What running tool calls do, in a few words: `edit src/app.py`, `grep TODO`,
+    `2 subagents`."""
+    if len(calls) > 1:
+        return f"{len(calls)} subagents"
+    call = calls[0]
+    arguments = call.parsed_arguments() or {}
+    target = next(
+        (arguments[key] for key in ("path", "pattern") if isinstance(arguments.get(key), str)),
+        "",
+    )
+    return f"{call.name} {target[:120]}".strip()
 
 
 def record_calls(step: Step, calls: Sequence[ToolCall]) -> None:

@@ -33,6 +33,7 @@ import asyncio
 import email.utils
 import ipaddress
 import json
+import math
 import random
 import time
 import uuid
@@ -159,10 +160,14 @@ class MissingApiKey(ProviderError):
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts the provider billed for one response."""
+    """What the provider billed for one response: tokens (input as billed, the cached
+    ones included), and the cost in USD when it says (OpenRouter's `usage.cost`)."""
 
     input_tokens: int | None
     output_tokens: int | None
+    cached_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost: float | None = None
 
     def to_json(self) -> dict[str, int | None]:
         return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
@@ -928,14 +933,29 @@ def _read_whole(raw: bytes, reply: Reply) -> None:
 
 
 def _usage(data: dict[str, Any]) -> Usage:
-    def number(key: str) -> int | None:
-        value = data.get(key)
+    def number(key: str, within: dict[str, Any] = data) -> int | None:
+        value = within.get(key)
         if isinstance(value, bool) or not isinstance(value, int):
             return None
         # A count the store can keep (SQLite integers are 64-bit); anything else is noise.
         return value if 0 <= value <= MAX_TOKEN_COUNT else None
 
+    def details(*keys: str) -> dict[str, Any]:
+        """The first of these objects that the usage holds (OpenAI's names, then the
+        Responses API's)."""
+        return next((data[key] for key in keys if isinstance(data.get(key), dict)), {})
+
+    cost = data.get("cost")
+    if isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < math.inf:
+        cost = None
     return Usage(
         input_tokens=number("prompt_tokens") or number("input_tokens"),
         output_tokens=number("completion_tokens") or number("output_tokens"),
+        cached_input_tokens=number(
+            "cached_tokens", details("prompt_tokens_details", "input_tokens_details")
+        ),
+        reasoning_tokens=number(
+            "reasoning_tokens", details("completion_tokens_details", "output_tokens_details")
+        ),
+        cost=float(cost) if cost is not None else None,
     )

@@ -24,8 +24,10 @@ files-only rewind keeps the checkpoints (their prompts stay) and records the res
 contents as seri's last write, so a later rewind does not take them for conflicts.
 
 A rewind is refused, changing nothing, while a task runs, for a session another seri
-process holds, when its prompts' checkpoints were retired, and when any of the n
-prompts was evicted by a compaction (it never steps across one); a `both` rewind also
+process holds, when its prompts' checkpoints were retired, when any of the n prompts
+was evicted by a compaction (it never steps across one) and, in a fork, when one of them
+was copied from the session it was forked from (it stops at the fork point); a `both`
+rewind also
 when a file to put back is outside the workspace folders now. A file that cannot be put
 back (the editor refuses, the disk fails) makes a `both` rewind files-only: the
 conversation and the checkpoints stay (`conversationKept`), so nothing saved is lost and
@@ -152,6 +154,14 @@ def refusal(data: SessionCheckpoints, steps: int, session_id: str) -> str | None
         if can == 0:
             return f"{what}: session {session_id} has no prompt to rewind."
         return f"{what}: session {session_id} has only {can}."
+    if data.forked is not None and data.prompts[can].seq <= data.forked[1]:
+        # The prompts before the fork point were copied without their checkpoints.
+        since = f"only {plural(can)}" if can else "none"
+        return (
+            f"{what}: {since} since this session was forked from session {data.forked[0]}; "
+            "the earlier prompts are rewound there (or fork that session from an earlier "
+            "message)."
+        )
     if data.retired is not None:
         text = (
             f"{what}: session {session_id}'s checkpoints were retired (seri keeps them for the "

@@ -40,8 +40,9 @@ from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
 from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import Busy
+from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
-from seri_lsp.host import Host
+from seri_lsp.host import Host, Question, ask_user
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.locks import SessionLocks
@@ -234,14 +235,14 @@ class Tasks:
         """`permissions.run` for the session: its answer holds for the session."""
         gate = self._run_gates.get(conversation.id)
         if gate is None:
-            gate = RunGate(self.run_permission, self.host)
+            gate = RunGate(self.run_permission, self.host, conversation.id)
             self._run_gates[conversation.id] = gate
         return gate
 
     def _gate(self, conversation: Conversation) -> WriteGate:
         gate = self._gates.get(conversation.id)
         if gate is None:
-            gate = WriteGate(self.write_permission, self.host)
+            gate = WriteGate(self.write_permission, self.host, conversation.id)
             self._gates[conversation.id] = gate
         return gate
 
@@ -357,11 +358,15 @@ class Tasks:
         real, outside = await self.threads.run(_memory_target, target, guard)
         if outside is not None:
             return await self._memory_refused(conversation, line, _outside_reason(target, outside))
-        answer = await self.host.ask(
-            f"seri wants to remember for this project: “{line}” (saved to {real})",
-            ["Remember", "Don't remember"],
+        question = Question(
+            kind="memory",
+            message=f"seri wants to remember for this project: “{line}” (saved to {real})",
+            choices=("Remember", "Don't remember"),
+            session_id=conversation.id,
+            details={"text": line, "path": str(real)},
         )
-        approved = answer == "Remember"
+        answer = await ask_user(self.host, question, Activity(conversation.id, "tool", "remember"))
+        approved = answer.choice == "Remember"
         await conversation.record_event("memory", {"text": line, "approved": approved})
         if not approved:
             return ToolOutcome("The user did not approve this memory; nothing was saved.")

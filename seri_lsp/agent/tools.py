@@ -30,8 +30,8 @@ from seri_lsp.agent import disk, search
 from seri_lsp.agent.cancel import TaskCancelled
 from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
 from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace, WorkspacePath
-from seri_lsp.events import FileChange
-from seri_lsp.host import Host
+from seri_lsp.events import Activity, FileChange
+from seri_lsp.host import Host, Question, ask_user
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import WritePermission
 from seri_lsp.store.messages import ToolCall
@@ -173,31 +173,94 @@ SubagentRunner = Callable[[str], Awaitable[ToolOutcome]]
 MemoryProposer = Callable[[str], Awaitable[ToolOutcome]]
 
 
-class WriteGate:
-    """Applies the `permissions.write` setting to each write."""
+# A write's text before and after goes with its question up to this many characters
+# each (an editor shows the diff); a larger file is described by the edit alone.
+MAX_PROPOSAL_CHARS = 1_000_000
+WRITE_CHOICES = ("Allow", "Allow for this session", "Deny")
+DENIED_WRITE = "the user denied this write"
 
-    def __init__(self, policy: WritePermission, host: Host) -> None:
+
+@dataclass(frozen=True)
+class WriteProposal:
+    """A write the user may be asked about: `current[start:end]` of a file becomes
+    `new_text` (`current` None: the file does not exist yet and `new_text` is all of it).
+    Only built into a question when one is asked, so an allowed write costs nothing."""
+
+    tool: str
+    path: str
+    action: str  # create, overwrite or edit
+    current: str | None
+    start: int
+    end: int
+    new_text: str
+
+    @property
+    def proposed(self) -> str:
+        """The file's whole text after the write."""
+        current = self.current or ""
+        return current[: self.start] + self.new_text + current[self.end :]
+
+    def details(self) -> dict[str, Any]:
+        """The question's details, as `seri/approve` sends them."""
+        current = self.current or ""
+        details: dict[str, Any] = {
+            "tool": self.tool,
+            "path": self.path,
+            "action": self.action,
+            "line": current.count("\n", 0, self.start) + 1,
+        }
+        if self.action == "edit":
+            details["oldText"] = current[self.start : self.end]
+            details["newText"] = self.new_text
+        proposed_chars = len(current) - (self.end - self.start) + len(self.new_text)
+        if max(len(current), proposed_chars) <= MAX_PROPOSAL_CHARS:
+            details["current"] = self.current
+            details["proposed"] = self.proposed
+        else:
+            details["tooLarge"] = True
+        return details
+
+
+class WriteGate:
+    """Applies the `permissions.write` setting to each write of one session's task tree
+    (a subagent's writes ask in its parent's session)."""
+
+    def __init__(self, policy: WritePermission, host: Host, session_id: str | None = None) -> None:
         self.policy = policy
         self.host = host
+        self.session_id = session_id
         self._allowed_for_session = False
 
-    async def check(self, action: str) -> bool:
+    async def check(self, proposal: WriteProposal) -> bool:
         """Return if the write may go ahead (True when the user was asked, which may
-        have taken a while); raise Denied with the reason otherwise."""
+        have taken a while); raise Denied with the reason otherwise (a note the user
+        gave with a Deny is part of it, for the model to read)."""
         if self.policy == "allow" or self._allowed_for_session:
             return False
         if self.policy == "deny":
             raise Denied("writes are turned off (permissions.write is 'deny')")
-        choices = ["Allow", "Allow for this session", "Deny"]
-        answer = await self.host.ask(f"seri wants to {action}.", choices)
-        if answer == "Allow for this session":
+        question = Question(
+            kind="write",
+            message=f"seri wants to {proposal.action} {proposal.path}.",
+            choices=WRITE_CHOICES,
+            session_id=self.session_id,
+            details=proposal.details(),
+        )
+        resume = None
+        if self.session_id is not None:
+            resume = Activity(self.session_id, "tool", f"{proposal.tool} {proposal.path}")
+        answer = await ask_user(self.host, question, resume)
+        if answer.choice == "Allow for this session":
             self._allowed_for_session = True
             return True
-        if answer == "Allow":
+        if answer.choice == "Allow":
             return True
-        if answer is None:
+        if answer.choice is None:
             raise Denied("the user did not answer the permission request")
-        raise Denied("the user denied this write")
+        note = " ".join(answer.note.split())
+        raise Denied(
+            f"the user denied this write: {note}" if note else "the user denied this write"
+        )
 
 
 class Toolbox:
@@ -294,7 +357,9 @@ class Toolbox:
         data = _encoded(content, "content", target)
         current, is_open = await self._current(target, found)
         verb = "create" if current is None else "overwrite"
-        if await self._allow_write(f"{verb} {target.display}", target):
+        end = len(current or "")
+        proposal = WriteProposal("write_file", target.display, verb, current, 0, end, content)
+        if await self._allow_write(proposal, target):
             seen = current
             current, is_open = await self._read_again(raw, target)
             if current != seen:
@@ -334,7 +399,10 @@ class Toolbox:
                 f"old_text occurs {count} times in {target.display}; include more "
                 "surrounding text so it matches exactly once."
             )
-        if await self._allow_write(f"edit {target.display}", target):
+        start = current.index(old_text)
+        end = start + len(old_text)
+        proposal = WriteProposal("edit", target.display, "edit", current, start, end, new_text)
+        if await self._allow_write(proposal, target):
             # The match is made again on the text as it is now.
             current, is_open = await self._read_again(raw, target)
             if current is None:
@@ -428,11 +496,11 @@ class Toolbox:
             return text, True
         return _unless_failed(found), False
 
-    async def _allow_write(self, action: str, target: WorkspacePath) -> bool:
+    async def _allow_write(self, proposal: WriteProposal, target: WorkspacePath) -> bool:
         """Pass the write gate; True when the user was asked (the file may have changed
         while they were)."""
         try:
-            return await self.gate.check(action)
+            return await self.gate.check(proposal)
         except Denied as exc:
             raise Denied(str(exc), target.display) from exc
 

@@ -58,6 +58,11 @@ class CompactionFailed(Exception):
     """A compaction was attempted and did not happen; the message says why."""
 
 
+def compaction_threshold(window: int) -> int:
+    """The estimate (tokens) at which automatic compaction starts: half the window."""
+    return (window + 1) // 2
+
+
 def failure_reason(exc: Exception) -> str:
     """Why a compaction did not happen, in words for "Compaction failed: ...": a
     CompactionFailed's message, or the store error that stopped it."""
@@ -82,14 +87,18 @@ class CompactionPlan:
 
 @dataclass(frozen=True)
 class CompactionResult:
-    """What a compaction did, as `seri.compact` answers it."""
+    """What a compaction did, as `seri.compact` answers it (a compaction that happened
+    with the numbers of its `seri/compacted` notice)."""
 
     compacted: bool
     evicted: int = 0
     message: str | None = None
+    notice: Compacted | None = None
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"compacted": self.compacted, "evicted": self.evicted}
+        if self.notice is not None:
+            wire.update(self.notice.to_wire())
         if self.message:
             wire["message"] = self.message
         return wire
@@ -556,8 +565,10 @@ class Compactor:
                     f"({recap_message.chars} characters for {replaced_chars})"
                 )
             faults.crash_point("compaction.before_commit")
+            messages_before = len(conversation.messages)
+            tokens_before = conversation.estimate_tokens()
             try:
-                await conversation.replace_prefix(plan.replaced, recap_message)
+                stored = await conversation.replace_prefix(plan.replaced, recap_message)
             except STORE_ERRORS as exc:
                 # Rolled back: the history is as it was, in the store and in memory.
                 raise CompactionFailed(
@@ -585,5 +596,17 @@ class Compactor:
                 "warning",
                 f"The conversation was compacted, but recording the compaction failed: {exc}",
             )
-        self.host.emit(Compacted(conversation.id, trigger, len(plan.evicted)))
-        return CompactionResult(True, len(plan.evicted))
+        notice = Compacted(
+            conversation.id,
+            trigger,
+            len(plan.evicted),
+            messages_before=messages_before,
+            messages_after=len(conversation.messages),
+            tokens_before=tokens_before,
+            tokens_after=conversation.estimate_tokens(),
+            read=recap.read,
+            modified=recap.modified,
+            recap_id=stored.id,
+        )
+        self.host.emit(notice)
+        return CompactionResult(True, len(plan.evicted), notice=notice)

@@ -35,6 +35,7 @@ from seri_lsp.events import Event, MessageStored
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, request_json, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.spend import Spend
 from seri_lsp.store.worker import Worker
 
 logger = logging.getLogger(__name__)
@@ -54,8 +55,8 @@ class HistoryNotLoaded(RuntimeError):
 class Step:
     """What one step of a turn stores, in one transaction: its messages (in order), its
     recording events (in order), the billed input-token count of a reply, the paths its
-    tools read and modified, and the glob rules it delivered (each with the position of
-    its message in `messages`)."""
+    tools read and modified, the glob rules it delivered (each with the position of its
+    message in `messages`), and the spend of the model call it stores the reply of."""
 
     messages: list[Message] = field(default_factory=list)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -63,6 +64,7 @@ class Step:
     read: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     rules: list[tuple[str, int]] = field(default_factory=list)
+    spend: Spend | None = None
     # Names the step's crash points (`SERI_CRASH_AT=<label>.in_transaction`, `.committed`).
     label: str = "step"
 
@@ -212,6 +214,7 @@ class Conversation:
             read=step.read,
             modified=step.modified,
             rules=step.rules,
+            spend=step.spend,
             also=also,
             label=step.label,
         )

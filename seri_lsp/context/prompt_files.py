@@ -81,14 +81,28 @@ class GlobRule:
 
 
 @dataclass(frozen=True)
+class PromptPart:
+    """A part of what a request sends, with its characters. In the system message: the
+    built-in prompt (`system`), `agents` (AGENTS.md), an always-on `rule` or a `memory`
+    file, named by its path, headings and separators included (the history's parts:
+    `context.breakdown`)."""
+
+    kind: str
+    name: str
+    chars: int
+
+
+@dataclass(frozen=True)
 class FrozenPrompt:
-    """The system message of a session as frozen at open, and what it was made of."""
+    """The system message of a session as frozen at open, and what it was made of
+    (`parts`, in order, add up to the message's characters)."""
 
     system: str
     files: tuple[PromptFile, ...]
     glob_rules: tuple[GlobRule, ...]
     memory_path: Path | None
     warnings: tuple[str, ...] = ()
+    parts: tuple[PromptPart, ...] = ()
 
     @property
     def chars(self) -> int:
@@ -109,7 +123,8 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
         # Not in the system message, but a prompt the session uses: compaction's.
         PromptFile("<builtin>/summarizer.md", _sha256(builtin_prompt("summarizer"))),
     ]
-    sections = [system_text.strip()]
+    # (kind, name, text): the system message is their texts, one after the other.
+    pieces = [("system", f"<builtin>/{base}.md", system_text.strip())]
     warnings: list[str] = []
 
     def confined(path: Path) -> bool:
@@ -124,12 +139,13 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
         text = _read(agents, warnings) if confined(agents) else None
         if text is not None:
             files.append(PromptFile(str(agents), _sha256(text)))
-            sections.append(f"# Project instructions (AGENTS.md)\n\n{text.strip()}")
+            section = f"\n\n# Project instructions (AGENTS.md)\n\n{text.strip()}"
+            pieces.append(("agents", str(agents), section))
 
     rule_dirs = [(profile_root / "rules", False)]
     if workspace_root is not None:
         rule_dirs.append((workspace_root / PROJECT_DIR / "rules", True))
-    always_on: list[str] = []
+    always_on: list[tuple[str, str]] = []
     glob_rules: list[GlobRule] = []
     for folder, project in rule_dirs:
         if project and folder.is_dir() and not confined(folder):
@@ -149,33 +165,41 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
             if globs:
                 glob_rules.append(GlobRule(str(rule_path), globs, body))
             else:
-                always_on.append(f"## {rule_path.name}\n\n{body.strip()}")
-    if always_on:
-        sections.append("# Rules\n\n" + "\n\n".join(always_on))
+                always_on.append((str(rule_path), f"## {rule_path.name}\n\n{body.strip()}"))
+    pieces += _section("rule", "# Rules", always_on)
 
     memory_files = [(profile_root / MEMORY_NAME, False)]
     project_memory = None
     if workspace_root is not None:
         project_memory = workspace_root / PROJECT_DIR / MEMORY_NAME
         memory_files.append((project_memory, True))
-    memories = []
+    memories: list[tuple[str, str]] = []
     for memory, project in memory_files:
         if project and os.path.lexists(memory) and not confined(memory):
             continue
         text = _read(memory, warnings)
         if text is not None and text.strip():
             files.append(PromptFile(str(memory), _sha256(text)))
-            memories.append(f"## {memory}\n\n{text.strip()}")
-    if memories:
-        sections.append("# Memory\n\n" + "\n\n".join(memories))
+            memories.append((str(memory), f"## {memory}\n\n{text.strip()}"))
+    pieces += _section("memory", "# Memory", memories)
 
     return FrozenPrompt(
-        system="\n\n".join(sections),
+        system="".join(text for _, _, text in pieces),
         files=tuple(files),
         glob_rules=tuple(glob_rules),
         memory_path=project_memory,
         warnings=tuple(warnings),
+        parts=tuple(PromptPart(kind, name, len(text)) for kind, name, text in pieces),
     )
+
+
+def _section(kind: str, heading: str, entries: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """A section of the system message as pieces, one per (path, text) entry: the first
+    carries the separator and the heading, each later one its separator."""
+    return [
+        (kind, path, ("\n\n" + heading if index == 0 else "") + "\n\n" + text)
+        for index, (path, text) in enumerate(entries)
+    ]
 
 
 def leads_outside(path: Path, workspace_root: Path) -> Path | None:

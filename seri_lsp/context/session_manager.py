@@ -21,15 +21,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.context.breakdown import apportion, history_parts
+from seri_lsp.context.compaction import compaction_threshold
 from seri_lsp.context.conversation import Conversation
-from seri_lsp.context.prompt_files import freeze
+from seri_lsp.context.fork import fork_point, fork_title
+from seri_lsp.context.prompt_files import FrozenPrompt, freeze
 from seri_lsp.context.recording import Recordings
-from seri_lsp.errors import InvalidArgument, SessionHeld
+from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host, Level
+from seri_lsp.store import spend
 from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
+from seri_lsp.store.spend import KINDS, SpendTotals
 from seri_lsp.store.worker import Worker
 
 Note = tuple[Level, str]  # a log line: (level, text)
@@ -48,7 +53,8 @@ class SessionManager:
         host: Host,
         workspace_root: Callable[[], Path | None],
         profile_root: Path,
-        context_window: Callable[[], Awaitable[tuple[int, str]]],
+        context_window: Callable[[], Awaitable[int]],
+        window_source: Callable[[], str],
         recordings: Recordings,
         default_max_turns: int,
         max_turns_flag: int | None = None,
@@ -62,6 +68,8 @@ class SessionManager:
         self.workspace_root = workspace_root
         self.profile_root = profile_root
         self.context_window = context_window
+        # Where the window came from, once `context_window()` has given it.
+        self.window_source = window_source
         self.recordings = recordings
         self.conversation: Conversation | None = None
         # Switches of the open session happen one at a time, so each lets go of exactly
@@ -199,6 +207,45 @@ class SessionManager:
         async with self._switching:
             info = await self.io(self.store.resolve, session_id)
             return await self._open(info, "resumed")
+
+    async def fork(self, session_id: str | None, message_id: int | None) -> dict[str, Any]:
+        """Copy a session (the open one by default) up to a message (default: its last)
+        into a new session, and open the fork (`forked`). The fork point moves forward
+        over a tool call's results (`context.fork`); `forkedAt` is where it really is.
+
+        The source is only read (it may be open here or in another process): its
+        messages, path lists, spend and checkpoints stay as they were.
+        """
+        async with self._switching:
+            source = await self._subject(session_id)
+            if source is None:
+                raise SeriError(
+                    "No session is open to fork; give sessionId (seri.session.list lists them)."
+                )
+            # Locked before its row exists, so no other process can continue it first.
+            fork_id = str(uuid.uuid4())
+            await self._acquire(fork_id)
+            try:
+                info, forked_at = await self.io(
+                    self.store.fork,
+                    source,
+                    fork_id,
+                    point=lambda outline: fork_point(outline, message_id, source),
+                    title=fork_title,
+                )
+            except BaseException:
+                self.locks.release(fork_id)
+                raise
+            note: Note = ("info", f"Forked session {source} at message {forked_at}: {fork_id}.")
+            session = await self._open(info, "forked", note=note)
+            return {"session": session, "forkedAt": forked_at}
+
+    async def _subject(self, session_id: str | None) -> str | None:
+        """The id of the session a command is about: the one given (id or unique prefix),
+        else the open one (None: none is open)."""
+        if session_id is not None:
+            return (await self.io(self.store.resolve, session_id)).id
+        return self.conversation.id if self.conversation is not None else None
 
     async def ensure_open(self) -> Conversation:
         """The open conversation, starting a new session if none is open."""
@@ -376,10 +423,74 @@ class SessionManager:
             "paths": paths.to_wire(),
         }
 
+    async def usage(self, session_id: str | None) -> dict[str, Any]:
+        """What a session (the open one by default) has spent on model calls: its totals
+        (its subagents' included), split by what the calls were for, and the share of
+        input tokens the provider served from its cache (null before any input)."""
+        subject = await self._subject(session_id)
+        if subject is None:
+            totals, by_kind = SpendTotals(), {kind: SpendTotals() for kind in KINDS}
+        else:
+            totals, by_kind = await self.io(spend.usage, self.store.db, subject)
+        rate = totals.cached_input_tokens / totals.input_tokens if totals.input_tokens else None
+        return {
+            "sessionId": subject,
+            "totals": totals.to_wire(),
+            "byKind": {kind: entry.to_wire() for kind, entry in by_kind.items()},
+            "calls": totals.calls,
+            "cacheHitRate": rate,
+        }
+
+    async def context(self, session_id: str | None, keep_tokens: int) -> dict[str, Any]:
+        """What fills a session's context (the open one by default): the local estimate
+        split into parts (`context.breakdown`) that add up to `localTokens`, the count the
+        compaction trigger uses, beside the window, where compaction starts and the
+        estimate the trigger compares with it. With no session open: what a new one
+        starts with (its system message)."""
+        subject = await self._subject(session_id)
+        conversation = self.conversation
+        if conversation is not None and conversation.id == subject:
+            await conversation.load()
+            frozen, messages = conversation.frozen, conversation.messages
+            billed, chars = conversation.last_billed, conversation.chars
+        else:
+            info, messages, frozen = await self.io(self._stored_history, subject)
+            billed = info.last_input_tokens if info is not None else None
+            chars = info.total_chars if info is not None else 0
+        local = tokens_for_chars(frozen.chars + chars)
+        window = await self.context_window()
+        return {
+            "sessionId": subject,
+            "contextWindow": window,
+            "compactAt": compaction_threshold(window),
+            "keepTokens": keep_tokens,
+            "estimateTokens": max(billed or 0, local),
+            "lastBilledTokens": billed,
+            "localTokens": local,
+            "parts": apportion([*frozen.parts, *history_parts(messages)]),
+        }
+
+    def _stored_history(
+        self, session_id: str | None
+    ) -> tuple[SessionInfo | None, list[Message], FrozenPrompt]:
+        """A session that is not open here (None: no session): its row, its messages and
+        the prompt it would freeze if opened now (on the database thread, in one go)."""
+        frozen = freeze(self.workspace_root(), self.profile_root)
+        if session_id is None:
+            return None, [], frozen
+        return self.store.get(session_id), self.store.messages(session_id), frozen
+
     async def _usage(self, estimate: int) -> dict[str, Any]:
-        """`usage` of `seri.session.get`: the estimate, the window and where it came from."""
-        window, source = await self.context_window()
-        return {"estimateTokens": estimate, "contextWindow": window, "contextWindowSource": source}
+        """The context use as views report it: the window and where it came from
+        (`setting`, `provider` or `default`); compaction starts at `compactAt` tokens
+        (half the window, SPEC 4)."""
+        window = await self.context_window()
+        return {
+            "estimateTokens": estimate,
+            "contextWindow": window,
+            "contextWindowSource": self.window_source(),
+            "compactAt": compaction_threshold(window),
+        }
 
     # On the database thread, in one go: each trip there costs as much as a small read.
 

@@ -30,6 +30,7 @@ from seri_lsp.limits import (
     MAX_TURNS,
 )
 from seri_lsp.lsp.arguments import (
+    attachments,
     optional_bool,
     optional_int,
     optional_text,
@@ -73,8 +74,25 @@ async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.session_view(session_id or None, limit=limit, before=before, encoded=True)
 
 
+async def session_fork(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    message_id = optional_int(args, "messageId", 1, MAX_MESSAGE_ID)
+    return await engine.fork_session(session_id or None, message_id)
+
+
+async def session_usage(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    return await engine.session_usage(session_id or None)
+
+
+async def session_context(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    return await engine.session_context(session_id or None)
+
+
 async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.prompt(required_text(args, "text", MAX_PROMPT_CHARS))
+    text = required_text(args, "text", MAX_PROMPT_CHARS)
+    return await engine.prompt(text, attachments(args))
 
 
 async def compact(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
@@ -129,6 +147,9 @@ COMMANDS: dict[str, Handler] = {
     "seri.session.resume": session_resume,
     "seri.session.list": session_list,
     "seri.session.get": session_get,
+    "seri.session.fork": session_fork,
+    "seri.session.usage": session_usage,
+    "seri.session.context": session_context,
     "seri.prompt": prompt,
     "seri.compact": compact,
     "seri.clear": clear,

@@ -14,8 +14,17 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
-from seri_lsp.events import Compacted, Delta, Event, MessageStored, SessionChanged, TurnEnded
-from seri_lsp.host import EditResult, Host, Level, ProgressReporter
+from seri_lsp.events import (
+    Activity,
+    Compacted,
+    Delta,
+    Event,
+    MessageStored,
+    SessionChanged,
+    TurnEnded,
+)
+from seri_lsp.host import Answer, EditResult, Host, Level, ProgressReporter, Question
+from seri_lsp.limits import clean_text
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -24,6 +33,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SAVE_DOCUMENTS = "seri/saveDocuments"
+APPROVE = "seri/approve"
+# The longest note a user may give with a refusal (more is cut): it goes to the model.
+MAX_NOTE_CHARS = 2000
 # How long the editor has to save the documents before the checks run without them.
 SAVE_TIMEOUT = 10.0
 
@@ -33,6 +45,7 @@ NOTIFICATIONS: dict[type, str] = {
     Delta: "seri/delta",
     Compacted: "seri/compacted",
     TurnEnded: "seri/turnEnded",
+    Activity: "seri/status",
 }
 
 _MESSAGE_TYPES = {
@@ -94,11 +107,64 @@ class LspHost(Host):
             actions=[types.MessageActionItem(title=choice) for choice in choices],
         )
         try:
-            answer = await self.server.window_show_message_request_async(params)
+            answer = await self._request(types.WINDOW_SHOW_MESSAGE_REQUEST, params)
         except Exception:
             logger.exception("window/showMessageRequest failed")
             return None
         return answer.title if answer is not None else None
+
+    @property
+    def shows_approvals(self) -> bool:
+        """Whether the client shows questions with what they are about (`seri/approve`):
+        it announces `experimental.seri.approvals: true` in its capabilities."""
+        experimental = self.server.client_capabilities.experimental
+        seri = experimental.get("seri") if isinstance(experimental, dict) else None
+        return isinstance(seri, dict) and seri.get("approvals") is True
+
+    async def approve(self, question: Question) -> Answer:
+        """`seri/approve` for a client that shows it, else `window/showMessageRequest`.
+
+        An answer that is not one of the choices, an error or a client that does not
+        know the method counts as no answer; a cancelled task withdraws the question
+        (`$/cancelRequest`)."""
+        if not self.shows_approvals:
+            return await super().approve(question)
+        params = {
+            "sessionId": question.session_id,
+            "kind": question.kind,
+            "message": question.message,
+            "choices": list(question.choices),
+            **question.details,
+        }
+        try:
+            answer = await self._request(APPROVE, params)
+        except Exception as exc:
+            logger.warning("%s failed: %s", APPROVE, exc)
+            return Answer(None)
+        choice = _field(answer, "choice")
+        if choice not in question.choices:
+            if choice is not None:
+                logger.warning("%s answered %r, not one of %s", APPROVE, choice, question.choices)
+            return Answer(None)
+        note = _field(answer, "note")
+        note = clean_text(note[:MAX_NOTE_CHARS]) if isinstance(note, str) else ""
+        return Answer(choice, note)
+
+    async def _request(self, method: str, params: Any) -> Any:
+        """A request to the client whose waiting can be cancelled: the client then gets
+        `$/cancelRequest` (its dialog or card goes away) instead of a question left open.
+
+        The request's own future is shielded: the client's late answer (RequestCancelled)
+        then completes a future nobody waits for, instead of one already cancelled."""
+        msg_id = str(uuid.uuid4())
+        protocol = self.server.protocol
+        request = protocol.send_request_async(method, params, msg_id=msg_id)
+        try:
+            return await asyncio.shield(request)
+        except asyncio.CancelledError:
+            request.add_done_callback(_ignore_outcome)
+            protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
 
     @asynccontextmanager
     async def progress(self, title: str) -> AsyncIterator[ProgressReporter]:
@@ -240,6 +306,19 @@ class LspHost(Host):
         line_start = text.rfind("\n", 0, offset) + 1
         codec = self.server.workspace.position_codec
         return types.Position(line=line, character=codec.client_num_units(text[line_start:offset]))
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    """Take the outcome of a request nobody waits for any more (no 'never retrieved')."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _field(result: Any, name: str) -> Any:
+    """A field of a client's answer (pygls hands a custom one over as a namedtuple)."""
+    if isinstance(result, dict):
+        return result.get(name)
+    return getattr(result, name, None)
 
 
 def _saved_uris(result: Any) -> list[str]:

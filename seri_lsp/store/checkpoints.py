@@ -87,6 +87,9 @@ class SessionCheckpoints:
     compacted: bool  # the conversation starts with a recap
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)  # by prompt_seq
     retired: Retirement | None = None
+    # A fork: the session it was forked from and the position of the last message it
+    # copied (the copied prompts have no checkpoints here).
+    forked: tuple[str, int] | None = None
 
 
 class CheckpointStore:
@@ -187,11 +190,15 @@ class CheckpointStore:
                 "SELECT through_seq, retired_at FROM checkpoints_retired WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
+            fork = tx.execute(
+                "SELECT forked_from, forked_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
         return SessionCheckpoints(
             prompts=prompts,
             compacted=compacted,
             checkpoints={c.prompt_seq: c for c in checkpoints},
             retired=Retirement(retired["through_seq"], retired["retired_at"]) if retired else None,
+            forked=(fork[0], fork[1]) if fork is not None and fork[0] is not None else None,
         )
 
     def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
@@ -422,17 +429,17 @@ def _snapshot(tx: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     session = tx.execute(
         "SELECT title, last_input_tokens FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()
-    paths = [
-        [row["path"], bool(row["modified"])]
-        for row in tx.execute(
-            "SELECT path, modified FROM session_paths WHERE session_id = ? ORDER BY rowid",
-            (session_id,),
-        )
-    ]
+    path_rows = tx.execute(
+        "SELECT path, modified, seq, modified_seq FROM session_paths WHERE session_id = ?"
+        " ORDER BY rowid",
+        (session_id,),
+    ).fetchall()
     return {
         "title": session["title"] if session else "",
         "lastInputTokens": session["last_input_tokens"] if session else None,
-        "paths": paths,
+        "paths": [[row["path"], bool(row["modified"])] for row in path_rows],
+        # Where each was noted (a fork keeps those of the part it copies).
+        "pathSeqs": {row["path"]: [row["seq"], row["modified_seq"]] for row in path_rows},
     }
 
 
@@ -441,9 +448,15 @@ def _restore_snapshot(tx: sqlite3.Connection, session_id: str, state: dict[str, 
         "UPDATE sessions SET title = ?, last_input_tokens = ?, updated_at = ? WHERE id = ?",
         (state.get("title", ""), state.get("lastInputTokens"), utc_now(), session_id),
     )
+    # A snapshot taken before forks existed has no positions: NULL, kept by every fork.
+    # (The glob rules delivered need no snapshot: their marks go with their messages;
+    # the `rules` of an older snapshot are not used.)
+    path_seqs = state.get("pathSeqs", {})
     tx.execute("DELETE FROM session_paths WHERE session_id = ?", (session_id,))
     for path, modified in state.get("paths", []):
+        seq, modified_seq = path_seqs.get(path, (None, None))
         tx.execute(
-            "INSERT OR IGNORE INTO session_paths (session_id, path, modified) VALUES (?, ?, ?)",
-            (session_id, path, int(bool(modified))),
+            "INSERT OR IGNORE INTO session_paths (session_id, path, modified, seq, modified_seq)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (session_id, path, int(bool(modified)), seq, modified_seq),
         )

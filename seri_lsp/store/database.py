@@ -12,6 +12,14 @@ A seri database is recognised by its `schema_migrations` table and the tables it
 migrations made. The database and its `-wal` and `-shm` files are made private (0600)
 before use.
 
+A process may open `seri.db` more than once (the ACP agent opens it for each session
+it serves). Closing any file descriptor of a file drops every POSIX lock the process
+holds on it, the SQLite connections' included, and a connection without its lock is
+taken for gone: another process closing its own connection would then delete the
+write-ahead log under this one's feet (and lose or corrupt what it writes next). So a
+file this process already has open through SQLite is not read again to check it: it
+was checked when it was first opened.
+
 A write that waits longer than the busy timeout (10 s; `SERI_BUSY_TIMEOUT_MS` sets it in
 milliseconds, for tests) raises `StoreBusy`, which the faces answer as a refusal.
 
@@ -119,6 +127,7 @@ class Database:
         self.path = path
         self._lock = threading.RLock()
         self._conn = self._connect()
+        self._file = _open_here.add(path)
 
     @classmethod
     def open(cls, path: Path) -> Database:
@@ -128,14 +137,15 @@ class Database:
         database, is a SQLite database seri did not create, or was migrated by a newer
         version of seri-lsp.
         """
-        _check_header(path)
-        try:
-            # Create the file ourselves so it is 0600 from its first byte.
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:  # there already, perhaps made a moment ago by another process
-            _inspect(path)
-        else:
-            os.close(fd)
+        if not _open_here.holds(path):  # else checked already, and not to be read again
+            _check_header(path)
+            try:
+                # Create the file ourselves so it is 0600 from its first byte.
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:  # there, perhaps made a moment ago by another process
+                _inspect(path)
+            else:
+                os.close(fd)
         _make_private(path)
         db = cls(path)
         try:
@@ -301,6 +311,48 @@ class Database:
         """Close the connection."""
         with self._lock:
             self._conn.close()
+            _open_here.discard(self._file)
+            self._file = None
+
+
+class _OpenFiles:
+    """The database files this process has open through SQLite, by device and inode
+    (a stat opens nothing), with how many connections each."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[int, int], int] = {}
+
+    @staticmethod
+    def _key(path: Path) -> tuple[int, int] | None:
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def holds(self, path: Path) -> bool:
+        key = self._key(path)
+        with self._lock:
+            return key is not None and key in self._counts
+
+    def add(self, path: Path) -> tuple[int, int] | None:
+        key = self._key(path)
+        if key is not None:
+            with self._lock:
+                self._counts[key] = self._counts.get(key, 0) + 1
+        return key
+
+    def discard(self, key: tuple[int, int] | None) -> None:
+        if key is None:
+            return
+        with self._lock:
+            left = self._counts.pop(key, 0) - 1
+            if left > 0:
+                self._counts[key] = left
+
+
+_open_here = _OpenFiles()
 
 
 def _sql_tracer(path: Path) -> Callable[[str], None]:

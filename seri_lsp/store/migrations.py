@@ -273,6 +273,49 @@ def m008_rules_fired_by_message(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM session_rules_fired WHERE message_id IS NULL")
 
 
+def m010_forks_and_spend(conn: sqlite3.Connection) -> None:
+    # Forks. Not `parent_id`, which names a subagent's parent (and keeps the session out
+    # of lists): `forked_from` is the session a fork copied, `forked_at` the id of the
+    # last message it copied there, `forked_seq` that message's position (the copy keeps
+    # positions), where a rewind in the fork stops.
+    conn.execute("ALTER TABLE sessions ADD COLUMN forked_from TEXT REFERENCES sessions(id)")
+    conn.execute("ALTER TABLE sessions ADD COLUMN forked_at INTEGER")
+    conn.execute("ALTER TABLE sessions ADD COLUMN forked_seq INTEGER")
+    # Spend: what each model call was billed, and running totals on the session row (a
+    # subagent's calls counted in its parent's too), kept in the transaction that stores
+    # the call's reply. Nothing lowers them: no compaction, rewind or deletion of
+    # messages touches `model_calls`. A cost is NULL until a call reports one.
+    for column in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens"):
+        conn.execute(f"ALTER TABLE sessions ADD COLUMN spent_{column} INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE sessions ADD COLUMN spent_cost REAL")
+    conn.execute("ALTER TABLE sessions ADD COLUMN model_calls INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        """
+        CREATE TABLE model_calls (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            kind TEXT NOT NULL CHECK (kind IN ('turn', 'compaction', 'subagent')),
+            input_tokens INTEGER,
+            cached_input_tokens INTEGER,
+            output_tokens INTEGER,
+            reasoning_tokens INTEGER,
+            cost REAL,
+            message_id INTEGER,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX model_calls_by_session ON model_calls (session_id, kind)")
+    # A session's subagents, found from it (its usage counts theirs).
+    conn.execute("CREATE INDEX sessions_by_parent ON sessions (parent_id)")
+    # Where in the conversation a path was first noted (and first modified) and a glob
+    # rule delivered, so a fork keeps those of the part it copies. NULL: before this
+    # migration (or imported), kept by every fork.
+    conn.execute("ALTER TABLE session_paths ADD COLUMN seq INTEGER")
+    conn.execute("ALTER TABLE session_paths ADD COLUMN modified_seq INTEGER")
+    conn.execute("ALTER TABLE session_rules_fired ADD COLUMN seq INTEGER")
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
@@ -282,4 +325,5 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "trajectories", m006_trajectories),
     (7, "session_totals", m007_session_totals),
     (8, "rules_fired_by_message", m008_rules_fired_by_message),
+    (10, "forks_and_spend", m010_forks_and_spend),
 ]

@@ -9,7 +9,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from seri_lsp import faults
@@ -24,14 +24,16 @@ from seri_lsp.store.messages import (
     ToolCall,
     wire_message,
 )
+from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
 
 TITLE_LENGTH = 80
 
 # A session's row with its running totals (kept with every change of its messages, so
 # reading a session never counts them).
-_SESSION_COLUMNS = """
+_SESSION_COLUMNS = f"""
     s.id, s.project, s.title, s.created_at, s.updated_at, s.max_turns, s.parent_id,
-    s.last_input_tokens, s.message_count, s.total_chars
+    s.last_input_tokens, s.message_count, s.total_chars, s.forked_from, s.forked_at,
+    s.forked_seq, {TOTALS_COLUMNS}
 """
 
 
@@ -50,9 +52,16 @@ class SessionInfo:
     message_count: int
     # The characters of its messages (the running total behind the token estimate).
     total_chars: int = 0
+    # A fork: the session it copied, the id there of the last message it copied, and that
+    # message's position (the fork keeps it).
+    forked_from: str | None = None
+    forked_at: int | None = None
+    forked_seq: int | None = None
+    spend: SpendTotals = field(default_factory=SpendTotals)
 
     def to_wire(self, default_max_turns: int) -> dict[str, Any]:
-        """The `session` object of the LSP contract; maxTurns is the budget in force."""
+        """The `session` object of the LSP contract; maxTurns is the budget in force,
+        parentId the session it was forked from (or the subagent's parent)."""
         return {
             "id": self.id,
             "project": self.project,
@@ -61,6 +70,9 @@ class SessionInfo:
             "updatedAt": self.updated_at,
             "maxTurns": self.max_turns if self.max_turns is not None else default_max_turns,
             "messageCount": self.message_count,
+            "parentId": self.forked_from or self.parent_id,
+            "forkedAt": self.forked_at,
+            "spend": self.spend.to_wire(),
         }
 
 
@@ -74,6 +86,16 @@ class SessionPaths:
     def to_wire(self) -> dict[str, list[str]]:
         """The `paths` object of `seri.session.get`."""
         return {"read": list(self.read), "modified": list(self.modified)}
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What a message is, without its text: enough to choose where a fork ends."""
+
+    id: int
+    seq: int
+    role: str
+    kind: str | None
 
 
 class SessionStore:
@@ -194,6 +216,91 @@ class SessionStore:
             _touch(tx, session_id)
         return self.get(session_id)
 
+    def fork(
+        self,
+        source_id: str,
+        fork_id: str,
+        *,
+        point: Callable[[Sequence[Outline]], int],
+        title: Callable[[str], str],
+    ) -> tuple[SessionInfo, int]:
+        """Copy session `source_id` up to a point into a new session `fork_id`, in one
+        transaction, and return the fork and the id of the last message copied.
+
+        `point(outline)` picks the index of the last message to copy from the source's
+        messages in order (it may raise to refuse); `title(source title)` names the fork.
+        The copy keeps the messages' positions and times, the path lists and glob rules
+        noted up to that point, and the turn budget; the billed input-token count only
+        when every message is copied. The fork's spend starts at zero and no checkpoint
+        is copied. The source is only read.
+        """
+        with self.db.transaction() as tx:
+            source = tx.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions s WHERE s.id = ?", (source_id,)
+            ).fetchone()
+            if source is None:
+                raise UnknownSession(source_id)
+            outline = [
+                Outline(*row)
+                for row in tx.execute(
+                    "SELECT id, seq, role, kind FROM messages WHERE session_id = ? ORDER BY seq",
+                    (source_id,),
+                )
+            ]
+            index = point(outline)
+            last = outline[index]
+            now = utc_now()
+            tx.execute(
+                "INSERT INTO sessions (id, project, title, created_at, updated_at, max_turns,"
+                " last_input_tokens, forked_from, forked_at, forked_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    fork_id,
+                    source["project"],
+                    title(source["title"]),
+                    now,
+                    now,
+                    source["max_turns"],
+                    source["last_input_tokens"] if index == len(outline) - 1 else None,
+                    source_id,
+                    last.id,
+                    last.seq,
+                ),
+            )
+            tx.execute(
+                "INSERT INTO messages (session_id, seq, role, content, thinking, tool_calls,"
+                " tool_call_id, kind, recap, is_error, chars, created_at)"
+                " SELECT ?, seq, role, content, thinking, tool_calls, tool_call_id, kind, recap,"
+                " is_error, chars, created_at FROM messages WHERE session_id = ? AND seq <= ?"
+                " ORDER BY seq",
+                (fork_id, source_id, last.seq),
+            )
+            tx.execute(
+                "UPDATE sessions SET (message_count, total_chars) = (SELECT COUNT(*),"
+                " COALESCE(SUM(chars), 0) FROM messages WHERE session_id = ?) WHERE id = ?",
+                (fork_id, fork_id),
+            )
+            # Modified only if it was by then; noted before this migration (NULL): kept.
+            tx.execute(
+                "INSERT INTO session_paths (session_id, path, modified, seq, modified_seq)"
+                " SELECT ?, path, modified AND COALESCE(modified_seq <= ?, 1),"
+                " seq, CASE WHEN COALESCE(modified_seq <= ?, 0) THEN modified_seq END"
+                " FROM session_paths WHERE session_id = ? AND COALESCE(seq <= ?, 1)"
+                " ORDER BY rowid",
+                (fork_id, last.seq, last.seq, source_id, last.seq),
+            )
+            # A rule delivered in the part copied stays delivered, tied to the fork's copy
+            # of its message (the copy keeps positions).
+            tx.execute(
+                "INSERT INTO session_rules_fired (session_id, rule, message_id, seq)"
+                " SELECT ?, r.rule, copy.id, copy.seq FROM session_rules_fired r"
+                " JOIN messages original ON original.id = r.message_id"
+                " JOIN messages copy ON copy.session_id = ? AND copy.seq = original.seq"
+                " WHERE r.session_id = ? AND original.seq <= ? ORDER BY r.rowid",
+                (fork_id, fork_id, source_id, last.seq),
+            )
+            return self._info(fork_id, tx), last.id
+
     # --- messages ---------------------------------------------------------------
 
     def messages(self, session_id: str) -> list[Message]:
@@ -259,6 +366,7 @@ class SessionStore:
         read: Iterable[str] = (),
         modified: Iterable[str] = (),
         rules: Iterable[tuple[str, int]] = (),
+        spend: Spend | None = None,
         also: Callable[[sqlite3.Connection], None] | None = None,
         label: str = "step",
     ) -> list[Message]:
@@ -266,23 +374,29 @@ class SessionStore:
 
         The messages go at the end of the session (the first prompt names it), with the
         running totals; `billed` (when given) becomes the last billed input-token count;
-        the paths are noted, and each glob rule delivered (`rules`: its path and the
-        position in `messages` of the message that delivers it) is marked as fired for
-        as long as that message stays; `also(tx)` writes whatever
-        else belongs to the step (its recording events) in the same transaction. All of
-        it commits together or none of it does (`SERI_CRASH_AT=<label>.in_transaction`
-        stops the process just before the commit).
+        the paths are noted at the step's place in the conversation, and each glob rule
+        delivered (`rules`: its path and the position in `messages` of the message that
+        delivers it) is marked as fired for as long as that message stays; `spend` (a
+        model call's) is stored and counted; `also(tx)` writes whatever else belongs to
+        the step (its recording events) in the same transaction. All of it commits
+        together or none of it does (`SERI_CRASH_AT=<label>.in_transaction` stops the
+        process just before the commit).
         """
         with self.db.transaction() as tx:
-            stored = append_messages(tx, session_id, messages, billed=billed)
-            note_paths(tx, session_id, read, modified)
-            fired = [(session_id, rule, stored[index].id) for rule, index in rules]
+            stored = append_messages(tx, session_id, messages, billed=billed) if messages else []
+            seq = stored[-1].seq if stored else None
+            note_paths(tx, session_id, read, modified, seq=seq)
+            fired = [
+                (session_id, rule, stored[index].id, stored[index].seq) for rule, index in rules
+            ]
             if fired:
                 tx.executemany(
-                    "INSERT OR REPLACE INTO session_rules_fired (session_id, rule, message_id)"
-                    " VALUES (?, ?, ?)",
+                    "INSERT OR REPLACE INTO session_rules_fired (session_id, rule, message_id, seq)"
+                    " VALUES (?, ?, ?, ?)",
                     fired,
                 )
+            if spend is not None:
+                record_spend(tx, session_id, spend, stored[0].id if stored else None)
             if also is not None:
                 also(tx)
             faults.crash_point(f"{label}.in_transaction")
@@ -422,20 +536,29 @@ def remove_messages(
 
 
 def note_paths(
-    conn: sqlite3.Connection, session_id: str, read: Iterable[str], modified: Iterable[str]
+    conn: sqlite3.Connection,
+    session_id: str,
+    read: Iterable[str],
+    modified: Iterable[str],
+    *,
+    seq: int | None = None,
 ) -> None:
-    """Note paths the tools touched inside an open transaction (modified wins)."""
-    rows = [(session_id, path) for path in read]
+    """Note paths the tools touched inside an open transaction (modified wins), at
+    position `seq` of the conversation (None: unknown, as for an import)."""
+    rows = [(session_id, path, seq) for path in read]
     if rows:
         conn.executemany(
-            "INSERT OR IGNORE INTO session_paths (session_id, path, modified) VALUES (?, ?, 0)",
+            "INSERT OR IGNORE INTO session_paths (session_id, path, modified, seq)"
+            " VALUES (?, ?, 0, ?)",
             rows,
         )
-    rows = [(session_id, path) for path in modified]
+    rows = [(session_id, path, seq, seq) for path in modified]
     if rows:
         conn.executemany(
-            "INSERT INTO session_paths (session_id, path, modified) VALUES (?, ?, 1)"
-            " ON CONFLICT (session_id, path) DO UPDATE SET modified = 1",
+            "INSERT INTO session_paths (session_id, path, modified, seq, modified_seq)"
+            " VALUES (?, ?, 1, ?, ?) ON CONFLICT (session_id, path) DO UPDATE SET"
+            " modified_seq = CASE WHEN modified = 1 THEN modified_seq ELSE excluded.seq END,"
+            " modified = 1",
             rows,
         )
 
@@ -573,4 +696,8 @@ def _session_from_row(row: sqlite3.Row) -> SessionInfo:
         last_input_tokens=row["last_input_tokens"],
         message_count=row["message_count"],
         total_chars=row["total_chars"],
+        forked_from=row["forked_from"],
+        forked_at=row["forked_at"],
+        forked_seq=row["forked_seq"],
+        spend=totals_from_row(tuple(row)[-6:]),
     )

@@ -1,0 +1,72 @@
+"""`/cost` and `/context` in words: the answers of `seri.session.usage` and
+`seri.session.context` as the text a chat (or a terminal) prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BAR_WIDTH = 20
+
+
+def money(cost: float | None) -> str:
+    """A cost in USD as people read it (`$0.0123`, `$1.50`); `no cost reported` for None."""
+    if cost is None:
+        return "no cost reported"
+    return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}"
+
+
+def spend_words(totals: dict[str, Any]) -> str:
+    """A session's spend in a few words: its cost, else its tokens (`seri-lsp sessions`)."""
+    if totals["cost"] is not None:
+        return money(totals["cost"])
+    return f"{totals['inputTokens'] + totals['outputTokens']:,} tok"
+
+
+def cost_text(usage: dict[str, Any]) -> str:
+    """`/cost`: the totals, the cache's share of the input, then a line per kind of call."""
+    totals = usage["totals"]
+    calls = usage["calls"]
+    plural = "s" if calls != 1 else ""
+    lines = [f"Spend: {money(totals['cost'])} over {calls:,} model call{plural}."]
+    rate = usage["cacheHitRate"]
+    cached = f" ({totals['cachedInputTokens']:,} cached, {rate:.0%})" if rate is not None else ""
+    lines.append(
+        f"Input {totals['inputTokens']:,} tokens{cached}; output {totals['outputTokens']:,}"
+        f" (reasoning {totals['reasoningTokens']:,})."
+    )
+    for kind, entry in usage["byKind"].items():
+        if entry["calls"]:
+            lines.append(
+                f"  {kind:<10} {entry['calls']:>5,} calls  in {entry['inputTokens']:>10,}"
+                f"  out {entry['outputTokens']:>8,}  {money(entry['cost'])}"
+            )
+    return "\n".join(lines)
+
+
+def bar(share: float, width: int = BAR_WIDTH) -> str:
+    """A text bar `share` (0 to 1) full."""
+    filled = min(width, max(0, round(share * width)))
+    return "█" * filled + "░" * (width - filled)
+
+
+def context_text(context: dict[str, Any]) -> str:
+    """`/context`: the estimate against the window (a bar with `|` where compaction
+    starts), then a bar per part, its tokens and its share of the local count."""
+    window, local = context["contextWindow"], context["localTokens"]
+    at = context["compactAt"]
+    overall = bar(context["estimateTokens"] / window if window else 0, 2 * BAR_WIDTH)
+    mark = min(len(overall) - 1, round(at / window * len(overall))) if window else 0
+    lines = [
+        f"Context: {context['estimateTokens']:,} of {window:,} tokens; compaction starts at "
+        f"{at:,}.",
+        f"[{overall[:mark]}|{overall[mark:]}]",
+    ]
+    billed = context["lastBilledTokens"]
+    if billed is not None and billed > local:
+        lines.append(
+            f"(The last call was billed {billed:,} input tokens; counted here: {local:,}.)"
+        )
+    for part in context["parts"]:
+        share = part["tokens"] / local if local else 0
+        lines.append(f"{bar(share)} {part['tokens']:>8,} {share:>4.0%}  {part['name']}")
+    return "\n".join(lines)

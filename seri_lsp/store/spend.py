@@ -1,0 +1,143 @@
+"""Spend in `seri.db`: what each model call was billed, and each session's totals.
+
+Every model call whose reply arrives is a row of `model_calls`, labelled by what it was
+for: `turn` (a turn of a task), `compaction` (a summariser call) or `subagent` (any call
+a subagent's session makes). The session's totals are on its row and grow in the same
+transaction as the row of the call (for a turn, the transaction that stores its reply);
+a subagent's calls grow its parent's totals too. Nothing lowers them: compaction and
+rewind delete messages, never calls, and a fork starts at zero.
+
+Everything here is synchronous; the engine runs it on its database thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from seri_lsp.store.database import Database, utc_now
+
+KINDS = ("turn", "compaction", "subagent")
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What one model call was billed, as the provider reported it (None: not reported).
+
+    `input_tokens` as the provider bills them, the cached ones included; `cost` in USD.
+    """
+
+    kind: str
+    input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost: float | None = None
+
+
+@dataclass(frozen=True)
+class SpendTotals:
+    """Sums over model calls; `cost` is None when no call reported one."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+    calls: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        """`{inputTokens, cachedInputTokens, outputTokens, reasoningTokens, cost, calls}`."""
+        return {
+            "inputTokens": self.input_tokens,
+            "cachedInputTokens": self.cached_input_tokens,
+            "outputTokens": self.output_tokens,
+            "reasoningTokens": self.reasoning_tokens,
+            "cost": self.cost,
+            "calls": self.calls,
+        }
+
+
+# The session row's totals, in SpendTotals' order (`s.` is the sessions table).
+TOTALS_COLUMNS = (
+    "s.spent_input_tokens, s.spent_cached_input_tokens, s.spent_output_tokens,"
+    " s.spent_reasoning_tokens, s.spent_cost, s.model_calls"
+)
+
+# The session and every session above it (a subagent's parent), for the totals.
+_UP = (
+    "WITH RECURSIVE up(id) AS (SELECT ? UNION"
+    " SELECT s.parent_id FROM sessions s JOIN up ON s.id = up.id WHERE s.parent_id IS NOT NULL)"
+)
+# The session and its subagents (and theirs), for the calls behind its totals.
+_DOWN = (
+    "WITH RECURSIVE down(id) AS (SELECT ? UNION"
+    " SELECT s.id FROM sessions s JOIN down ON s.parent_id = down.id)"
+)
+
+
+def record_spend(
+    conn: sqlite3.Connection, session_id: str, spend: Spend, message_id: int | None = None
+) -> None:
+    """Store one call's spend inside an open transaction: its row, and the totals of the
+    session and of every session above it. `message_id`: the reply stored with it."""
+    conn.execute(
+        "INSERT INTO model_calls (session_id, kind, input_tokens, cached_input_tokens,"
+        " output_tokens, reasoning_tokens, cost, message_id, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session_id,
+            spend.kind,
+            spend.input_tokens,
+            spend.cached_input_tokens,
+            spend.output_tokens,
+            spend.reasoning_tokens,
+            spend.cost,
+            message_id,
+            utc_now(),
+        ),
+    )
+    conn.execute(
+        f"{_UP} UPDATE sessions SET"
+        " spent_input_tokens = spent_input_tokens + ?,"
+        " spent_cached_input_tokens = spent_cached_input_tokens + ?,"
+        " spent_output_tokens = spent_output_tokens + ?,"
+        " spent_reasoning_tokens = spent_reasoning_tokens + ?,"
+        " spent_cost = CASE WHEN ? IS NULL THEN spent_cost ELSE COALESCE(spent_cost, 0) + ? END,"
+        " model_calls = model_calls + 1"
+        " WHERE id IN (SELECT id FROM up)",
+        (
+            session_id,
+            spend.input_tokens or 0,
+            spend.cached_input_tokens or 0,
+            spend.output_tokens or 0,
+            spend.reasoning_tokens or 0,
+            spend.cost,
+            spend.cost,
+        ),
+    )
+
+
+def totals_from_row(values: tuple[Any, ...]) -> SpendTotals:
+    """The totals from the values of `TOTALS_COLUMNS`, in order."""
+    input_tokens, cached, output, reasoning, cost, calls = values
+    return SpendTotals(input_tokens, cached, output, reasoning, cost, calls)
+
+
+def usage(db: Database, session_id: str) -> tuple[SpendTotals, dict[str, SpendTotals]]:
+    """A session's totals (its row) and their split by kind (its calls and those of its
+    subagents)."""
+    row = db.query_one(f"SELECT {TOTALS_COLUMNS} FROM sessions s WHERE s.id = ?", (session_id,))
+    by_kind = {
+        kind: SpendTotals(*sums)
+        for kind, *sums in db.query_tuples(
+            f"{_DOWN} SELECT kind, COALESCE(SUM(input_tokens), 0),"
+            " COALESCE(SUM(cached_input_tokens), 0), COALESCE(SUM(output_tokens), 0),"
+            " COALESCE(SUM(reasoning_tokens), 0), SUM(cost), COUNT(*) FROM model_calls"
+            " WHERE session_id IN (SELECT id FROM down) GROUP BY kind",
+            (session_id,),
+        )
+    }
+    totals = totals_from_row(tuple(row)) if row is not None else SpendTotals()
+    return totals, {kind: by_kind.get(kind, SpendTotals()) for kind in KINDS}
