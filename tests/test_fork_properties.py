@@ -82,9 +82,10 @@ def build_source(store: SessionStore, checkpoints: CheckpointStore, exchanges: A
 def compact(store: SessionStore, session_id: str) -> None:
     """Replace the history up to its last prompt by a recap, as compaction does."""
     history = store.messages(session_id)
-    last_prompt = max(i for i, m in enumerate(history) if m.role == "user" and m.kind is None)
-    if last_prompt == 0:
+    prompts = [i for i, m in enumerate(history) if m.role == "user" and m.kind is None]
+    if not prompts or prompts[-1] == 0:  # (a fork of a recap alone has no prompt)
         return
+    last_prompt = prompts[-1]
     recap = Recap("goal", "progress", "none", "next", read=("a.py",))
     store.replace_prefix(
         session_id,
