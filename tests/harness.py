@@ -51,6 +51,7 @@ def make_client() -> LanguageClient:
     client.save_requests = []  # type: ignore[attr-defined]
     client.approvals = deque()  # type: ignore[attr-defined]  # answers to seri/approve
     client.approve_requests = []  # type: ignore[attr-defined]
+    client.approve_ids = []  # type: ignore[attr-defined]  # the id of each seri/approve
     client.withdrawn = []  # type: ignore[attr-defined]  # questions the server took back
 
     for method in SERI_NOTIFICATIONS:
@@ -70,6 +71,7 @@ def make_client() -> LanguageClient:
         HOLD for a user who never answers), recorded in `approve_requests`."""
         question = _plain(params)
         ls.approve_requests.append(question)
+        ls.approve_ids.append(ls.protocol._ctx_msg_id.get())
         answer = ls.approvals.popleft() if ls.approvals else None
         if answer is HOLD:
             try:

@@ -122,6 +122,8 @@ async def test_a_cancelled_task_takes_its_question_back(
     assert (await task)["status"] == "cancelled"
     await wait_until(lambda: client.withdrawn)
     assert client.withdrawn[0]["path"] == "a.txt"
+    # The params name the request, for a client whose handlers do not see its id.
+    assert client.withdrawn[0]["requestId"] == client.approve_ids[0]
     assert not (workspace / "a.txt").exists()
 
 
@@ -242,6 +244,8 @@ async def test_attached_context_is_written_into_the_prompt(
         '<context path="/elsewhere/notes.txt">\noutside\n</context>'
     )
     assert provider.requests[0]["messages"][-1]["content"] == stored
+    # The session is titled by the prompt's own words, not by what was attached.
+    assert (await command(client, "seri.session.get", {}))["session"]["title"] == "Explain this"
 
 
 async def test_a_mention_already_in_the_text_is_not_repeated(

@@ -21,7 +21,7 @@ import pytest
 
 import seri_lsp
 from tests.harness import server_env
-from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
+from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 
 PLUGIN = Path(__file__).resolve().parent.parent / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests"
@@ -335,3 +335,88 @@ def test_the_committed_help_tags_match_the_manual(nvim: str, tmp_path: Path) -> 
     assert (doc / "tags").read_text() == (PLUGIN / "doc" / "tags").read_text(), (
         "doc/tags is stale: run  nvim --headless -c 'helptags editors/neovim/doc' -c q"
     )
+
+
+def test_questions_are_cards_in_the_chat_with_a_diff_to_review(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1\n")
+    provider.script(
+        Calls([("w1", "write_file", {"path": "a.txt", "content": "alpha\n"})]),
+        Text("Wrote a."),
+        Calls([("e1", "edit", {"path": "app.py", "old_text": "x = 1", "new_text": "x=1"})]),
+        Text("Understood."),
+        Calls([("w2", "write_file", {"path": "b.txt", "content": "beta\n"})]),
+        Calls([("m1", "remember", {"text": "Tests run with pytest"})]),
+        Text("Noted."),
+    )
+    scenario("approve.lua")
+    assert (workspace / "a.txt").read_text() == "alpha\n"
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+    assert not (workspace / "b.txt").exists()
+    # The denial's note reached the model with the refusal.
+    assert "keep the spaces" in provider.requests[3]["messages"][-1]["content"]
+    assert "Tests run with pytest" in (workspace / ".seri" / "memory.md").read_text()
+
+
+def test_the_chat_shows_failures_retries_code_turns_and_follows(
+    scenario, provider: ScriptedProvider
+) -> None:
+    code = "Here:\n\n```python\ndef f(x):\n    return x * 2\n```\n\nand\n\n```\nplain\n```\n"
+    long = "\n\n".join(f"Paragraph {n}: " + FILLER for n in range(8))
+    provider.script(
+        Error(401, {"error": {"message": "User not found."}}),
+        Text("Hello after the retry."),
+        Error(503, {"error": {"message": "busy"}}),
+        Text(code),
+        Text(long),
+        Text(long),
+        Text(long),
+        Text(SUMMARY),
+        Text("Followed."),
+    )
+    scenario("chatview.lua")
+
+
+def test_files_buffers_and_selections_are_attached_to_prompts(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / ".git").mkdir()
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n")
+    (workspace / "README.md").write_text("# App\n")
+    provider.script(*(Text(f"Answer {n}.") for n in range(4)))
+    scenario("context.lua")
+    prompts = [request["messages"][-1]["content"] for request in provider.requests]
+    assert prompts[0] == (
+        'explain @src/app.py\n\n<context path="src/app.py">\n'
+        "a = 100\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\n</context>"
+    )
+    assert prompts[1] == (
+        'what is @src/app.py:2-3\n\n<context path="src/app.py" lines="2-3">\n'
+        "b = 2\nc = 3\n</context>"
+    )
+    assert prompts[2] == (
+        'explain these lines\n\n<context path="src/app.py" lines="4-5">\nd = 4\ne = 5\n</context>'
+    )
+    assert (
+        prompts[3]
+        == '@src/app.py:6 why?\n\n<context path="src/app.py" lines="6">\nf = 6\n</context>'
+    )
+
+
+def test_prompts_sent_while_a_task_runs_are_queued(scenario, provider: ScriptedProvider) -> None:
+    provider.script(
+        Text("The first answer streams slowly. " * 3, chunk_size=4, chunk_delay=0.05),
+        Text("Second answer."),
+        Text("Stalling here, for the cancel.", chunk_size=8, stall_after=1),
+    )
+    scenario("queue.lua")
+    prompts = [request["messages"][-1]["content"] for request in provider.requests]
+    assert prompts == ["first question", "second question", "stall please"]
+
+
+def test_notices_never_ask_to_press_enter(scenario, provider: ScriptedProvider) -> None:
+    refused = {"error": {"message": "User not found. " + "The key was refused. " * 6}}
+    provider.script(Error(401, refused), Error(401, refused))
+    scenario("notices.lua")

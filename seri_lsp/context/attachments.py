@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 
+from seri_lsp.store.messages import BLOCK_START, MENTIONS_START
+
 
 @dataclass(frozen=True)
 class Attachment:
@@ -54,7 +56,8 @@ def shown_path(path: str, project: PurePath) -> str:
 def context_block(where: str, text: str, lines: str | None = None) -> str:
     """A block of attached text: `where` is `path="..."` or `uri="..."`."""
     range_attribute = f' lines="{lines}"' if lines else ""
-    return f"<context {where}{range_attribute}>\n{text.rstrip(chr(10))}\n</context>"
+    opening = BLOCK_START.lstrip("\n")
+    return f"{opening}{where}{range_attribute}>\n{text.rstrip(chr(10))}\n</context>"
 
 
 def with_attachments(text: str, attachments: Sequence[Attachment], project: PurePath) -> str:
@@ -72,10 +75,10 @@ def with_attachments(text: str, attachments: Sequence[Attachment], project: Pure
             mention = f"@{path}" + (f" (lines {lines})" if lines else "")
             if mention not in text and mention not in mentions:
                 mentions.append(mention)
-    parts = [text.rstrip()]
+    joined = text.rstrip()
     if mentions:
-        parts.append("Attached: " + ", ".join(mentions))
-    return "\n\n".join([*parts, *blocks])
+        joined += MENTIONS_START + ", @".join(mention[1:] for mention in mentions)
+    return "\n\n".join([joined, *blocks])
 
 
 def _quoted(value: str) -> str:

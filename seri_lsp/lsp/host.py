@@ -129,7 +129,11 @@ class LspHost(Host):
         (`$/cancelRequest`)."""
         if not self.shows_approvals:
             return await super().approve(question)
+        # The request's own id, also in its params: Neovim's handlers are not given the
+        # id, yet must match the `$/cancelRequest` that withdraws the question.
+        msg_id = str(uuid.uuid4())
         params = {
+            "requestId": msg_id,
             "sessionId": question.session_id,
             "kind": question.kind,
             "message": question.message,
@@ -137,7 +141,7 @@ class LspHost(Host):
             **question.details,
         }
         try:
-            answer = await self._request(APPROVE, params)
+            answer = await self._request(APPROVE, params, msg_id)
         except Exception as exc:
             logger.warning("%s failed: %s", APPROVE, exc)
             return Answer(None)
@@ -150,13 +154,14 @@ class LspHost(Host):
         note = clean_text(note[:MAX_NOTE_CHARS]) if isinstance(note, str) else ""
         return Answer(choice, note)
 
-    async def _request(self, method: str, params: Any) -> Any:
+    async def _request(self, method: str, params: Any, msg_id: str | None = None) -> Any:
         """A request to the client whose waiting can be cancelled: the client then gets
         `$/cancelRequest` (its dialog or card goes away) instead of a question left open.
 
         The request's own future is shielded: the client's late answer (RequestCancelled)
-        then completes a future nobody waits for, instead of one already cancelled."""
-        msg_id = str(uuid.uuid4())
+        then completes a future nobody waits for, instead of one already cancelled.
+        `msg_id` is the request's id, when its params must name it too."""
+        msg_id = msg_id or str(uuid.uuid4())
         protocol = self.server.protocol
         request = protocol.send_request_async(method, params, msg_id=msg_id)
         try:

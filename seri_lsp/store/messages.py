@@ -25,6 +25,21 @@ HEADINGS = {
 Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 # The tools whose `path` argument a session's path lists (and a recap's) show.
+# How attachments an editor sent with a prompt begin, after its own words (see
+# seri_lsp.context.attachments): a line of mentions, then blocks of attached text.
+MENTIONS_START = "\n\nAttached: @"
+BLOCK_START = "\n\n<context "
+
+
+def prompt_words(text: str) -> str:
+    """A stored prompt's own words: what comes before the attachments written into it."""
+    for marker in (MENTIONS_START, BLOCK_START):
+        end = text.find(marker)
+        if end > 0:
+            text = text[:end]
+    return text
+
+
 READ_TOOLS = frozenset({"read_file"})
 MODIFY_TOOLS = frozenset({"write_file", "edit"})
 

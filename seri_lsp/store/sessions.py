@@ -22,6 +22,7 @@ from seri_lsp.store.messages import (
     Message,
     Recap,
     ToolCall,
+    prompt_words,
     wire_message,
 )
 from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
@@ -675,8 +676,8 @@ def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def make_title(text: str) -> str:
-    """A one-line title from a prompt."""
-    line = " ".join(text.split())
+    """A one-line title from a prompt (its own words, not what was attached to it)."""
+    line = " ".join(prompt_words(text).split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
 
 

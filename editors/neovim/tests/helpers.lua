@@ -16,12 +16,23 @@ H.env = {
 vim.opt.rtp:prepend(H.env.plugin)
 vim.cmd("runtime plugin/seri.lua")
 
----Notifications shown with vim.notify, as {msg, level}.
+---What the plugin told the user, as {msg, level}: each notice whole (`seri: ...`, shown
+---in the chat, or on one line), and what else went to vim.notify. The command-line lines
+---of notices are in `H.shown`.
 H.notes = {}
+H.shown = {}
 local notify = vim.notify
 vim.notify = function(msg, level, opts)
-  table.insert(H.notes, { msg = msg, level = level or vim.log.levels.INFO })
+  local from = debug.getinfo(2, "S").source
+  local into = from:find("seri/notice.lua", 1, true) and H.shown or H.notes
+  table.insert(into, { msg = msg, level = level or vim.log.levels.INFO })
   return notify(msg, level, opts)
+end
+local notice = require("seri.notice")
+local say = notice.say
+notice.say = function(text, level)
+  table.insert(H.notes, { msg = "seri: " .. text, level = level or vim.log.levels.INFO })
+  return say(text, level)
 end
 
 ---The server command and settings the tests use (the scripted provider).

@@ -1,6 +1,6 @@
--- Write permissions answered through vim.ui.select (Neovim's own showMessageRequest
--- handler), edits of open and unopened files, :SeriCancel during a stalled reply, and a
--- subagent whose messages (another sessionId) stay out of the chat.
+-- Write permissions answered on their card in the chat, edits of open and unopened
+-- files, :SeriCancel during a stalled reply, and a subagent whose messages (another
+-- sessionId) stay out of the chat.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
 H.run(function()
@@ -8,17 +8,16 @@ H.run(function()
   local workspace = vim.uv.fs_realpath(H.env.workspace)
   vim.cmd.cd(workspace)
 
-  local asked = {}
-  local answers = {}
-  vim.ui.select = function(items, opts, on_choice)
-    table.insert(asked, { prompt = opts.prompt, titles = vim.tbl_map(opts.format_item, items) })
-    local answer = table.remove(answers, 1)
-    for _, item in ipairs(items) do
-      if item.title == answer then
-        return on_choice(item)
-      end
-    end
-    on_choice(nil)
+  vim.ui.select = function()
+    error("a question went to vim.ui.select instead of the chat")
+  end
+  local asked = 0
+  ---Wait for the card `text`, then press `key` in the chat.
+  local function answer(text, key)
+    H.wait_chat(text)
+    asked = asked + 1
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(require("seri.chat").state.buf))
+    vim.api.nvim_feedkeys(key, "x", false)
   end
 
   seri.setup(H.options({ permissions = { write = "ask" } }))
@@ -30,22 +29,21 @@ H.run(function()
     return vim.lsp.buf_is_attached(open_buf, project.client_id)
   end, "open.txt to be attached")
 
-  -- A new file: the server asks, the user picks "Allow" from vim.ui.select.
-  answers = { "Allow" }
+  -- A new file: the server asks, the user allows it on the card.
   vim.cmd("SeriPrompt write hello.txt")
+  H.wait_chat("a Allow · A Allow for this session · d Deny… · D Diff")
+  answer("seri wants to create hello.txt.", "a")
   H.eq("done", H.wait_turn(1).status, "the write task")
-  H.eq(1, #asked, "permission questions")
-  H.truthy(asked[1].prompt:find("create hello.txt", 1, true), "the question: " .. asked[1].prompt)
-  H.eq({ "Allow", "Allow for this session", "Deny" }, asked[1].titles, "the choices")
+  H.truthy(not H.chat_has("seri wants to create"), "the card went away once answered")
   H.eq({ "hi" }, vim.fn.readfile(workspace .. "/hello.txt"), "hello.txt on disk")
   H.wait_chat({ "-> write_file hello.txt", "Created hello.txt", "Wrote the file." })
 
   -- Edits: one file open in Neovim (its buffer changes), one not open (the disk changes
   -- and no stray modified buffer stays behind).
-  answers = { "Allow for this session" }
   vim.cmd("SeriPrompt edit both files")
+  answer("seri wants to edit open.txt.", "A")
   H.eq("done", H.wait_turn(2).status, "the edit task")
-  H.eq(2, #asked, "one question, then allowed for the session")
+  H.eq(2, asked, "one question, then allowed for the session")
   H.eq({ "open: after" }, vim.api.nvim_buf_get_lines(open_buf, 0, -1, false), "the open buffer")
   H.eq({ "open: before" }, vim.fn.readfile(workspace .. "/open.txt"), "open.txt on disk (unsaved)")
   H.eq({ "closed: after" }, vim.fn.readfile(workspace .. "/closed.txt"), "closed.txt on disk")
@@ -80,13 +78,14 @@ H.run(function()
   -- stops, and what was said is kept.
   vim.cmd("SeriPrompt long answer please")
   H.wait_chat("The first words arri")
-  H.truthy(seri.status():find("working"), "status while streaming: " .. seri.status())
+  H.truthy(seri.status():find(" · waiting for the model", 1, true),
+    "status while streaming: " .. seri.status())
   vim.cmd("SeriCancel")
   H.eq("cancelled", H.wait_turn(3).status, "the cancelled task")
   H.wait_chat("Task cancelled.")
   H.wait(function()
-    return not seri.status():find("working")
-  end, "the status to stop saying working")
+    return not seri.status():find(" · ", 1, true)
+  end, "the status to stop saying what the task waits for")
   local got
   seri.execute("seri.session.get", nil, function(_, result)
     got = result

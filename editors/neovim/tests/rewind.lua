@@ -131,7 +131,8 @@ H.run(function()
   H.wait_chat({ "rewound", "Edited app.", "Wrote notes." }) -- the conversation stays
   H.eq("change both to v2", chat.input_text(), "a files-only rewind brings back no prompt")
 
-  -- Again, the conversation too, overwriting app.txt this time.
+  -- Again, the conversation too, overwriting app.txt this time. The input still holds
+  -- the first rewound prompt, unsent: the prompt this rewind removes comes under it.
   before = #H.notes
   asked = {}
   pickers = {
@@ -145,8 +146,9 @@ H.run(function()
   end, "the forced rewind")
   H.eq(3, #asked, "the overwrite question was asked again")
   H.wait(function()
-    return chat.input_text() == "edit app again"
-  end, "the earliest removed prompt back in the input (" .. chat.input_text() .. ")")
+    return chat.input_text() == "change both to v2\n\nedit app again"
+  end, "the earliest removed prompt under the draft in the input (" .. chat.input_text() .. ")")
+  H.wait_chat("The prompt is back in the input, under your draft.")
   H.eq("app: v1", read("app.txt"), "app.txt, overwritten with its content before the prompt")
   H.wait(function()
     return not H.chat_has("Edited app.") and not H.chat_has("Wrote notes.")

@@ -59,7 +59,7 @@ H.run(function()
   -- :Seri opens the chat: seri://chat, filetype seri, a split on the right.
   -- Before any session, the status shows the model's window and nothing used.
   H.wait(function()
-    return seri.status() == "seri 0% (0/128k)"
+    return seri.status() == "seri 0% (0/128k) ▏compacts at 64k"
   end, "the status before the first prompt (" .. seri.status() .. ")")
   local status_before = seri.status()
   vim.cmd("Seri")
@@ -86,10 +86,10 @@ H.run(function()
     "-> read_file notes.txt",
     "The notes say hello.",
   })
-  H.truthy(
-    status_when_prompted and status_when_prompted:find("working"),
-    "status while the task ran: " .. tostring(status_when_prompted)
-  )
+  local running = status_when_prompted
+    and (status_when_prompted:find(" · working", 1, true)
+      or status_when_prompted:find(" · waiting for the model", 1, true))
+  H.truthy(running, "status while the task ran: " .. tostring(status_when_prompted))
 
   -- The tool result is folded under its head line.
   local head = H.truthy(H.chat_line("   <- hello from notes"), "the tool result line")
@@ -101,7 +101,7 @@ H.run(function()
 
   -- status() changes after the turn (the provider billed 5000 input tokens).
   H.wait(function()
-    return seri.status() == "seri 4% (5k/128k)"
+    return seri.status() == "seri 4% (5k/128k) ▏compacts at 64k"
   end, "status to show the billed 5000 tokens after the turn")
   H.truthy(seri.status() ~= status_before, "status changed")
 

@@ -9,7 +9,7 @@ H.run(function()
   seri.setup(H.options())
   H.wait_ready()
   H.wait(function()
-    return seri.status() == "seri 0% (0/128k)"
+    return seri.status() == "seri 0% (0/128k) ▏compacts at 64k"
   end, "the status before the first prompt")
 
   vim.cmd("SeriPrompt read notes.txt")

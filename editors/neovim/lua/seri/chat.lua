@@ -4,17 +4,28 @@
 -- The buffer holds the open session of one project: its history from `seri.session.get`
 -- (newest page first, earlier pages on request), then every `seri/message` as it arrives,
 -- with the reply in progress streamed from `seri/delta` at the end. The buffer is
--- [stored lines][streamed lines]; a stored message replaces the streamed lines.
+-- [stored lines][tail]; the tail is what is not stored: the streamed reply, what the task
+-- waits for, prompts queued behind it, and the questions it asks (cards). A stored
+-- message replaces the streamed lines.
+--
+-- The view follows: a window whose end is in view stays at the end as lines come.
 
 local client = require("seri.client")
+local code = require("seri.code")
 local config = require("seri.config")
 local render = require("seri.render")
+local view = require("seri.view")
 
 local M = {}
+
+local tail -- the blocks after the stored part (defined with the drawing functions)
 
 local ns = vim.api.nvim_create_namespace("seri_chat")
 -- Marks on tool-call lines, so a result arriving later goes right under its call.
 local calls_ns = vim.api.nvim_create_namespace("seri_chat_calls")
+-- The frames drawn around fenced code blocks.
+local frames_ns = vim.api.nvim_create_namespace("seri_chat_frames")
+
 
 M.CHAT_NAME = "seri://chat"
 M.INPUT_NAME = "seri://input"
@@ -36,8 +47,14 @@ M.INPUT_NAME = "seri://input"
 ---@field last_role string? role of the last stored block
 ---@field load_line integer? 0-based line of "load earlier messages"
 ---@field call_marks table<string, integer> extmark on each tool call's line, by call id
+---@field tail_items {first: integer, last: integer, question?: seri.Question, queued?: integer}[] 0-based lines of cards and queued prompts
+---@field highlighted boolean the buffer is highlighted by treesitter
+---@field notices {text: string, level: integer?, after: integer?, session: string?}[] the plugin's lines, by the message they follow
 local state = {
   call_marks = {},
+  notices = {},
+  tail_items = {},
+  highlighted = false,
   messages = {},
   seen = {},
   has_more = false,
@@ -94,20 +111,27 @@ local function write(first, last, blocks)
   if not valid(buf) then
     return
   end
-  local lines, marks, calls = {}, {}, {}
+  local lines, marks, calls, frames = {}, {}, {}, {}
   for _, b in ipairs(blocks) do
+    local at = first + #lines
     for _, mark in ipairs(b.marks) do
-      table.insert(marks, { line = first + #lines + mark.line, group = mark.group })
+      table.insert(marks, { line = at + mark.line, group = mark.group, end_col = mark.end_col })
     end
     for id, line in pairs(b.calls or {}) do
-      calls[id] = first + #lines + line
+      calls[id] = at + line
+    end
+    for _, frame in ipairs(b.frames or {}) do
+      table.insert(frames, {
+        frame = { first = at + frame.first, last = frame.last and at + frame.last, lang = frame.lang },
+        stop = at + #b.lines - 1,
+      })
     end
     vim.list_extend(lines, b.lines)
   end
   local count = vim.api.nvim_buf_line_count(buf)
   local following = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if vim.api.nvim_win_get_cursor(win)[1] >= count then
+    if view.at_end(win, count) then
       table.insert(following, win)
     end
   end
@@ -116,6 +140,7 @@ local function write(first, last, blocks)
     last = count
   end
   vim.api.nvim_buf_clear_namespace(buf, ns, first, last)
+  vim.api.nvim_buf_clear_namespace(buf, frames_ns, first, last)
   vim.api.nvim_buf_set_lines(buf, first, last, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
@@ -126,15 +151,68 @@ local function write(first, last, blocks)
     local text = vim.api.nvim_buf_get_lines(buf, mark.line, mark.line + 1, false)[1] or ""
     vim.api.nvim_buf_set_extmark(buf, ns, mark.line, 0, {
       end_row = mark.line,
-      end_col = #text,
+      end_col = math.min(mark.end_col or #text, #text),
       hl_group = mark.group,
-      priority = 150,
+      priority = mark.end_col and 160 or 150,
     })
   end
-  local new_count = vim.api.nvim_buf_line_count(buf)
-  for _, win in ipairs(following) do
-    vim.api.nvim_win_set_cursor(win, { new_count, 0 })
+  for _, item in ipairs(frames) do
+    code.draw_frame(buf, frames_ns, item.frame, item.stop, state.highlighted)
   end
+  for _, win in ipairs(following) do
+    view.to_end(win)
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    view.keep_in_view(win)
+  end
+end
+
+---@return seri.Project?
+local function shown_project()
+  return state.root and client.projects[state.root] or nil
+end
+
+---The blocks after the stored part, starting at 0-based line `at`: the streamed reply,
+---what the task waits for (while it runs), queued prompts and questions. Notes where
+---the cards and queued prompts are, for the keys that act on them.
+---@param at integer
+---@return seri.Block[]
+function tail(at)
+  local blocks = { render.stream(state.stream, state.last_role) }
+  local project = shown_project()
+  local items = {}
+  local function place(b, item)
+    item.first = at
+    for _, other in ipairs(blocks) do
+      item.first = item.first + #other.lines
+    end
+    item.last = item.first + #b.lines - 1
+    table.insert(blocks, b)
+    table.insert(items, item)
+  end
+  local questions = require("seri.approve").pending(state.root)
+  if project and #questions == 0 and client.working(project) then
+    local activity = require("seri.status").activity(project)
+    -- While the reply streams in, its text is the sign of life.
+    local streaming = state.stream ~= "" and project.activity and project.activity.state == "model"
+    if activity and not streaming then
+      local retry = project.activity
+      if retry and retry.state == "retrying" and retry.detail then
+        local delay = tonumber(retry.delay)
+        local when = delay and delay >= 1 and (" in %ds"):format(math.floor(delay + 0.5)) or ""
+        activity = ("%s%s: %s"):format(activity, when, retry.detail)
+      end
+      table.insert(blocks, render.activity(activity))
+    end
+  end
+  for i, item in ipairs(project and project.queue or {}) do
+    place(render.queued(item.text, config.options.keymaps.drop_queued or nil), { queued = i })
+  end
+  for _, q in ipairs(questions) do
+    place(render.card(q.params, require("seri.approve").card_keys(q)), { question = q })
+  end
+  state.tail_items = items
+  return blocks
 end
 
 -- render.header() is always this many lines.
@@ -161,6 +239,28 @@ local function redraw()
       results[msg.tool_call_id] = msg
     end
   end
+  -- The plugin's notices go after the message they followed; one whose message is not
+  -- shown (any more) goes at the end, and follows the last message from then on.
+  local shown_ids, unplaced = {}, {}
+  for _, msg in ipairs(state.messages) do
+    if msg.id ~= nil then
+      shown_ids[msg.id] = true
+    end
+  end
+  for _, n in ipairs(state.notices) do
+    if n.after == nil or not shown_ids[n.after] then
+      table.insert(unplaced, n)
+    end
+  end
+  local function add_notices(after)
+    for _, n in ipairs(state.notices) do
+      if after ~= nil and n.after == after then
+        local b = render.notice(n.text, n.level)
+        table.insert(blocks, b)
+        count = count + #b.lines
+      end
+    end
+  end
   local prev = nil
   for _, msg in ipairs(state.messages) do
     if not (msg.role == "tool" and placed[msg.tool_call_id]) then
@@ -172,16 +272,24 @@ local function redraw()
       table.insert(blocks, b)
       count = count + #b.lines
     end
+    add_notices(msg.id)
+  end
+  local last = state.messages[#state.messages]
+  for _, n in ipairs(unplaced) do
+    n.after = last and last.id
+    local b = render.notice(n.text, n.level)
+    table.insert(blocks, b)
+    count = count + #b.lines
   end
   state.last_role = prev
   state.stored_end = count
-  table.insert(blocks, render.stream(state.stream, prev))
   state.call_marks = {}
   vim.api.nvim_buf_clear_namespace(state.buf, calls_ns, 0, -1)
+  vim.list_extend(blocks, tail(count))
   write(0, -1, blocks)
 end
 
----Show stored blocks after the stored part, then the streamed reply again.
+---Show stored blocks after the stored part, then the tail again.
 ---@param blocks seri.Block[]
 local function append(blocks)
   local count = 0
@@ -189,13 +297,14 @@ local function append(blocks)
     count = count + #b.lines
   end
   local all = vim.list_extend({}, blocks)
-  table.insert(all, render.stream(state.stream, state.last_role))
+  vim.list_extend(all, tail(state.stored_end + count))
   write(state.stored_end, -1, all)
   state.stored_end = state.stored_end + count
 end
 
-local function redraw_stream()
-  write(state.stored_end, -1, { render.stream(state.stream, state.last_role) })
+---Draw the tail again (the streamed reply, the activity, queued prompts, questions).
+local function redraw_tail()
+  write(state.stored_end, -1, tail(state.stored_end))
 end
 
 -- Applying what the server says ------------------------------------------------------
@@ -242,20 +351,32 @@ local function on_delta(params)
     state.stream = "" -- a retry starts the reply again
   end
   state.stream = state.stream .. (type(params.text) == "string" and params.text or "")
-  redraw_stream()
+  redraw_tail()
 end
 
----A line of the plugin's own at the end of the stored part.
+---Lines of the plugin's own at the end of the stored part; they stay after the message
+---they follow when the chat is drawn again, until the session changes.
 ---@param text string
-function M.notice(text)
-  if valid(state.buf) then
-    append({ render.notice(text) })
+---@param level integer? vim.log.levels
+function M.notice(text, level)
+  local session = state.session
+  if not session then
+    local project = client.current()
+    session = project and project.session
+  end
+  local last = state.messages[#state.messages]
+  local item = { text = text, level = level, after = last and last.id, session = session and session.id }
+  table.insert(state.notices, item)
+  if valid(state.buf) and state.loaded then
+    append({ render.notice(text, level) })
   end
 end
 
----Fetch the newest page of the open session and draw it.
+---Fetch the newest page of the open session and draw it; `recap` puts the recap in view
+---(after a compaction the user asked for).
 ---@param project seri.Project
-function M.reload(project)
+---@param opts {recap?: boolean}?
+function M.reload(project, opts)
   local token = {}
   state.load_token = token
   state.backlog = {}
@@ -280,6 +401,9 @@ function M.reload(project)
     state.has_more = result.hasMore == true
     state.loaded = true
     redraw()
+    if opts and opts.recap then
+      view.show_line(state.buf, "## Recap")
+    end
     local backlog = state.backlog
     state.backlog = {}
     for _, params in ipairs(backlog) do
@@ -304,7 +428,7 @@ function M.load_earlier()
   client.execute(project, "seri.session.get", args, function(err, result)
     if err or type(result) ~= "table" then
       local why = err and err.message or "no answer"
-      vim.notify("seri: could not load earlier messages: " .. why, vim.log.levels.ERROR)
+      require("seri.notice").say("could not load earlier messages: " .. why, vim.log.levels.ERROR)
       return
     end
     if not state.session or state.session.id ~= session_id then
@@ -343,15 +467,43 @@ local function show_session(project, session, reason)
   state.reason = reason
   state.stream = ""
   state.messages, state.seen = {}, {}
+  -- Notices of this session stay (said while the chat was closed); others go.
+  state.notices = vim.tbl_filter(function(n)
+    return n.session == (session and session.id)
+  end, state.notices)
   state.has_more = false
   redraw()
   M.reload(project)
+end
+
+---Say how a task ended, when not as asked: cancelled, out of turns (and how to go on),
+---failed (why, and how to retry). In the chat, and on one line when it is closed.
+---@param params {status: string, turns?: integer, error?: string}
+local function task_ended(params)
+  local say = require("seri.notice").say
+  local error = type(params.error) == "string" and vim.trim(params.error) or ""
+  if params.status == "cancelled" then
+    say("Task cancelled.")
+  elseif params.status == "max_turns" then
+    local text = ("Stopped at the turn budget (%s turns)."):format(params.turns or "?")
+    say(error ~= "" and (text .. "\n" .. error) or text, vim.log.levels.WARN)
+  elseif params.status == "failed" then
+    local text = "Task failed: " .. (error ~= "" and error or "no reason was given.")
+    local key = config.options.keymaps.retry
+    local how = key and (key .. " or :SeriRetry") or ":SeriRetry"
+    say(text .. "\n" .. how .. " sends the prompt again.", vim.log.levels.ERROR)
+  end
 end
 
 ---@param event seri.Event
 ---@param project seri.Project
 ---@param params table?
 local function on_event(event, project, params)
+  if event == "turn_ended" and params and project.session then
+    if params.sessionId == project.session.id then
+      task_ended(params) -- said even while the chat is closed
+    end
+  end
   if not valid(state.buf) or project.root ~= state.root then
     return
   end
@@ -362,6 +514,9 @@ local function on_event(event, project, params)
     if fresh and shown and fresh.id == shown.id and fresh.title ~= shown.title then
       state.session = fresh
       write(0, HEADER_LINES, { render.header(fresh, state.reason) })
+    end
+    if state.loaded then
+      redraw_tail() -- what the task waits for, the queue
     end
     return
   end
@@ -378,23 +533,15 @@ local function on_event(event, project, params)
     on_delta(params)
   elseif event == "compacted" then
     if state.session and params.sessionId == state.session.id then
-      M.reload(project)
+      M.reload(project, { recap = params.trigger == "manual" })
     end
   elseif event == "turn_ended" then
     if state.session and params.sessionId == state.session.id then
       state.stream = ""
-      redraw_stream()
-      local notices = {
-        cancelled = "Task cancelled.",
-        max_turns = ("Stopped at the turn budget (%s turns)."):format(params.turns or "?"),
-        failed = "Task failed (see :messages).",
-      }
-      if notices[params.status] then
-        M.notice(notices[params.status])
-      end
+      redraw_tail()
     end
   elseif event == "exit" then
-    M.notice("The seri server stopped; :Seri starts it again.")
+    M.notice("The seri server stopped; :Seri starts it again.", vim.log.levels.WARN)
     state.root = nil
     state.loaded = false
   end
@@ -427,22 +574,125 @@ local function map(buf, modes, lhs, fn, desc)
   end
 end
 
+---The card under the cursor in the chat, else the oldest question of the chat's project.
+---@return seri.Question?
+local function question_here()
+  local win = window_of(state.buf)
+  local row = win and vim.api.nvim_win_get_cursor(win)[1] - 1
+  for _, item in ipairs(state.tail_items) do
+    if item.question and row and row >= item.first and row <= item.last then
+      return item.question
+    end
+  end
+  return require("seri.approve").pending(state.root)[1]
+end
+
+---An answer key in the chat: answer the question under the cursor (or the oldest);
+---`a` and `A` go to the prompt when nothing is asked.
+---@param name string
+---@return fun()
+local function answer_key(name)
+  return function()
+    local q = question_here()
+    if q and require("seri.approve").answer_by_name(q, name) then
+      return
+    end
+    if name ~= "deny" and not q then
+      M.focus_input(true)
+    end
+  end
+end
+
+---Yank the code block under the cursor into the register the key was given (`"+gy`).
+local function yank_code()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines, lang = code.block_at(M.lines(), row)
+  if not lines then
+    require("seri.notice").say("No code block under the cursor.")
+    return
+  end
+  vim.fn.setreg(vim.v.register, lines, "l")
+  local what = (lang and lang ~= "") and (lang .. " ") or ""
+  vim.api.nvim_echo({ { ("seri: yanked %d lines of %scode"):format(#lines, what) } }, false, {})
+end
+
+---Go to the next (`1`) or previous (`-1`) heading: a prompt, a reply, a recap.
+---@param direction integer
+local function jump_turn(direction)
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines = M.lines()
+  local i = row + direction
+  while i >= 1 and i <= #lines do
+    if vim.startswith(lines[i], "## ") then
+      vim.api.nvim_win_set_cursor(0, { i, 0 })
+      return
+    end
+    i = i + direction
+  end
+end
+
+---Take the queued prompt under the cursor (or the last one) back into the input.
+local function drop_queued()
+  local project = shown_project()
+  if not project or #project.queue == 0 then
+    return
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local index = #project.queue
+  for _, item in ipairs(state.tail_items) do
+    if item.queued and row >= item.first and row <= item.last then
+      index = item.queued
+    end
+  end
+  local item = table.remove(project.queue, index)
+  M.add_to_input(item.text)
+  client.emit_status(project)
+end
+
+---Start completion in the input as `@`, `#` or a leading `/` is typed, unless a
+---completion plugin does that.
+local function complete_on_trigger()
+  local char = vim.v.char
+  if char ~= "@" and char ~= "#" and char ~= "/" then
+    return
+  end
+  local attach = require("seri.attach")
+  if attach.engine_present() then
+    return
+  end
+  local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+  local before = vim.api.nvim_get_current_line():sub(1, col)
+  local starts = before == "" or before:match("[%s(]$")
+  if char == "/" then
+    starts = row == 1 and vim.trim(before) == ""
+  end
+  if starts then
+    vim.schedule(function()
+      if vim.fn.mode() == "i" and vim.fn.pumvisible() == 0 then
+        vim.api.nvim_feedkeys(vim.keycode("<C-x><C-o>"), "n", false)
+      end
+    end)
+  end
+end
+
 local function ensure_buffers()
   local keys = config.options.keymaps
   if not valid(state.buf) then
     state.buf = scratch(M.CHAT_NAME)
     vim.bo[state.buf].modifiable = false
     vim.bo[state.buf].filetype = "seri"
-    if not pcall(vim.treesitter.start, state.buf, "markdown") then
+    state.highlighted = pcall(vim.treesitter.start, state.buf, "markdown")
+    if not state.highlighted then
       vim.bo[state.buf].syntax = "markdown"
     end
     state.loaded = false
     state.root = nil
-    map(state.buf, "n", keys.close, M.close, "Close the seri chat")
-    map(state.buf, { "n", "i" }, keys.cancel, function()
+    local buf = state.buf
+    map(buf, "n", keys.close, M.close, "Close the seri chat")
+    map(buf, { "n", "i" }, keys.cancel, function()
       require("seri").cancel()
     end, "Cancel the seri task")
-    map(state.buf, "n", keys.load_earlier, function()
+    map(buf, "n", keys.load_earlier, function()
       local line = vim.api.nvim_win_get_cursor(0)[1] - 1
       if state.load_line and line == state.load_line then
         M.load_earlier()
@@ -450,21 +700,54 @@ local function ensure_buffers()
         M.focus_input()
       end
     end, "Load earlier messages, or go to the prompt")
-    map(state.buf, "n", "i", function()
+    map(buf, "n", "i", function()
       M.focus_input(true)
     end, "Type a prompt")
+    map(buf, "n", keys.allow, answer_key("allow"), "seri: allow what is asked")
+    map(buf, "n", keys.allow_session, answer_key("allow_session"), "seri: allow for the session")
+    map(buf, "n", keys.deny, answer_key("deny"), "seri: deny what is asked")
+    map(buf, "n", keys.diff, function()
+      local q = question_here()
+      if q then
+        require("seri.approve").show_diff(q)
+      end
+    end, "seri: show the change asked for in a diff")
+    map(buf, "n", keys.retry, function()
+      require("seri").retry()
+    end, "seri: send the last prompt again")
+    map(buf, "n", keys.yank_code, yank_code, "seri: yank the code block under the cursor")
+    map(buf, "n", keys.next_turn, function()
+      jump_turn(1)
+    end, "seri: next prompt or reply")
+    map(buf, "n", keys.prev_turn, function()
+      jump_turn(-1)
+    end, "seri: previous prompt or reply")
+    map(buf, "n", keys.drop_queued, drop_queued, "seri: take a queued prompt back")
+    map(buf, "n", keys.help, require("seri.help").open, "seri: the chat's keys")
     redraw()
   end
   if not valid(state.input) then
     state.input = scratch(M.INPUT_NAME)
-    vim.bo[state.input].filetype = "seri_input"
-    vim.bo[state.input].syntax = "markdown"
-    map(state.input, "n", keys.send, M.send, "Send the prompt to seri")
-    map(state.input, "i", keys.send_insert, M.send, "Send the prompt to seri")
-    map(state.input, { "n", "i" }, keys.cancel, function()
+    local input = state.input
+    vim.bo[input].filetype = "seri_input"
+    vim.bo[input].syntax = "markdown"
+    vim.bo[input].omnifunc = "v:lua.require'seri.attach'.omnifunc"
+    -- Offer without inserting the first match (a buffer-local option from Neovim 0.11).
+    pcall(function()
+      vim.bo[input].completeopt = "menu,menuone,noselect"
+    end)
+    map(input, "n", keys.send, M.send, "Send the prompt to seri")
+    map(input, "i", keys.send_insert, M.send, "Send the prompt to seri")
+    map(input, { "n", "i" }, keys.cancel, function()
       require("seri").cancel()
     end, "Cancel the seri task")
-    map(state.input, "n", keys.close, M.close, "Close the seri chat")
+    map(input, "n", keys.close, M.close, "Close the seri chat")
+    vim.api.nvim_create_autocmd("InsertCharPre", {
+      buffer = input,
+      desc = "seri: complete files, #buffer, #selection and slash commands",
+      callback = complete_on_trigger,
+    })
+    require("seri.attach").register_sources()
   end
 end
 
@@ -488,24 +771,68 @@ local function set_options(win, options)
   end
 end
 
-local function winbar_keys()
-  local keys = config.options.keymaps
-  local hints = {}
-  if keys.send then
-    table.insert(hints, keys.send .. " send")
+---`left`, then as many of `hints` as fit in the window whose bar is drawn, on the right.
+---@param left string
+---@param hints string[] by importance
+---@return string a 'winbar' value
+local function bar(left, hints)
+  local width = vim.api.nvim_win_get_width(tonumber(vim.g.statusline_winid) or 0)
+  local room = width - vim.fn.strdisplaywidth(left) - 3
+  local shown = {}
+  for _, hint in ipairs(hints) do
+    local extra = vim.fn.strdisplaywidth(hint) + (#shown > 0 and 3 or 0)
+    if extra > room then
+      break
+    end
+    room = room - extra
+    table.insert(shown, hint)
   end
-  if keys.cancel then
-    table.insert(hints, keys.cancel .. " cancel")
-  end
-  return table.concat(hints, " · ")
+  local right = table.concat(shown, " · ")
+  return (" %s%%=%s "):format(left:gsub("%%", "%%%%"), right:gsub("%%", "%%%%"))
 end
 
----The chat window's bar: the status (context use, working).
+---@param pairs {[1]: string|false, [2]: string}[] keys (false: turned off) and what they do
+---@return string[]
+local function key_hints(pairs)
+  local hints = {}
+  for _, pair in ipairs(pairs) do
+    if pair[1] then
+      table.insert(hints, pair[1] .. " " .. pair[2])
+    end
+  end
+  return hints
+end
+
+---The input window's bar: the keys that send and cancel, and what completes.
+---@return string
+function M.input_winbar()
+  local keys = config.options.keymaps
+  local hints = key_hints({ { keys.send, "send" }, { keys.cancel, "cancel" } })
+  vim.list_extend(hints, { "@ file", "# buffer", "/ command" })
+  return bar("prompt", hints)
+end
+
+---The chat window's bar: the status (context use, what the task waits for), and on the
+---right the keys that matter now (a question's, else the chat's main keys), as many as
+---fit.
 ---@return string
 function M.winbar()
-  local project = state.root and client.projects[state.root]
+  local project = shown_project()
   local text = project and require("seri.status").text(project) or "seri"
-  return " " .. text:gsub("%%", "%%%%")
+  local keys = config.options.keymaps
+  local q = require("seri.approve").pending(state.root)[1]
+  local hints
+  if q then
+    hints = vim.tbl_map(function(k)
+      return k.key .. " " .. k.label:lower():gsub("…$", "")
+    end, require("seri.approve").card_keys(q))
+  else
+    hints = key_hints({ { keys.help, "help" }, { keys.yank_code, "yank code" } })
+    if keys.prev_turn and keys.next_turn then
+      table.insert(hints, keys.prev_turn .. " " .. keys.next_turn .. " turns")
+    end
+  end
+  return bar(text, hints)
 end
 
 ---Close windows of the current tab page that show the input without the chat above it
@@ -587,7 +914,7 @@ local function open_input_window(chat_win)
     foldcolumn = "0",
     winfixheight = true,
     fillchars = "eob: ",
-    winbar = " prompt · " .. winbar_keys(),
+    winbar = "%{%v:lua.require'seri.chat'.input_winbar()%}",
   })
 end
 
@@ -657,8 +984,8 @@ function M.focus_input(insert)
   end
 end
 
----Replace what the input holds with `text` (a rewound prompt, to edit and send again),
----with the cursor at its end when the input is shown.
+---Replace what the input holds with `text`, with the cursor at its end when the input
+---is shown.
 ---@param text string
 function M.set_input(text)
   ensure_buffers()
@@ -667,6 +994,35 @@ function M.set_input(text)
   local win = window_of(state.input)
   if win then
     vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
+  end
+end
+
+---Add `text` to what the input holds: on its last line when that line is the start of
+---a prompt being written (an attachment's mention), else after a blank line (a prompt
+---given back: the draft stays above it).
+---@param text string
+---@param opts {inline?: boolean}?
+function M.add_to_input(text, opts)
+  ensure_buffers()
+  local draft = M.input_text()
+  if vim.trim(draft) == "" then
+    M.set_input(text)
+  elseif opts and opts.inline then
+    local sep = draft:match("%s$") and "" or " "
+    M.set_input(draft .. sep .. text)
+  else
+    M.set_input(draft:gsub("%s+$", "") .. "\n\n" .. text)
+  end
+end
+
+---Put a prompt given back (by a rewind) into the input: it replaces nothing the user
+---was writing; a draft stays above it, and the chat says so.
+---@param text string
+function M.offer_input(text)
+  local had_draft = vim.trim(M.input_text()) ~= ""
+  M.add_to_input(text)
+  if had_draft then
+    M.notice("The prompt is back in the input, under your draft.")
   end
 end
 
@@ -679,7 +1035,8 @@ function M.input_text()
   return table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false), "\n")
 end
 
----Send what the input holds; it comes back if the server refuses it.
+---Send what the input holds; it comes back if the server refuses it. While a task runs
+---the prompt is queued (shown in the chat, sent when the task ends).
 function M.send()
   if not valid(state.input) then
     return
@@ -691,14 +1048,52 @@ function M.send()
   end
   vim.api.nvim_buf_set_lines(state.input, 0, -1, false, {})
   vim.cmd("stopinsert")
-  require("seri").prompt(text, function()
-    if not valid(state.input) then
-      return
+  require("seri").prompt(text, {
+    on_error = function()
+      if not valid(state.input) then
+        return
+      end
+      if table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false)) == "" then
+        vim.api.nvim_buf_set_lines(state.input, 0, -1, false, lines)
+      end
+    end,
+  })
+end
+
+---Move every window of the chat to its end (a prompt was sent: its reply comes there).
+function M.follow()
+  if valid(state.buf) then
+    for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
+      view.to_end(win)
     end
-    if table.concat(vim.api.nvim_buf_get_lines(state.input, 0, -1, false)) == "" then
-      vim.api.nvim_buf_set_lines(state.input, 0, -1, false, lines)
+  end
+end
+
+---The questions of a project changed: draw its cards again; a question that arrives
+---while the chat is closed opens it (the cursor stays where it is).
+---@param root string
+function M.on_questions(root)
+  local project = client.projects[root]
+  if project and #require("seri.approve").pending(root) > 0 and not M.is_open() then
+    M.open(project, { focus = false })
+  end
+  if valid(state.buf) and state.root == root and state.loaded then
+    redraw_tail()
+  end
+  pcall(vim.cmd, "redrawstatus!")
+end
+
+---The text of the newest prompt the chat shows (for a retry when the conversation
+---cannot be rewound).
+---@return string?
+function M.last_prompt()
+  for i = #state.messages, 1, -1 do
+    local msg = state.messages[i]
+    if msg.role == "user" and msg.kind == nil then
+      return msg.content
     end
-  end)
+  end
+  return nil
 end
 
 ---The chat's text (for tests and for users' own tools).
@@ -710,12 +1105,16 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(state.buf, 0, -1, false)
 end
 
----'foldexpr' of the chat: tool results and thinking fold under their head line.
+---'foldexpr' of the chat: tool results, thinking and attachments fold under their head.
 ---@param lnum integer
 ---@return string
 function M.foldexpr(lnum)
   local line = vim.fn.getline(lnum)
-  if vim.startswith(line, render.RESULT) or vim.startswith(line, render.THINKING) then
+  if
+    vim.startswith(line, render.RESULT)
+    or vim.startswith(line, render.THINKING)
+    or vim.startswith(line, render.CONTEXT)
+  then
     return ">1"
   elseif vim.startswith(line, render.BODY) then
     return "1"

@@ -22,6 +22,15 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@class seri.Usage
 ---@field estimateTokens integer
 ---@field contextWindow integer
+---@field compactAt integer? the estimate at which automatic compaction starts
+
+---@class seri.Activity what a running task waits for (`seri/status`)
+---@field sessionId string
+---@field state "model"|"retrying"|"tool"|"approval"|"compacting"|"checks"
+---@field detail string?
+---@field attempt integer?
+---@field maxAttempts integer?
+---@field delay number?
 
 ---@class seri.ToolCall
 ---@field id string
@@ -56,6 +65,10 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field busy integer task requests (prompts, compactions) in flight
 ---@field progress table<string|integer, boolean> `$/progress` tokens running
 ---@field sessions seri.Session[]? the project's sessions, as last listed
+---@field activity seri.Activity? what the running task of the open session waits for
+---@field last_error string? why the last task failed (shown in the chat already)
+---@field queue {text: string, context: table[]}[] prompts sent while a task ran
+---@field ended boolean? the last task said it ended (`seri/turnEnded`) before its answer came
 
 ---@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"
 ---@alias seri.Listener fun(event: seri.Event, project: seri.Project, params: table?)
@@ -101,6 +114,12 @@ local function emit(event, project, params)
       vim.notify(("seri: %s handler failed: %s"):format(event, err), vim.log.levels.ERROR)
     end
   end
+end
+
+---Tell the listeners the project's status changed (working, usage, questions, queue).
+---@param project seri.Project
+function M.emit_status(project)
+  emit("status", project)
 end
 
 ---@param pattern string
@@ -226,6 +245,7 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
   project.session = type(params.session) == "table" and params.session or nil
   project.reason = params.reason
   project.usage = nil
+  project.activity = nil
   emit("session", project, params)
   user_event("SeriSessionChanged", params)
   M.refresh_usage(project)
@@ -290,7 +310,98 @@ handlers["seri/delta"] = function(_, params, ctx)
 end
 
 handlers["seri/compacted"] = forward("compacted", "SeriCompacted", true)
-handlers["seri/turnEnded"] = forward("turn_ended", "SeriTurnEnded", true)
+
+local forward_turn_ended = forward("turn_ended", "SeriTurnEnded", true)
+
+handlers["seri/turnEnded"] = function(err, params, ctx)
+  local project = project_of(ctx)
+  if project and type(params) == "table" then
+    local open = project.session and project.session.id
+    if params.sessionId == open then
+      project.activity = nil
+      project.last_error = type(params.error) == "string" and params.error or nil
+      -- Nothing of the task runs any more, even before its request is answered.
+      project.ended = true
+      project.progress = {}
+    end
+    -- Nothing of the task waits any more: a question left open is gone.
+    for _, q in ipairs(require("seri.approve").pending(project.root)) do
+      if q.params.sessionId == params.sessionId then
+        require("seri.approve").withdraw(project, q.id)
+      end
+    end
+  end
+  forward_turn_ended(err, params, ctx)
+end
+
+-- What the open session's task waits for; a subagent's own (its sessionId) is left out:
+-- its parent says `tool` meanwhile.
+handlers["seri/status"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if project and type(params) == "table" and project.session then
+    if params.sessionId == project.session.id then
+      project.activity = params
+      emit("status", project)
+      if params.state == "retrying" then
+        -- Once the delay is over, the model is asked again (no status says so).
+        local delay = math.max(0, tonumber(params.delay) or 0)
+        vim.defer_fn(function()
+          if project.activity == params then
+            local attempt = (tonumber(params.attempt) or 1) + 1
+            project.activity = {
+              sessionId = params.sessionId,
+              state = "model",
+              attempt = attempt,
+              maxAttempts = params.maxAttempts,
+            }
+            emit("status", project)
+          end
+        end, math.floor(delay * 1000))
+      end
+    end
+  end
+end
+
+-- A question the task waits on, shown as a card in the chat (`seri.approve`).
+handlers["seri/approve"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if not project then
+    return vim.NIL
+  end
+  return require("seri.approve").ask(project, params)
+end
+
+-- The server took a question back (its task was cancelled).
+handlers["$/cancelRequest"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if project and type(params) == "table" then
+    require("seri.approve").withdraw(project, params.id)
+  end
+end
+
+local LEVELS = {
+  [1] = vim.log.levels.ERROR,
+  [2] = vim.log.levels.WARN,
+  [3] = vim.log.levels.INFO,
+  [4] = vim.log.levels.DEBUG,
+}
+
+-- The server's messages go where the user looks (the chat, or one line), not to a
+-- hit-enter prompt; a failed task's reason, already in the chat, is not said twice.
+handlers["window/showMessage"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if type(params) ~= "table" or type(params.message) ~= "string" then
+    return vim.NIL
+  end
+  if project and project.last_error and params.message == project.last_error then
+    return vim.NIL
+  end
+  local level = LEVELS[params.type] or vim.log.levels.INFO
+  if level ~= vim.log.levels.DEBUG then
+    require("seri.notice").say(params.message, level)
+  end
+  return vim.NIL
+end
 
 -- `$/progress` goes through Neovim's own handler (LspProgress, vim.lsp.status(), fidget),
 -- and also marks the project as working while a progress is open.
@@ -461,6 +572,7 @@ local function on_exit(project, code, signal)
   end
   project.ready = false
   flush(project)
+  require("seri.approve").withdraw_all(root)
   emit("exit", project, { code = code, signal = signal })
   if code ~= 0 then
     vim.notify(
@@ -492,10 +604,15 @@ function M.start(root)
     return nil
   end
   ---@type seri.Project
-  local project = { root = root, ready = false, pending = {}, busy = 0, progress = {} }
+  local project = { root = root, ready = false, pending = {}, busy = 0, progress = {}, queue = {} }
+  -- Questions come as `seri/approve` and show in the chat, not as a picker.
+  local capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(), {
+    experimental = { seri = { approvals = true } },
+  })
   local lsp_config = {
     name = "seri",
     cmd = opts.cmd,
+    capabilities = capabilities,
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
@@ -599,6 +716,7 @@ end
 ---@param callback fun(err: lsp.ResponseError?, result: any)?
 function M.execute_task(project, name, args, callback)
   project.busy = project.busy + 1
+  project.ended = false
   emit("status", project)
   M.execute(project, name, args, function(err, result)
     project.busy = math.max(0, project.busy - 1)
@@ -629,7 +747,7 @@ end
 ---@param project seri.Project
 ---@return boolean
 function M.working(project)
-  return project.busy > 0 or next(project.progress) ~= nil
+  return (project.busy > 0 and not project.ended) or next(project.progress) ~= nil
 end
 
 ---Stop every seri client.

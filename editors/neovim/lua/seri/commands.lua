@@ -47,6 +47,29 @@ M.list = {
     },
   },
   {
+    name = "SeriSend",
+    run = function(args)
+      local first, last = args.line1, args.line2
+      if args.range == 0 then
+        first = vim.api.nvim_win_get_cursor(0)[1]
+        last = first
+      end
+      require("seri.attach").send_selection(first, last, args.args)
+    end,
+    opts = {
+      nargs = "*",
+      range = true,
+      desc = "Send lines to seri: with a prompt at once, else into the chat's input",
+    },
+  },
+  {
+    name = "SeriRetry",
+    run = function()
+      require("seri").retry()
+    end,
+    opts = { nargs = 0, desc = "Send the last seri prompt again" },
+  },
+  {
     name = "SeriCompact",
     run = function(args)
       require("seri").compact(args.args)

@@ -14,6 +14,16 @@
 ---@field cancel string|false key (normal and insert mode, chat and input) that cancels the task
 ---@field close string|false normal-mode key that closes the chat
 ---@field load_earlier string|false chat key that loads earlier messages (on their line)
+---@field allow string|false chat and diff key: allow what seri asks (write, memory)
+---@field allow_session string|false chat and diff key: allow it for the rest of the session
+---@field deny string|false chat and diff key: deny it (a write asks for a note for the model)
+---@field diff string|false chat key: show the change seri asks to make, in a diff
+---@field retry string|false chat key: send the last prompt again (`:SeriRetry`)
+---@field yank_code string|false chat key: yank the code block under the cursor
+---@field next_turn string|false chat key: the next heading (prompt, reply, recap)
+---@field prev_turn string|false chat key: the previous heading
+---@field drop_queued string|false chat key: take a queued prompt back into the input
+---@field help string|false chat key: a float listing the chat's keys
 
 ---@class seri.Options
 ---@field cmd string[] the server command (stdio)
@@ -47,6 +57,16 @@ M.defaults = {
     cancel = "<C-c>",
     close = "q",
     load_earlier = "<CR>",
+    allow = "a",
+    allow_session = "A",
+    deny = "d",
+    diff = "D",
+    retry = "gr",
+    yank_code = "gy",
+    next_turn = "]]",
+    prev_turn = "[[",
+    drop_queued = "x",
+    help = "?",
   },
 }
 

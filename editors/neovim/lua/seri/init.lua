@@ -10,6 +10,7 @@
 local chat = require("seri.chat")
 local client = require("seri.client")
 local config = require("seri.config")
+local notice = require("seri.notice")
 local status = require("seri.status")
 
 local M = {}
@@ -27,14 +28,27 @@ local HIGHLIGHTS = {
   SeriRecap = "String",
   SeriCheck = "DiagnosticWarn",
   SeriNotice = "Comment",
+  SeriWarning = "DiagnosticWarn",
+  SeriError = "DiagnosticError",
   SeriLoadEarlier = "Underlined",
+  SeriActivity = "DiagnosticInfo",
+  SeriQueued = "Comment",
+  SeriAttached = "Special",
+  SeriCodeFrame = "FloatBorder",
+  SeriCard = "DiagnosticWarn",
+  SeriCardTitle = "Bold",
+  SeriCardKeys = "Special",
+  SeriDiffAdd = "DiffAdd",
+  SeriDiffDelete = "DiffDelete",
 }
 
+---Say what went wrong, where the user looks; true when there was an error.
 ---@param err lsp.ResponseError?
 ---@param what string
+---@return boolean
 local function report(err, what)
   if err then
-    vim.notify(("seri: %s: %s"):format(what, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    notice.say(("%s: %s"):format(what, err.message or vim.inspect(err)), vim.log.levels.ERROR)
   end
   return err ~= nil
 end
@@ -56,6 +70,7 @@ function M.setup(opts)
   pcall(vim.treesitter.language.register, "markdown", "seri")
   chat.setup()
   status.setup()
+  require("seri.queue").setup()
 
   local group = vim.api.nvim_create_augroup("seri", { clear = true })
   vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile", "BufFilePost" }, {
@@ -65,6 +80,14 @@ function M.setup(opts)
       client.attach(args.buf)
     end,
   })
+  vim.api.nvim_create_autocmd("BufEnter", {
+    group = group,
+    desc = "Remember the file #buffer and #selection stand for",
+    callback = function(args)
+      require("seri.attach").track(args.buf)
+    end,
+  })
+  require("seri.attach").track(vim.api.nvim_get_current_buf())
   if options.autostart then
     if vim.v.vim_did_enter == 1 then
       M.start()
@@ -151,13 +174,20 @@ local function rewound(current, text, result)
 end
 
 ---Send a prompt (slash commands pass through: `/compact tests`). Returns at once; the
----reply streams into the chat.
+---reply streams into the chat. `#buffer` and `#selection` become mentions of what they
+---stand for, and what the prompt mentions is attached (`seri.attach`). While a task
+---runs, the prompt is queued: shown in the chat and sent when the task ends.
 ---@param text string
----@param on_error fun(err: lsp.ResponseError)? called when the server refuses the prompt
-function M.prompt(text, on_error)
+---@param opts {context?: seri.ContextEntry[], on_error?: fun(err: lsp.ResponseError)}|fun(err: lsp.ResponseError)|nil
+---  `context`: entries attached besides the mentions; `on_error`: the server refused it
+function M.prompt(text, opts)
+  if type(opts) == "function" then
+    opts = { on_error = opts }
+  end
+  opts = opts or {}
   text = vim.trim(text or "")
   if text == "" then
-    vim.notify("seri: the prompt is empty", vim.log.levels.WARN)
+    notice.say("the prompt is empty", vim.log.levels.WARN)
     return
   end
   local current = project()
@@ -169,14 +199,66 @@ function M.prompt(text, on_error)
   elseif vim.api.nvim_buf_is_valid(chat.state.buf or -1) then
     chat.bind(current)
   end
-  client.execute_task(current, "seri.prompt", { text = text }, function(err, result)
+  local resolved, context, problems = require("seri.attach").resolve(text, current.root)
+  if #problems > 0 then
+    notice.say(table.concat(problems, "; "), vim.log.levels.WARN)
+    if opts.on_error then
+      opts.on_error({ code = -32602, message = problems[1] })
+    end
+    return
+  end
+  vim.list_extend(context, opts.context or {})
+  local item = { text = resolved, context = context, on_error = opts.on_error }
+  chat.follow()
+  if client.working(current) or #current.queue > 0 then
+    require("seri.queue").add(current, item)
+    return
+  end
+  M.send(current, item)
+end
+
+---Send a prompt now (`M.prompt` decides when).
+---@param current seri.Project
+---@param item seri.QueuedPrompt
+function M.send(current, item)
+  local args = { text = item.text }
+  if #item.context > 0 then
+    args.context = item.context
+  end
+  client.execute_task(current, "seri.prompt", args, function(err, result)
     if report(err, "the prompt was refused") then
-      if on_error then
-        on_error(err)
+      if item.on_error then
+        item.on_error(err)
       end
     elseif type(result) == "table" and result.command == "rewind" then
-      rewound(current, text, result)
+      rewound(current, item.text, result)
     end
+  end)
+end
+
+---Send the last prompt again (after a failure, or for another answer): the
+---conversation goes back to before it (files stay as they are), then it is sent as it
+---was, attachments included. Where the conversation cannot go back (across a
+---compaction), it is sent again after what is there.
+function M.retry()
+  local current = project()
+  if not current then
+    return
+  end
+  if client.working(current) then
+    notice.say("A task is running; :SeriCancel (or <C-c>) stops it first.", vim.log.levels.WARN)
+    return
+  end
+  local last = chat.last_prompt()
+  local args = { steps = 1, restore = "conversation" }
+  client.execute(current, "seri.rewind", args, function(err, result)
+    local text = not err and type(result) == "table" and result.prompt or last
+    if type(text) ~= "string" or vim.trim(text) == "" then
+      notice.say("There is no prompt to send again.", vim.log.levels.WARN)
+      return
+    end
+    chat.follow()
+    M.send(current, { text = text, context = {} })
   end)
 end
 
@@ -189,9 +271,11 @@ function M.compact(focus)
   end
   focus = vim.trim(focus or "")
   local args = focus ~= "" and { focus = focus } or nil
+  current.activity = { sessionId = "", state = "compacting" }
   client.execute_task(current, "seri.compact", args, function(err, result)
+    current.activity = nil
     if not report(err, "compaction failed") and type(result) == "table" and result.compacted then
-      vim.notify(("seri: compacted %d messages into a recap"):format(result.evicted or 0))
+      notice.say(("compacted %d messages into a recap"):format(result.evicted or 0))
     end
   end)
 end
@@ -252,7 +336,7 @@ function M.resume(id)
     local sessions = type(result) == "table" and result.sessions or {}
     current.sessions = sessions
     if #sessions == 0 then
-      vim.notify("seri: this project has no sessions yet")
+      notice.say("this project has no sessions yet")
       return
     end
     local open_id = current.session and current.session.id
@@ -275,8 +359,8 @@ end
 function M.max_turns(n)
   local value = tonumber(n)
   if not value or value < 1 or value % 1 ~= 0 then
-    local message = "seri: the turn budget must be a positive whole number, got %q"
-    vim.notify(message:format(tostring(n)), vim.log.levels.ERROR)
+    local message = "the turn budget must be a positive whole number, got %q"
+    notice.say(message:format(tostring(n)), vim.log.levels.ERROR)
     return
   end
   local current = project()
@@ -284,7 +368,7 @@ function M.max_turns(n)
     client.execute(current, "seri.maxTurns", { n = value }, function(err, result)
       if not report(err, "could not set the turn budget") then
         local budget = result and result.maxTurns or value
-        vim.notify(("seri: turn budget %d for this session"):format(budget))
+        notice.say(("turn budget %d for this session"):format(budget))
       end
     end)
   end
@@ -294,7 +378,7 @@ end
 function M.cancel()
   local current = client.current()
   if not current then
-    vim.notify("seri: nothing is running")
+    notice.say("nothing is running")
     return
   end
   client.execute(current, "seri.cancel", nil, function(err, result)
@@ -302,7 +386,7 @@ function M.cancel()
       return
     end
     if type(result) == "table" and result.cancelled == false then
-      vim.notify("seri: nothing is running")
+      notice.say("nothing is running")
     end
   end)
 end
@@ -320,7 +404,7 @@ function M.rewind(args)
   end
   local request, problem = rewind.parse(words)
   if not request then
-    vim.notify("seri: :SeriRewind: " .. problem, vim.log.levels.ERROR)
+    notice.say(":SeriRewind: " .. problem, vim.log.levels.ERROR)
     return
   end
   local current = project()
@@ -330,8 +414,7 @@ function M.rewind(args)
   if request.steps then
     rewind.run(current, request)
   elseif request.restore or request.force then
-    local message = "seri: :SeriRewind: give the number of prompts with those words"
-    vim.notify(message, vim.log.levels.ERROR)
+    notice.say(":SeriRewind: give the number of prompts with those words", vim.log.levels.ERROR)
   else
     rewind.pick(current)
   end
@@ -361,8 +444,7 @@ function M.trajectory(value)
   elseif value == false or value == "off" then
     enabled = false
   elseif value ~= nil and vim.trim(value) ~= "" then
-    local message = ("seri: :SeriTrajectory takes on or off, got %q"):format(value)
-    vim.notify(message, vim.log.levels.ERROR)
+    notice.say((":SeriTrajectory takes on or off, got %q"):format(value), vim.log.levels.ERROR)
     return
   end
   local current = project()
@@ -379,9 +461,9 @@ function M.trajectory(value)
       local source = TRAJECTORY_SOURCES[result.source] or tostring(result.source)
       message = ("Trajectory recording is %s (%s)."):format(result.enabled and "on" or "off", source)
     end
-    vim.notify("seri: " .. message)
+    notice.say(message)
     if type(result.warning) == "string" and result.warning ~= "" then
-      vim.notify("seri: " .. result.warning, vim.log.levels.WARN)
+      notice.say(result.warning, vim.log.levels.WARN)
     end
   end)
 end
@@ -407,8 +489,8 @@ function M.complete_sessions(lead)
   return ids
 end
 
----A short string for statuslines: `seri 3% (3.8k/128k)`, plus `working` while a task
----runs; "" when no server runs.
+---A short string for statuslines: `seri 34% (44k/128k) ▏compacts at 64k`, plus what a
+---running task waits for (`· waiting for your approval`); "" when no server runs.
 ---@return string
 function M.status()
   return status.text(status.project())

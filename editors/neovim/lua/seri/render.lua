@@ -2,30 +2,40 @@
 -- Pure functions from wire values to lines and highlights; `seri.chat` puts them in the
 -- buffer.
 --
--- Tool results, thinking, rules and failing checks are folded: a head line (`RESULT` or
--- `THINKING`) opens a fold and `BODY` lines continue it, so the chat's 'foldexpr' needs
--- only the line text.
+-- Tool results, thinking, rules, failing checks and attached context are folded: a head
+-- line (`RESULT`, `THINKING` or `CONTEXT`) opens a fold and `BODY` lines continue it, so
+-- the chat's 'foldexpr' needs only the line text. Fenced code blocks are found here
+-- (`frames`), so the chat can draw a frame with the language around each.
 
 local M = {}
 
 M.RESULT = "   <- "
 M.THINKING = "   ∴ "
 M.BODY = "   │ "
+M.CONTEXT = "   @ "
+M.CARD = "▌ "
 M.TOOL = "-> "
 M.LOAD_EARLIER = "↑ load earlier messages"
 
 ---@class seri.Mark
 ---@field line integer 0-based, within the block
 ---@field group string highlight group
+---@field end_col integer? the byte where it ends (default: the line's end)
+
+---@class seri.Frame
+---@field first integer 0-based line of the opening fence, within the block
+---@field last integer? 0-based line of the closing fence (nil while it streams)
+---@field lang string the fence's language ("" when it names none)
 
 ---@class seri.Block
 ---@field lines string[]
 ---@field marks seri.Mark[]
 ---@field calls table<string, integer> 0-based line of each tool call, by call id
+---@field frames seri.Frame[] fenced code blocks
 
 ---@return seri.Block
 local function block()
-  return { lines = {}, marks = {}, calls = {} }
+  return { lines = {}, marks = {}, calls = {}, frames = {} }
 end
 
 ---@param b seri.Block
@@ -54,6 +64,50 @@ local function shorten(text, width)
     return vim.fn.strcharpart(text, 0, width - 1) .. "…"
   end
   return text
+end
+
+---The fenced code blocks of `lines` (CommonMark fences of three or more backticks or
+---tildes, indented by at most three spaces); a block still open at the end has no `last`.
+---@param lines string[]
+---@return {first: integer, last: integer?, lang: string}[] 1-based lines
+function M.fences(lines)
+  local found, open = {}, nil
+  for i, line in ipairs(lines) do
+    if open then
+      local fence = line:match("^ ? ? ?([`~]+)%s*$")
+      if fence and fence:sub(1, 1) == open.char and #fence >= open.length then
+        open.frame.last = i
+        open = nil
+      end
+    else
+      local fence, info = line:match("^ ? ? ?([`~][`~][`~]+)(.*)$")
+      local char = fence and fence:sub(1, 1)
+      local same = fence and not fence:find(char == "`" and "~" or "`", 1, true)
+      if same and not (char == "`" and info:find("`", 1, true)) then
+        local frame = { first = i, lang = vim.trim(info):match("^(%S*)") or "" }
+        table.insert(found, frame)
+        open = { char = char, length = #fence, frame = frame }
+      end
+    end
+  end
+  return found
+end
+
+---Add text of the conversation (a prompt, a reply), noting its fenced code blocks.
+---@param b seri.Block
+---@param lines string[]
+local function content(b, lines)
+  local offset = #b.lines - 1
+  for _, fence in ipairs(M.fences(lines)) do
+    table.insert(b.frames, {
+      first = offset + fence.first,
+      last = fence.last and offset + fence.last or nil,
+      lang = fence.lang,
+    })
+  end
+  for _, line in ipairs(lines) do
+    add(b, line)
+  end
 end
 
 ---A folded block: the head line shows, the rest folds under it.
@@ -207,6 +261,52 @@ function M.result(msg)
   return b
 end
 
+---A prompt as stored: the user's words, the `Attached: @path` line, then each attached
+---`<context path=... lines=...>` block folded under a line naming it.
+---@param b seri.Block
+---@param text string?
+function M.prompt(b, text)
+  local words, lines = {}, split(text)
+  local i = 1
+  while i <= #lines do
+    local line = lines[i]
+    local attrs = line:match("^<context (.-)>$")
+    if attrs then
+      local body, j = {}, i + 1
+      while j <= #lines and lines[j] ~= "</context>" do
+        table.insert(body, lines[j])
+        j = j + 1
+      end
+      local where = attrs:match('path="(.-)"') or attrs:match('uri="(.-)"') or attrs
+      where = where:gsub("&quot;", '"'):gsub("&amp;", "&")
+      local range = attrs:match('lines="(.-)"')
+      local head = where .. (range and (" (lines " .. range .. ")") or "")
+      while #words > 0 and words[#words] == "" do
+        table.remove(words)
+      end
+      content(b, words)
+      words = {}
+      add(b, M.CONTEXT .. head, "SeriAttached")
+      for _, part in ipairs(body) do
+        add(b, M.BODY .. part, "SeriResult")
+      end
+      i = j + 1
+    else
+      table.insert(words, line)
+      i = i + 1
+    end
+  end
+  while #words > 0 and words[#words] == "" do
+    table.remove(words)
+  end
+  content(b, words)
+  for index, line in ipairs(b.lines) do
+    if line:match("^Attached: @") then
+      table.insert(b.marks, { line = index - 1, group = "SeriAttached" })
+    end
+  end
+end
+
 ---One stored message. `prev` is the role shown just before (nil at the top); assistant
 ---text after a tool result continues the same reply, so it gets no second heading.
 ---`results` holds tool results already known, by call id: each goes under its call.
@@ -244,9 +344,7 @@ function M.message(msg, prev, results)
   end
   if msg.role == "user" then
     add(b, "## You", "SeriYou")
-    for _, line in ipairs(split(msg.content)) do
-      add(b, line)
-    end
+    M.prompt(b, msg.content)
     add(b, "")
     return b, "user"
   end
@@ -262,11 +360,9 @@ function M.message(msg, prev, results)
   if type(msg.thinking) == "string" and msg.thinking ~= "" then
     folded(b, M.THINKING, "thinking: " .. msg.thinking, "SeriResult")
   end
-  local content = msg.content or ""
-  if vim.trim(content) ~= "" then
-    for _, line in ipairs(split(content)) do
-      add(b, line)
-    end
+  local text = msg.content or ""
+  if vim.trim(text) ~= "" then
+    content(b, split(text))
   end
   local calls = type(msg.tool_calls) == "table" and msg.tool_calls or {}
   for _, call in ipairs(calls) do
@@ -292,18 +388,115 @@ function M.stream(text, prev)
   if prev ~= "assistant" and prev ~= "tool" then
     add(b, "## seri", "SeriAssistant")
   end
-  for _, line in ipairs(split(text)) do
-    add(b, line)
-  end
+  content(b, split(text))
   return b
 end
 
----A line of the plugin's own (a task was cancelled, the server stopped...).
+local NOTICE_GROUPS = {
+  [vim.log.levels.ERROR] = "SeriError",
+  [vim.log.levels.WARN] = "SeriWarning",
+}
+
+---Lines of the plugin's own (a task was cancelled, failed, the server stopped...).
+---@param text string
+---@param level integer? vim.log.levels: errors and warnings stand out
+---@return seri.Block
+function M.notice(text, level)
+  local b = block()
+  local group = NOTICE_GROUPS[level] or "SeriNotice"
+  for _, line in ipairs(split(vim.trim(text))) do
+    add(b, line, group)
+  end
+  add(b, "")
+  return b
+end
+
+---What the running task waits for, as the chat's last line (`⋯ retrying 1/2`).
 ---@param text string
 ---@return seri.Block
-function M.notice(text)
+function M.activity(text)
   local b = block()
-  add(b, "_" .. text .. "_", "SeriNotice")
+  add(b, "⋯ " .. text, "SeriActivity")
+  return b
+end
+
+---A prompt waiting for the running task to end.
+---@param text string
+---@param key string? the key that takes it back
+---@return seri.Block
+function M.queued(text, key)
+  local b = block()
+  add(b, "## You (queued)", "SeriQueued")
+  for _, line in ipairs(split(text)) do
+    add(b, line)
+  end
+  local hint = "sent when the task ends"
+  if key then
+    hint = hint .. (" · %s takes it back into the input"):format(key)
+  end
+  add(b, hint, "SeriNotice")
+  add(b, "")
+  return b
+end
+
+---@class seri.CardKey
+---@field key string
+---@field label string
+
+-- The longest excerpt of a change a card shows; the diff view has the rest.
+local PREVIEW_LINES = 12
+
+---The lines of a unified diff of `before` and `after`, without file headers.
+---@param before string
+---@param after string
+---@return string[]
+function M.unified(before, after)
+  local diff = (vim.text and vim.text.diff or vim.diff)(before, after, { ctxlen = 1 })
+  local lines = split(type(diff) == "string" and diff or "")
+  if lines[#lines] == "" then
+    table.remove(lines)
+  end
+  return lines
+end
+
+---A question the task waits on (`seri/approve`): what seri wants to do, an excerpt of
+---the change, and the keys that answer it.
+---@param question table the request's params
+---@param keys seri.CardKey[]
+---@return seri.Block
+function M.card(question, keys)
+  local b = block()
+  local function line(text, group)
+    add(b, M.CARD .. text, group)
+    table.insert(b.marks, { line = #b.lines - 1, group = "SeriCard", end_col = #M.CARD })
+  end
+  line(tostring(question.message or "seri asks"), "SeriCardTitle")
+  if question.kind == "write" then
+    local preview
+    if question.tooLarge then
+      preview = { "(the file is too large to show the change)" }
+    else
+      preview = M.unified(question.current or "", question.proposed or "")
+    end
+    for i, text in ipairs(preview) do
+      if i > PREVIEW_LINES then
+        line(("… %d more lines in the diff"):format(#preview - PREVIEW_LINES), "SeriNotice")
+        break
+      end
+      local first = text:sub(1, 1)
+      local group = first == "+" and "SeriDiffAdd"
+        or first == "-" and "SeriDiffDelete"
+        or first == "@" and "SeriNotice"
+        or nil
+      line("  " .. text, group)
+    end
+  elseif question.kind == "memory" and question.path then
+    line("  -> " .. tostring(question.path), "SeriNotice")
+  end
+  local hints = vim.tbl_map(function(k)
+    return k.key .. " " .. k.label
+  end, keys)
+  line(table.concat(hints, " · "), "SeriCardKeys")
   add(b, "")
   return b
 end

@@ -7,6 +7,7 @@
 
 local chat = require("seri.chat")
 local client = require("seri.client")
+local notice = require("seri.notice")
 local time = require("seri.time")
 
 local M = {}
@@ -117,7 +118,8 @@ function M.parse(words)
   return request, nil
 end
 
----Show what a rewind did, and put the removed prompt back into the chat's input.
+---Show what a rewind did, and put the removed prompt back into the chat's input (under
+---a draft the input holds).
 ---@param project seri.Project
 ---@param request seri.RewindRequest
 ---@param result table the answer of `seri.rewind`
@@ -127,29 +129,29 @@ function M.done(project, request, result)
   local rewound = tonumber(result.rewound) or request.steps
   if type(result.prompt) == "string" then
     chat.open(project)
-    chat.set_input(result.prompt)
+    chat.offer_input(result.prompt)
   end
   local restored = result.restoredFiles or {}
-  local message = ("seri: rewound %s (%s)"):format(prompts(rewound), WHAT[restore] or restore)
+  local message = ("rewound %s (%s)"):format(prompts(rewound), WHAT[restore] or restore)
   if #restored > 0 then
     message = message .. "; restored " .. table.concat(restored, ", ")
   end
-  vim.notify(message)
+  notice.say(message)
   local conflicts = result.conflicts or {}
   if #conflicts > 0 then
-    local text = "seri: left alone, changed since seri wrote them: "
+    local text = "left alone, changed since seri wrote them: "
       .. table.concat(conflicts, ", ")
     if restore == "files" then
       text = text .. (" (:SeriRewind %d files force overwrites them)"):format(rewound)
     end
-    vim.notify(text, vim.log.levels.WARN)
+    notice.say(text, vim.log.levels.WARN)
   end
   local failed = result.failed or {}
   if #failed > 0 then
     local lines = vim.tbl_map(function(failure)
       return ("%s (%s)"):format(failure.path, failure.reason)
     end, failed)
-    vim.notify("seri: could not restore " .. table.concat(lines, "; "), vim.log.levels.WARN)
+    notice.say("could not restore " .. table.concat(lines, "; "), vim.log.levels.WARN)
   end
 end
 
@@ -168,8 +170,7 @@ function M.run(project, request, on_done)
   client.execute(project, "seri.rewind", args, function(err, result)
     if err then
       -- The server's messages are whole sentences ("Cannot rewind 3 prompts: ...").
-      local message = "seri: could not rewind: " .. (err.message or vim.inspect(err))
-      vim.notify(message, vim.log.levels.ERROR)
+      notice.say("could not rewind: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
       return
     end
     if type(result) == "table" then
@@ -210,19 +211,19 @@ end
 function M.pick(project)
   client.execute(project, "seri.checkpoints", nil, function(err, result)
     if err then
-      vim.notify("seri: could not list checkpoints: " .. (err.message or ""), vim.log.levels.ERROR)
+      notice.say("could not list checkpoints: " .. (err.message or ""), vim.log.levels.ERROR)
       return
     end
     local checkpoints = type(result) == "table" and result.checkpoints or {}
     if #checkpoints == 0 then
       if type(result) == "table" and result.retired then
-        vim.notify(
-          "seri: this session's checkpoints were retired (seri keeps them for the 20 most "
+        notice.say(
+          "this session's checkpoints were retired (seri keeps them for the 20 most "
             .. "recently used sessions of a project); its conversation is intact",
           vim.log.levels.WARN
         )
       else
-        vim.notify("seri: nothing to rewind in this session")
+        notice.say("nothing to rewind in this session")
       end
       return
     end

@@ -1,6 +1,6 @@
--- The short status for statuslines: context use of the open session and whether a
--- task runs. Refreshed after every model call, turn and compaction (the client fetches
--- the usage).
+-- The short status for statuslines: context use of the open session, where automatic
+-- compaction starts, and what a running task waits for. Refreshed after every model
+-- call, turn and compaction (the client fetches the usage) and at each `seri/status`.
 
 local client = require("seri.client")
 
@@ -30,8 +30,49 @@ function M.project()
   return client.projects[client.root_for(0)]
 end
 
----`seri 3% (3.8k/128k)`, with `working` while a task runs and `starting` before the
----server is ready; "" when no server runs.
+---What the project's running task waits for, in a few words (`waiting for the model`,
+---`retrying 1/2`, `running edit app.py`, `waiting for your approval`, `compacting`,
+---`running the checks: lint`, else `working`); `starting` before the server is ready;
+---nil when nothing runs.
+---@param project seri.Project
+---@return string?
+function M.activity(project)
+  if not project.ready then
+    return "starting"
+  end
+  if #require("seri.approve").pending(project.root) > 0 then
+    return "waiting for your approval"
+  end
+  if not client.working(project) then
+    return nil
+  end
+  local activity = project.activity or {}
+  local state, detail = activity.state, activity.detail
+  if state == "model" then
+    local attempt, most = tonumber(activity.attempt), tonumber(activity.maxAttempts)
+    if attempt and attempt > 1 then
+      local of = most and ("/" .. (most + 1)) or ""
+      return ("waiting for the model (try %d%s)"):format(attempt, of)
+    end
+    return "waiting for the model"
+  elseif state == "retrying" then
+    local attempt, most = tonumber(activity.attempt), tonumber(activity.maxAttempts)
+    return attempt and most and ("retrying %d/%d"):format(attempt, most) or "retrying"
+  elseif state == "tool" then
+    return detail and ("running " .. detail) or "running a tool"
+  elseif state == "approval" then
+    return "waiting for your approval"
+  elseif state == "compacting" then
+    return "compacting"
+  elseif state == "checks" then
+    return detail and ("running the checks: " .. detail) or "running the checks"
+  end
+  return "working"
+end
+
+---`seri 34% (44k/128k) ▏compacts at 64k`: the open session's context use, where
+---automatic compaction starts, and `· <activity>` while a task runs (`M.activity`);
+---"" when no server runs.
 ---@param project seri.Project?
 ---@return string
 function M.text(project)
@@ -44,13 +85,16 @@ function M.text(project)
     local used = tonumber(usage.estimateTokens) or 0
     table.insert(parts, ("%d%%"):format(math.floor(used * 100 / usage.contextWindow + 0.5)))
     table.insert(parts, ("(%s/%s)"):format(tokens(used), tokens(usage.contextWindow)))
+    if tonumber(usage.compactAt) then
+      table.insert(parts, "▏compacts at " .. tokens(usage.compactAt))
+    end
   end
-  if not project.ready then
-    table.insert(parts, "starting")
-  elseif client.working(project) then
-    table.insert(parts, "working")
+  local text = table.concat(parts, " ")
+  local activity = M.activity(project)
+  if activity then
+    text = text .. " · " .. activity
   end
-  return table.concat(parts, " ")
+  return text
 end
 
 local subscribed = false
