@@ -12,23 +12,23 @@ figures and their baselines:
 - connections: the TCP connections the scripted provider accepted during a task of 21
   model calls (20 file reads and an answer), from a fresh engine; then a later task's.
 - tool turn: engine time per model call of that task, the provider's time left out,
-  against the same turns done bare (see `bench/engine.py`); and, for comparison with no
-  target, against the bare turn that keeps its read and writes off the event loop.
+  against the same turns done bare with the same httpx client, keeping the read and
+  writes off the event loop as seri must (see `bench/engine.py`); and, with no target,
+  httpx's own CPU time per streamed call.
 - start-up: process start to the answer of the first command (`seri.session.list`, in
   a project without sessions, the profile's database already made) against a bare
   pygls server answering its one command (`bench/bare_server.py`).
 - resume: `seri.session.resume` of a 10,000-message session against a 100-message one,
   and against reading and json-decoding the history's JSONL file.
-- session.get: of the open 10,000-message session, `{limit: 100}` just after its
-  resume (the page comes from the store) and then all of it (the first read loads the
-  history; the timed ones follow), against raw SELECT + decode + JSON encode of the
-  same messages.
-- import: legacy import of 10 files of 1,000 messages against raw json.loads +
+- session.get: of the 10,000-message session, as a client sees it (request to the last
+  byte of the answer), just after the session was opened: `{limit: 100}`, and all of
+  it, against raw SELECT + decode + JSON encode of the same messages.
+- import: legacy import of 31 files of 2,000 messages (31 MB) against raw json.loads +
   executemany, as a throughput.
 - memory: peak RSS of the server after resuming the 10,000-message session and reading
   it as the editors do (the newest page of 200, then each earlier page on demand, back
-  to the first message) against a bare pygls server's after its first answer; and, for
-  comparison only, after one `seri.session.get` of all 10,000 (which loads the history).
+  to the first message) against a bare pygls server's after its first answer; and after
+  one `seri.session.get` of all 10,000.
 - estimate: `bench/estimate.py`, the pre-call token estimate against re-counting.
 """
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             step(f"resume and seri.session.get ({reps['history']} rounds)")
             figures += server.history_figures(setup, reps["history"])
         if "import" in wanted:
-            step(f"legacy import ({reps['import']} imports of 10,000 messages each side)")
+            step(f"legacy import ({reps['import']} imports of 31 MB each side)")
             figures.append(engine.import_figure(root, reps["import"]))
         if "memory" in wanted:
             step(f"peak memory ({reps['memory']} processes each side)")

@@ -103,6 +103,7 @@ class Engine:
             workspace_root=lambda: self.workspace.root,
             profile_root=profile_root,
             context_window=self._context_window,
+            window_source=self._window_source,
             recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
@@ -116,7 +117,7 @@ class Engine:
         if self._provider is None:
             from seri_lsp.agent.provider import Provider
 
-            self._provider = Provider(self.settings.provider)
+            self._provider = Provider(self.settings.provider, log=self.host.log)
         return self._provider
 
     @property
@@ -204,6 +205,13 @@ class Engine:
         if self.settings.provider.context_window is not None:
             return self.settings.provider.context_window
         return await self.provider.context_window()
+
+    def _window_source(self) -> str:
+        """Where `_context_window` found the window: `setting`, `provider` (its model
+        list) or `default`."""
+        if self.settings.provider.context_window is not None:
+            return "setting"
+        return self.provider.window_source
 
     def _ensure_idle(self) -> None:
         """Raise Busy if a task is running (none can before the first)."""
@@ -371,12 +379,18 @@ class Engine:
         return await self.sessions.page(project, offset, limit)
 
     async def session_view(
-        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+        self,
+        session_id: str | None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        encoded: bool = False,
     ) -> dict[str, Any]:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages (before message `before` when
-        given); `hasMore` says whether older ones exist.
+        given); `hasMore` says whether older ones exist. With `encoded`, the messages
+        come already encoded as JSON (`EncodedMessages`), for a face that writes JSON.
         """
         if session_id is not None:
             check_session_id("sessionId", session_id)
@@ -384,7 +398,7 @@ class Engine:
             check_whole_number("limit", limit, 1, MAX_PAGE_LIMIT)
         if before is not None:
             check_whole_number("before", before, 1, MAX_MESSAGE_ID)
-        return await self.sessions.view(session_id, limit=limit, before=before)
+        return await self.sessions.view(session_id, limit=limit, before=before, encoded=encoded)
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""

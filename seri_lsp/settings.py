@@ -3,15 +3,18 @@
 Provider settings fall back to the environment (`SERI_BASE_URL`, `SERI_MODEL`,
 `SERI_API_KEY` / `OPENROUTER_API_KEY`) where neither source sets them. A value of the
 wrong type is reported and replaced by its default, never fatal: a typo in a settings
-file must not keep the editor from starting.
+file must not keep the editor from starting. A key that is no setting (at the top or
+inside `provider` or `permissions`) is reported once per source, with the setting it
+probably meant, and everything else still loads.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -200,6 +203,22 @@ _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
 # What a provider value must be, by python name (the environment's values included).
 _FIELD_CHECKS = {attr: (check, description) for _, attr, check, description in _PROVIDER_FIELDS}
 
+# Every key a settings source may hold: the top level, and inside each section. The
+# OpenRouter pin (`provider.provider`) is sent as is; its keys are not ours to check.
+_TOP_LEVEL_KEYS = (
+    "profileRoot",
+    "resumeOnOpen",
+    "maxTurns",
+    "permissions",
+    "checks",
+    "trajectory",
+    "provider",
+)
+_SECTION_KEYS = {
+    "provider": (*(name for name, *_ in _PROVIDER_FIELDS), *SAMPLING_KNOBS),
+    "permissions": ("write", "run"),
+}
+
 _PROVIDER_ENV = {
     "base_url": ("SERI_BASE_URL",),
     "model": ("SERI_MODEL",),
@@ -214,7 +233,17 @@ def load_settings(
 ) -> tuple[Settings, list[str]]:
     """Resolve settings; returns them with a list of human-readable problems found."""
     problems: list[str] = []
-    merged = _deep_merge(_read_config(profile_root, problems), dict(init_options or {}))
+    config = _read_config(profile_root, problems)
+    for source, data in (
+        ("the initialization options", init_options or {}),
+        (str(profile_root / CONFIG_NAME), config),
+    ):
+        unknown = unknown_keys(data)
+        if unknown:
+            problems.append(
+                f"Unknown settings in {source}: {'; '.join(unknown)}. They are ignored."
+            )
+    merged = _deep_merge(config, dict(init_options or {}))
 
     provider_raw = merged.get("provider", {})
     if not isinstance(provider_raw, dict):
@@ -295,6 +324,28 @@ def load_settings(
             "or SERI_TRAJECTORY_ENABLED."
         )
     return Settings(provider=provider, **values), problems
+
+
+def unknown_keys(data: Mapping[str, Any]) -> list[str]:
+    """The keys of one settings source that are no setting, each with the setting it
+    probably meant (`maxturns (did you mean maxTurns?)`)."""
+    found = [_with_guess(key, _TOP_LEVEL_KEYS) for key in data if key not in _TOP_LEVEL_KEYS]
+    for section, names in _SECTION_KEYS.items():
+        inner = data.get(section)
+        if isinstance(inner, dict):
+            known = [f"{section}.{name}" for name in names]
+            found += [_with_guess(f"{section}.{key}", known) for key in inner if key not in names]
+    return found
+
+
+def _with_guess(key: str, known: Sequence[str]) -> str:
+    """`key`, and the known name it is closest to when one is close."""
+    by_case = {name.lower(): name for name in known}
+    guess = by_case.get(str(key).lower())
+    if guess is None:
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
+        guess = close[0] if close else None
+    return f"{key} (did you mean {guess}?)" if guess else str(key)
 
 
 def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:

@@ -98,3 +98,12 @@ def add_trigger(profile_root: Path, table: str, kind: str) -> None:
         )
     finally:
         conn.close()
+
+
+def project_rules(workspace: Path, **rules: str) -> Path:
+    """Write the project's rules (`name="text"` as `.seri/rules/name.md`); their folder."""
+    folder = workspace / ".seri" / "rules"
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in rules.items():
+        (folder / f"{name}.md").write_text(text)
+    return folder

@@ -9,6 +9,9 @@ Like a real provider it speaks HTTP/1.1 keep-alive: a whole reply has a Content-
 and a finished stream (Text, Calls) is sent chunked, so a client that reads each reply
 to its end can send the next request on the same connection. `connections` counts the
 TCP connections accepted, so a test can tell whether a client reuses its connection.
+Like a gateway, it can close a connection left idle for `idle_close` seconds, and drop
+a request without a reply (`Drop`), as a server that closes a kept-alive connection
+just as it is reused does.
 """
 
 from __future__ import annotations
@@ -75,6 +78,12 @@ class Hang:
 
     release: threading.Event = field(default_factory=threading.Event)
     then: Text | None = None
+
+
+@dataclass(frozen=True)
+class Drop:
+    """The request arrives and nothing comes back: the provider closes the connection
+    (as a gateway does that closes an idle connection just as the client reuses it)."""
 
 
 @dataclass
@@ -155,6 +164,9 @@ class ScriptedProvider:
     def __init__(self, model: str = "test/model", context_length: int | None = 128_000) -> None:
         self.model = model
         self.context_length = context_length
+        # The model list's field that gives the window: OpenRouter's `context_length`,
+        # LiteLLM's `max_input_tokens` or vLLM's `max_model_len`.
+        self.window_field = "context_length"
         self.replies: deque[Any] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -164,6 +176,9 @@ class ScriptedProvider:
         self.models_drip: float | None = None
         # TCP connections accepted so far (each a new handshake for the client).
         self.connections = 0
+        # Seconds after which an idle kept-alive connection is closed (None: never), as
+        # gateways do (uvicorn and Node after 5 s).
+        self.idle_close: float | None = None
         # Seconds spent writing chat replies (from the request read to the reply's last
         # byte): the "model time" a benchmark leaves out of the client's time.
         self.busy_seconds = 0.0
@@ -233,6 +248,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
             return
 
         def setup(self) -> None:
+            # Waiting for the next request on the connection times out after this long,
+            # and the connection is closed (reads of a request and writes are immediate).
+            self.timeout = provider.idle_close
             super().setup()
             self.chunked = False
             with provider.received:
@@ -260,7 +278,8 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 provider.model_list_requests += 1
                 data = []
                 if provider.context_length is not None:
-                    data.append({"id": provider.model, "context_length": provider.context_length})
+                    window = {provider.window_field: provider.context_length}
+                    data.append({"id": provider.model, **window})
                 data.append({"id": "other/model", "context_length": 4096})
                 if provider.models_drip is not None:
                     self._trickle(json.dumps({"data": data}).encode(), provider.models_drip)
@@ -297,6 +316,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
                 self._json(500, {"error": {"message": "the script has no reply left"}})
                 return
             stream = bool(body.get("stream"))
+            if isinstance(reply, Drop):
+                self.close_connection = True
+                return
             if isinstance(reply, Hang):
                 reply.release.wait()
                 if reply.then is None:

@@ -187,15 +187,40 @@ async def test_usage_is_stored_and_the_billed_count_survives_a_restart(
     assert view["usage"]["estimateTokens"] == 4321
 
 
+@pytest.mark.parametrize(
+    "field",
+    [
+        "context_length",  # OpenRouter
+        "max_input_tokens",  # LiteLLM
+        "max_model_len",  # vLLM
+    ],
+)
 async def test_context_window_comes_from_the_provider_model_list(
-    agent, provider: ScriptedProvider
+    agent, provider: ScriptedProvider, field: str
 ) -> None:
     provider.context_length = 64_000
+    provider.window_field = field
     client = await agent()
     view = await command(client, "seri.session.get", {})
     assert view["usage"]["contextWindow"] == 64_000
+    assert view["usage"]["contextWindowSource"] == "provider"
+    await command(client, "seri.session.get", {})
+    logged = [m.message for m in client.log_messages if "Context window" in m.message]
+    assert logged == [
+        f"Context window of test/model: 64,000 tokens, from the provider's model list ({field})."
+    ]
+
+
+async def test_the_context_window_setting_wins_else_the_default(
+    agent, provider: ScriptedProvider
+) -> None:
     configured = await agent(provider_extra={"contextWindow": 9000})
-    assert (await command(configured, "seri.session.get", {}))["usage"]["contextWindow"] == 9000
+    usage = (await command(configured, "seri.session.get", {}))["usage"]
+    assert (usage["contextWindow"], usage["contextWindowSource"]) == (9000, "setting")
+    provider.context_length = None  # the list does not name the model
+    unlisted = await agent()
+    usage = (await command(unlisted, "seri.session.get", {}))["usage"]
+    assert (usage["contextWindow"], usage["contextWindowSource"]) == (128_000, "default")
 
 
 async def test_a_turn_reports_progress(agent, provider: ScriptedProvider) -> None:

@@ -85,6 +85,27 @@ async def test_an_unknown_slash_command_is_refused_and_nothing_is_sent(lsp) -> N
     assert view["messages"] == []
 
 
+async def test_unknown_setting_keys_give_one_warning_per_source_and_the_rest_loads(
+    lsp, profile_root: Path
+) -> None:
+    profile_root.mkdir(parents=True, exist_ok=True)
+    (profile_root / "config.json").write_text('{"provider": {"baseURL": "http://x/v1"}}')
+    client = await lsp(init_options={"maxturns": 7, "maxTurns": 9, "permisions": {}})
+    warnings = await wait_until(
+        lambda: shown_messages(client, types.MessageType.Warning, "Unknown settings")
+    )
+    await asyncio.sleep(0.2)  # (nothing more comes)
+    assert shown_messages(client, types.MessageType.Warning, "Unknown settings") == [
+        "Unknown settings in the initialization options: maxturns (did you mean maxTurns?); "
+        "permisions (did you mean permissions?). They are ignored.",
+        f"Unknown settings in {profile_root / 'config.json'}: provider.baseURL (did you mean "
+        "provider.baseUrl?). They are ignored.",
+    ]
+    assert len(warnings) >= 1
+    session = (await command(client, "seri.session.new", {}))["session"]
+    assert session["maxTurns"] == 9
+
+
 async def test_bad_initialization_options_fall_back_with_a_warning(lsp) -> None:
     client = await lsp(init_options={"maxTurns": "lots", "permissions": {"write": "maybe"}})
     warnings = await wait_until(lambda: shown_messages(client, types.MessageType.Warning))

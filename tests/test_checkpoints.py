@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient, client_capabilities
 
-from tests.agent_helpers import add_trigger, messages, prompt
+from tests.agent_helpers import add_trigger, messages, project_rules, prompt
 from tests.harness import command, open_document, shown_messages, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
 
@@ -95,6 +95,7 @@ async def test_rewind_one_prompt_restores_the_conversation_and_the_files(
     assert result["prompt"] == "second prompt"
     assert result["restoredFiles"] == ["app.py", "notes.txt", "src/new.py"]
     assert result["conflicts"] == []
+    assert "recapKept" not in result  # no compaction since that prompt
     assert result["session"]["id"] == session_id
     assert result["session"]["messageCount"] == 5
 
@@ -458,9 +459,7 @@ async def test_bad_rewind_arguments_answer_invalid_params_naming_the_field(agent
 async def test_the_billed_count_and_delivered_rules_go_back_with_the_conversation(
     agent, provider: ScriptedProvider, workspace: Path
 ) -> None:
-    rules = workspace / ".seri" / "rules"
-    rules.mkdir(parents=True)
-    (rules / "python.md").write_text('---\nglobs: "*.py"\n---\nUse type hints.\n')
+    project_rules(workspace, python='---\nglobs: "*.py"\n---\nUse type hints.\n')
     filler = "x" * 400
     client = await agent(provider_extra={"contextWindow": 4000, "keepTokens": 150})
     for index in range(3):

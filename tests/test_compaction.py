@@ -11,7 +11,7 @@ import pytest
 from lsprotocol import types
 
 from seri_lsp.faults import CRASH_EXIT_CODE
-from tests.agent_helpers import events, messages, prompt
+from tests.agent_helpers import events, messages, project_rules, prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 
@@ -414,3 +414,31 @@ async def test_a_kill_during_compaction_leaves_the_session_untouched_or_compacte
     after = await messages(survivor)
     assert after[0]["kind"] == "recap" and after[1:] == before[4:]  # fully compacted
     assert not [m for m in survivor.messages if m.type == types.MessageType.Error]
+
+
+async def test_a_glob_rule_evicted_by_a_compaction_fires_again(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    project_rules(workspace, python='---\nglobs: "*.py"\n---\nUse type hints.\n')
+    (workspace / "a.py").write_text("a = 1\n")
+    client = await start(agent)
+
+    async def read_a(text: str) -> list[dict[str, Any]]:
+        provider.script(Calls([("r", "read_file", {"path": "a.py"})]), Text(f"read {FILLER}"))
+        assert (await prompt(client, text))["status"] == "done"
+        return [m for m in await messages(client) if m.get("kind") == "rule"]
+
+    assert len(await read_a("read a.py")) == 1
+    assert len(await read_a("read a.py again")) == 1  # delivered once while it stays
+    await build_history(client, provider, 2, last_usage=100)
+    provider.script(Text(SUMMARY))
+    assert (await command(client, "seri.compact", {}))["compacted"]
+    assert [m for m in await messages(client) if m.get("kind") == "rule"] == []
+
+    fired = await read_a("and once more")
+    assert len(fired) == 1 and "Use type hints." in fired[0]["content"]
+    assert turn_requests(provider)[-1]["messages"][-1]["content"] == fired[0]["content"]
+    # The new mark is stored: after a restart the rule does not fire a second time.
+    await stop_server(client)
+    client = await start(agent)
+    assert len(await read_a("after a restart")) == 1

@@ -62,10 +62,11 @@ def build_source(store: SessionStore, checkpoints: CheckpointStore, exchanges: A
             )
             for index, (tool, (name, path)) in enumerate(zip(tool_calls, calls, strict=True)):
                 results = [Message(role="tool", content="ok", tool_call_id=tool.id)]
-                rules: list[str] = []
+                rules: list[tuple[str, int]] = []
                 if fires and index == len(calls) - 1:
                     rule += 1
-                    rules = [f"rule-{rule}.md"]
+                    # (the rule, and where its message is among the step's messages)
+                    rules = [(f"rule-{rule}.md", len(results))]
                     results.append(Message(role="user", content=f"Rule {rule}", kind="rule"))
                 store.write_step(
                     session_id,
@@ -81,9 +82,10 @@ def build_source(store: SessionStore, checkpoints: CheckpointStore, exchanges: A
 def compact(store: SessionStore, session_id: str) -> None:
     """Replace the history up to its last prompt by a recap, as compaction does."""
     history = store.messages(session_id)
-    last_prompt = max(i for i, m in enumerate(history) if m.role == "user" and m.kind is None)
-    if last_prompt == 0:
+    prompts = [i for i, m in enumerate(history) if m.role == "user" and m.kind is None]
+    if not prompts or prompts[-1] == 0:  # (a fork of a recap alone has no prompt)
         return
+    last_prompt = prompts[-1]
     recap = Recap("goal", "progress", "none", "next", read=("a.py",))
     store.replace_prefix(
         session_id,
@@ -103,10 +105,11 @@ def act(
             [
                 Message(role="user", content=f"fork prompt {number}"),
                 Message(role="assistant", content="fork reply"),
+                Message(role="user", content="Rule 1", kind="rule"),
             ],
             read=["a.py"],
             modified=["b.md"],
-            rules=["rule-1.md"],
+            rules=[("rule-1.md", 2)],
             spend=Spend("turn", 5, 1, 2, 0, 0.5),
         )
     elif what == "compact":

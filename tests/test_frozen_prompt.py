@@ -5,7 +5,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from tests.agent_helpers import events, messages, prompt, system_prompt, tool_results
+from tests.agent_helpers import (
+    events,
+    messages,
+    project_rules,
+    prompt,
+    system_prompt,
+    tool_results,
+)
 from tests.harness import command, open_document, stop_server
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
@@ -52,9 +59,7 @@ async def test_prompt_files_are_read_at_open_not_mid_session_but_again_after_reo
 async def test_a_glob_rule_arrives_once_when_a_tool_first_touches_a_match(
     agent, provider: ScriptedProvider, workspace: Path
 ) -> None:
-    rules = workspace / ".seri" / "rules"
-    rules.mkdir(parents=True)
-    (rules / "python.md").write_text('---\nglobs: "*.py, tests/**"\n---\nUse type hints.\n')
+    project_rules(workspace, python='---\nglobs: "*.py, tests/**"\n---\nUse type hints.\n')
     (workspace / "a.py").write_text("a = 1\n")
     (workspace / "b.py").write_text("b = 2\n")
     (workspace / "notes.txt").write_text("n\n")
@@ -78,6 +83,37 @@ async def test_a_glob_rule_arrives_once_when_a_tool_first_touches_a_match(
     assert third_request[-1] == {"role": "user", "content": rule_messages[0]["content"]}
     # Not part of the frozen system prompt.
     assert "Use type hints." not in system_prompt(provider.requests[0])
+
+
+async def test_brace_and_class_globs_fire_their_rules_and_a_broken_header_is_named(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    rules = project_rules(
+        workspace,
+        web='---\nglobs: "**/*.{ts,tsx}"\n---\nUse strict types.\n',
+        c="---\nglobs:\n  - 'src/*.[ch]'\n---\nNo malloc.\n",
+        broken="---\nglobs: *.md\n---\nNever sent.\n",
+    )
+    for name in ("README.md", "web/app.tsx", "src/main.c"):
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text("x\n")
+    provider.script(
+        Calls([("r", "read_file", {"path": "README.md"})]),
+        Calls([("w", "read_file", {"path": "web/app.tsx"})]),
+        Calls([("c", "read_file", {"path": "src/main.c"})]),
+        Text("done"),
+    )
+    client = await agent()
+    await prompt(client, "read things")
+    fired = [m["content"] for m in await messages(client) if m.get("kind") == "rule"]
+    assert [text.split(" applies to ")[1].split(" ")[0] for text in fired] == [
+        "web/app.tsx",
+        "src/main.c",
+    ]
+    assert "Use strict types." in fired[0] and "No malloc." in fired[1]
+    assert not any("Never sent." in str(request) for request in provider.requests)
+    shown = [m.message for m in client.messages if str(rules / "broken.md") in m.message]
+    assert shown and "front matter is not valid YAML" in shown[0]
 
 
 async def test_an_approved_memory_is_written_and_reaches_the_prompt_at_the_next_open(

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 
+from seri_lsp.lsp.protocol import encoded_body
+from seri_lsp.store.messages import ENCODE_BATCH, EncodedMessages
 from tests.agent_helpers import prompt
 from tests.harness import command, wait_until
 from tests.scripted_provider import ScriptedProvider, Text, usage
@@ -174,3 +176,20 @@ async def test_pages_follow_conversation_order_after_a_compaction(
     before_kept = await get(client, limit=10, before=kept[0]["id"])
     assert before_kept["messages"] == [recap] and before_kept["hasMore"] is False
     assert (await get(client, limit=10, before=recap["id"]))["messages"] == []
+
+
+@pytest.mark.parametrize("count", [0, 1, ENCODE_BATCH + 3])
+def test_messages_encoded_by_the_store_are_written_as_the_json_they_stand_for(
+    count: int,
+) -> None:
+    """A long history goes out as the store encoded it, batch by batch, spliced into the
+    answer: the client reads exactly the messages, whatever else the answer holds."""
+    messages = [
+        {"id": n, "role": "tool", "content": f'é\u2028"{n}\\', "tool_call_id": f"c{n}"}
+        for n in range(count)
+    ]
+    for rest in ({}, {"session": None, "hasMore": False, "usage": {"estimateTokens": 1}}):
+        result = {**rest, "messages": EncodedMessages.of(messages)}
+        payload = {"jsonrpc": "2.0", "id": 7, "result": result}
+        body = b"".join(encoded_body(payload, str))
+        assert json.loads(body) == {**payload, "result": {**rest, "messages": messages}}

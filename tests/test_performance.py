@@ -103,7 +103,8 @@ async def test_nothing_heavy_before_the_first_prompt(
         assert (await command(client, "seri.session.list"))["sessions"] == []
         before = imported_modules(log)
         assert "seri_lsp.engine" in before  # the log is read as it grows
-        assert "seri_lsp.agent.http_client" not in before
+        assert "seri_lsp.agent.connection" not in before
+        assert "httpx" not in before
         assert "seri_lsp.agent.tasks" not in before
         assert "seri_lsp.agent.provider" not in before
 
@@ -111,11 +112,11 @@ async def test_nothing_heavy_before_the_first_prompt(
         assert (await prompt(client, "hi"))["status"] == "done"
         after = imported_modules(log)
         assert {
-            "seri_lsp.agent.http_client",
+            "seri_lsp.agent.connection",
             "seri_lsp.agent.tasks",
             "seri_lsp.agent.provider",
         } <= after
-        assert "httpx" not in after  # seri speaks HTTP itself
+        assert "httpx" in after  # the provider's HTTP client, loaded with it
     finally:
         await stop_server(client)
 

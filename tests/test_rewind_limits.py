@@ -6,8 +6,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from lsprotocol import types
+
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, stop_server, wait_until
+from tests.harness import command, shown_messages, stop_server, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 from tests.test_checkpoints import db_rows, edit, refused, run, task, user_texts, write
 
@@ -60,6 +62,9 @@ async def test_a_rewind_never_steps_across_a_compaction(
 
     result = await command(client, "seri.rewind", {})
     assert result["prompt"] == "prompt 2" and result["restoredFiles"] == ["two.txt"]
+    # The compaction came after prompt 2 and kept it: its recap of the earlier history stays.
+    assert result["recapKept"] is True
+    assert shown_messages(client, types.MessageType.Info, "The recap of the earlier conversation")
     assert not (workspace / "two.txt").exists()
     assert (workspace / "zero.txt").read_text() == "one\n"
     assert [m.get("kind") for m in await messages(client)] == ["recap"]

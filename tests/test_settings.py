@@ -136,3 +136,60 @@ def test_check_names_that_differ_only_in_spaces_are_one_check(tmp_path: Path) ->
     )
     assert [check.name for check in settings.checks] == ["lint"]
     assert len(problems) == 1 and "comes earlier" in problems[0]
+
+
+def test_unknown_keys_are_named_once_per_source_with_the_setting_they_meant(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({"maxturns": 40, "provider": {"baseURL": "http://x/v1"}, "theme": "dark"})
+    )
+    options = {
+        "resumeOnOpen": False,
+        "permissions": {"wirte": "allow", "run": "allow"},
+        "provider": {"model": "a/b", "temprature": 0.2},
+    }
+    settings, problems = load_settings(tmp_path, options, env={})
+    assert problems == [
+        "Unknown settings in the initialization options: "
+        "provider.temprature (did you mean provider.temperature?); "
+        "permissions.wirte (did you mean permissions.write?). They are ignored.",
+        f"Unknown settings in {tmp_path / 'config.json'}: maxturns (did you mean maxTurns?); "
+        "theme; provider.baseURL (did you mean provider.baseUrl?). They are ignored.",
+    ]
+    # Everything else still loads.
+    assert settings.resume_on_open is False
+    assert settings.run_permission == "allow"
+    assert settings.provider.model == "a/b"
+    assert settings.max_turns == 500 and settings.provider.base_url == DEFAULT_BASE_URL
+
+
+def test_the_openrouter_pin_is_sent_as_is_and_its_keys_are_not_checked(tmp_path: Path) -> None:
+    pin = {"order": ["anthropic"], "allow_fallbacks": False, "anything": 1}
+    settings, problems = load_settings(tmp_path, {"provider": {"provider": pin}}, env={})
+    assert problems == []
+    assert settings.provider.provider == pin
+
+
+def test_what_the_bundled_editors_send_is_all_settings(tmp_path: Path) -> None:
+    """Every setting the VS Code extension contributes (but its own: the server command,
+    tracing) and the Neovim plugin's documented example load without a warning."""
+    package = Path(__file__).parent.parent / "editors" / "vscode" / "package.json"
+    configuration = json.loads(package.read_text())["contributes"]["configuration"]
+    sections = configuration if isinstance(configuration, list) else [configuration]
+    sent: dict = {}
+    for section in sections:
+        for name in section["properties"]:
+            key = name.removeprefix("seri.")
+            if key in ("server.command", "trace.server"):
+                continue
+            *parents, leaf = key.split(".")
+            target = sent
+            for parent in parents:
+                target = target.setdefault(parent, {})
+            target[leaf] = None
+    assert {"provider", "permissions", "maxTurns", "resumeOnOpen", "profileRoot"} <= set(sent)
+    neovim = {"provider": {"model": "anthropic/claude-sonnet-4.5"}, "permissions": {"write": "ask"}}
+    for options in (sent, neovim):
+        _, problems = load_settings(tmp_path, options, env={})
+        assert problems == [], problems

@@ -119,3 +119,43 @@ def test_profile_root_precedence(tmp_path: Path) -> None:
     assert resolve_profile_root(None, str(tmp_path / "init"), env) == tmp_path / "init"
     assert resolve_profile_root(None, None, env) == tmp_path / "env"
     assert resolve_profile_root(None, None, {}).name == "seri"
+
+
+def test_migration_8_ties_each_fired_rule_to_its_message_and_drops_evicted_ones(
+    tmp_path: Path,
+) -> None:
+    """A database of the previous release: a rule whose message is still there keeps its
+    mark (now tied to that message); one whose message a compaction evicted loses it."""
+    path = tmp_path / "seri.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for version, name, migration in MIGRATIONS[:7]:
+        migration(conn)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, '2026-01-01T00:00:00Z')", (version, name)
+        )
+    conn.execute(
+        "INSERT INTO sessions (id, project, created_at, updated_at) VALUES ('s', '/', '', '')"
+    )
+    kept = "Rule /w/.seri/rules/py.md applies to a.py (globs: *.py):\n\nUse type hints."
+    conn.execute(
+        "INSERT INTO messages (session_id, seq, role, content, kind, chars, created_at)"
+        " VALUES ('s', 1, 'user', ?, 'rule', 1, '')",
+        (kept,),
+    )
+    conn.executemany(
+        "INSERT INTO session_rules_fired (session_id, rule) VALUES ('s', ?)",
+        [("/w/.seri/rules/py.md",), ("/w/.seri/rules/evicted.md",)],
+    )
+    conn.commit()
+    conn.close()
+    db = Database.open(path)
+    rows = db.query("SELECT rule, message_id FROM session_rules_fired")
+    assert [(row["rule"], row["message_id"]) for row in rows] == [("/w/.seri/rules/py.md", 1)]
+    with db.transaction() as tx:  # the mark goes with its message
+        tx.execute("DELETE FROM messages WHERE id = 1")
+    assert db.query("SELECT rule FROM session_rules_fired") == []
+    db.close()

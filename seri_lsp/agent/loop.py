@@ -476,8 +476,7 @@ class AgentLoop:
         """
         conversation = self.conversation
         units = tool_units(assistant.tool_calls)
-        rules: list[Message] = []
-        fired: list[str] = []
+        rules: list[tuple[str, Message]] = []
         for number, unit in enumerate(units):
             self.scope.check()
             for call in unit:
@@ -491,14 +490,14 @@ class AgentLoop:
             following = units[number + 1] if number + 1 < len(units) else None
             for position, (call, outcome) in enumerate(zip(unit, outcomes, strict=True)):
                 step = self._result_step(call, outcome)
-                for rule, message in self._rules_for(outcome.read + outcome.modified, fired):
-                    fired.append(rule)
-                    rules.append(message)
+                rules += self._rules_for(
+                    outcome.read + outcome.modified, [rule for rule, _ in rules]
+                )
                 if position == len(unit) - 1 and following is not None:
                     record_calls(step, following)
                 elif position == len(unit) - 1:
-                    step.messages += rules
-                    step.rules = fired
+                    for rule, message in rules:
+                        step.deliver(rule, message)
                 await conversation.commit(step)
         self.scope.check()
 

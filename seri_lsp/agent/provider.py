@@ -1,4 +1,4 @@
-"""The model provider: OpenAI-compatible chat completions over HTTP/1.1.
+"""The model provider: OpenAI-compatible chat completions, through httpx.
 
 OpenRouter is the default base URL. Replies stream as server-sent events; `usage` is read
 from every response. Errors are typed so the agent loop can tell them apart:
@@ -6,6 +6,8 @@ from every response. Errors are typed so the agent loop can tell them apart:
 - ContextTooLong: the provider refused the request as too long (compaction handles it);
 - ProviderHTTPError: any other refusal; 429 and 5xx are first retried with backoff and
   jitter, honouring `Retry-After`, a bounded number of times (401 and 403 never are);
+- ConnectionFailed: the connection failed before any byte of a reply arrived; retried
+  as 5xx are;
 - ProviderTimeout: the reply did not finish within `provider.timeout` seconds, a deadline
   over the whole attempt (keep-alive comments and trickled bytes do not extend it);
 - ProviderUnreachable, StreamTruncated, MalformedReply, MissingApiKey: the turn fails
@@ -15,12 +17,14 @@ Provider text enters the engine only through a `Reply` or an error message, and 
 replace lone surrogates (`"\\ud83d"` in a JSON string) by U+FFFD, so nothing the model
 says can break the database or the wire.
 
-One connection serves every call: a reply is read to the end of its body (after
-`[DONE]`, briefly), so the connection goes back to the pool and the next call skips the
-TCP and TLS handshakes. The HTTP client is seri's own (`http_client.py`, on the event
-loop's streams): a general-purpose one spent more of each turn than the rest of the
-engine. Nothing is built before it is needed: the client (and its TLS context) is made
-at the first call.
+One client serves every call (`connection.py`: httpx, one `AsyncClient` per provider
+configuration, kept alive across turns and tasks): a reply is read to the end of its
+body (after `[DONE]`, briefly), so its connection goes back to the pool and the next
+call skips the TCP and TLS handshakes. A call whose connection fails before any reply
+byte arrived (refused, reset, closed by a gateway just as it was reused) is sent again
+within the retry budget. Nothing grows without bound: a streamed line over
+MAX_LINE_BYTES, or a body read whole over MAX_BODY_BYTES, ends the call. Nothing is
+built before it is needed: the client (and its TLS context) is made at the first call.
 """
 
 from __future__ import annotations
@@ -33,21 +37,20 @@ import math
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlparse
 
+import httpx
+
 from seri_lsp import __version__
-from seri_lsp.agent.http_client import (
-    BadHeader,
-    BadUrl,
-    ConnectFailed,
-    ConnectionLost,
-    ConnectTimedOut,
-    HttpClient,
-    HttpError,
-    Response,
+from seri_lsp.agent.connection import (
+    BadBaseUrl,
+    BadProxy,
+    Client,
+    connect_failure,
+    make_client,
 )
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
@@ -61,6 +64,14 @@ MAX_TOKEN_COUNT = 2**63 - 1
 # After `[DONE]`, how long the rest of a reply's body may take to arrive; a body that
 # does not end by then is dropped with its connection (the reply is complete anyway).
 FINISH_BODY_SECONDS = 1.0
+# A streamed line (one event's data), and a body read whole, are at most this big.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
+# Where the context window came from (`seri.session.get`'s `usage.contextWindowSource`).
+WindowSource = Literal["setting", "provider", "default"]
+# The fields of a model-list entry that give its context window: OpenRouter's, LiteLLM's,
+# vLLM's.
+WINDOW_FIELDS = ("context_length", "max_input_tokens", "max_model_len")
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524, 529})
 _TOO_LONG_MARKERS = (
     "context_length_exceeded",
@@ -130,6 +141,11 @@ class ProviderUnreachable(ProviderError):
     """The provider could not be reached at all."""
 
 
+class ConnectionFailed(ProviderUnreachable):
+    """The connection failed before any byte of a reply arrived: sending the request
+    again is safe, so it is retried."""
+
+
 class StreamTruncated(ProviderError):
     """The reply stream ended before the reply was complete."""
 
@@ -178,7 +194,7 @@ class RetryNotice:
     """One retry about to happen, for the session's record."""
 
     attempt: int
-    status: int
+    status: int | None  # None: the connection failed before any reply
     delay: float
     error: str
 
@@ -196,30 +212,57 @@ RetryCallback = Callable[[RetryNotice], Awaitable[None]]
 
 
 class Provider:
-    """A client for one OpenAI-compatible endpoint and model."""
+    """A client for one OpenAI-compatible endpoint and model.
 
-    def __init__(self, settings: ProviderSettings) -> None:
+    `log` (if given) receives one line when the context window in use is settled or
+    changes, saying where it came from.
+    """
+
+    def __init__(
+        self, settings: ProviderSettings, log: Callable[[str, str], None] | None = None
+    ) -> None:
         self.settings = settings
-        self._http: HttpClient | None = None
+        self._log = log
+        self._connection: Client | None = None
+        self._connecting: asyncio.Lock | None = None
         self._context_window: int | None = settings.context_window
+        self._window_source: WindowSource = "setting" if settings.context_window else "default"
+        self._window_field = ""  # the model list's field that gave the window
+        self._window_logged: tuple[int, str] | None = None
         self._models_retry_at = 0.0
         # Encoded request bodies around their messages, by the tools offered.
         self._frames: dict[tuple[int, ...], tuple[bytes, bytes, tuple[Any, ...]]] = {}
 
-    @property
-    def _client(self) -> HttpClient:
-        """The HTTP client with its connection pool, made at the first call (BadUrl or
-        BadHeader when the settings cannot make one)."""
-        if self._http is None:
+    async def _client(self) -> Client:
+        """The HTTP client with its connection pool, made at the first call (off the
+        event loop: the TLS context reads certificate files). A base URL or a proxy that
+        cannot be used is a ProviderUnreachable naming it."""
+        if self._connection is None:
+            if self._connecting is None:
+                self._connecting = asyncio.Lock()
+            async with self._connecting:
+                if self._connection is None:
+                    self._connection = await asyncio.to_thread(self._make_client)
+        return self._connection
+
+    def _make_client(self) -> Client:
+        url = self.settings.base_url
+        try:
             # Only connecting has its own timeout; `provider.timeout` is a deadline over
             # each whole attempt (see `_attempt`), so a stream that keeps the connection
             # busy with keep-alive comments or single bytes cannot outlive it.
-            self._http = HttpClient(
-                self.settings.base_url,
-                headers=self._headers(),
-                connect_timeout=min(self.settings.timeout, 15.0),
-            )
-        return self._http
+            return make_client(url, headers=self._headers(), connect_timeout=self._connect_seconds)
+        except BadBaseUrl as exc:
+            raise ProviderUnreachable(
+                f"provider.baseUrl {clean_text(url)!r} is not a URL seri can call: {exc}. "
+                "Correct it in the settings."
+            ) from exc
+        except BadProxy as exc:
+            raise ProviderUnreachable(f"Could not reach the provider at {url}: {exc}.") from exc
+
+    @property
+    def _connect_seconds(self) -> float:
+        return min(self.settings.timeout, 15.0)
 
     def _headers(self) -> dict[str, str]:
         headers = {
@@ -316,13 +359,16 @@ class Provider:
             target.reset()
             try:
                 return await self._attempt(body, target, on_delta, on_thinking)
-            except ProviderHTTPError as exc:
-                if exc.status not in RETRY_STATUSES or attempt >= self.settings.max_retries:
+            except (ProviderHTTPError, ConnectionFailed) as exc:
+                status = exc.status if isinstance(exc, ProviderHTTPError) else None
+                retryable = status is None or status in RETRY_STATUSES
+                if not retryable or attempt >= self.settings.max_retries:
                     raise
                 attempt += 1
-                delay = self._retry_delay(attempt, exc.retry_after)
+                retry_after = exc.retry_after if isinstance(exc, ProviderHTTPError) else None
+                delay = self._retry_delay(attempt, retry_after)
                 if on_retry is not None:
-                    await on_retry(RetryNotice(attempt, exc.status, delay, str(exc)))
+                    await on_retry(RetryNotice(attempt, status, delay, str(exc)))
                 await asyncio.sleep(delay)
 
     def _retry_delay(self, attempt: int, retry_after: float | None) -> float:
@@ -340,18 +386,19 @@ class Provider:
         on_delta: DeltaCallback | None,
         on_thinking: DeltaCallback | None = None,
     ) -> Reply:
+        client = await self._client()
         url = self.settings.base_url
         answered = False
         try:
             async with (
                 asyncio.timeout(self.settings.timeout) as deadline,
-                self._client.stream(
+                client.http.stream(
                     "POST", "chat/completions", content=body, headers=_JSON_BODY
                 ) as response,
             ):
                 answered = True
                 if response.status_code >= 400:
-                    text = (await response.aread()).decode("utf-8", "replace")
+                    text = (await _read_body(response)).decode("utf-8", "replace")
                     raise self._http_error(response, text)
                 if self.settings.stream:
                     rest = await _read_stream(response, reply, on_delta, on_thinking)
@@ -360,37 +407,45 @@ class Provider:
                     deadline.reschedule(None)
                     await _finish_body(rest)
                 else:
-                    _read_whole(await response.aread(), reply)
+                    _read_whole(await _read_body(response), reply)
         except TimeoutError as exc:
             raise self._timed_out(answered) from exc
-        except ConnectTimedOut as exc:
-            raise ProviderUnreachable(
+        except httpx.ConnectTimeout as exc:
+            raise ConnectionFailed(
                 f"Could not reach the provider at {url}: no connection within "
-                f"{min(self.settings.timeout, 15.0):g} seconds."
+                f"{self._connect_seconds:g} seconds."
             ) from exc
-        except ConnectionLost as exc:
+        except httpx.TimeoutException as exc:  # not expected: only connecting has a limit
+            raise self._timed_out(answered) from exc
+        except httpx.ProxyError as exc:
+            raise ProviderUnreachable(
+                f"Could not reach the provider at {url}: the proxy at {client.proxy} refused "
+                f"the connection to {client.origin} ({_reason(exc)})."
+            ) from exc
+        except httpx.ConnectError as exc:
+            reason, retryable = connect_failure(exc, client.origin, client.proxy)
+            failure = ConnectionFailed if retryable else ProviderUnreachable
+            raise failure(f"Could not reach the provider at {url}: {reason}.") from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             if answered:
                 raise StreamTruncated(
                     f"The provider closed the stream mid-reply ({_reason(exc)})."
                 ) from exc
-            raise ProviderUnreachable(
+            # Nothing came back: the request may not even have arrived (a kept-alive
+            # connection the server closed just as it was reused), so it is sent again.
+            raise ConnectionFailed(
                 f"The provider at {url} closed the connection without answering ({_reason(exc)})."
             ) from exc
-        except ConnectFailed as exc:
-            raise ProviderUnreachable(
-                f"Could not reach the provider at {url}: {_reason(exc)}."
-            ) from exc
-        except BadUrl as exc:
-            raise ProviderUnreachable(
-                f"provider.baseUrl {clean_text(url)!r} is not a URL seri can call "
-                f"({_reason(exc)}); it must start with http:// or https://."
-            ) from exc
-        except BadHeader as exc:
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
             # Header values (the API key) must be plain ASCII text.
             raise ProviderUnreachable(
                 "The request could not be sent: the API key or another provider setting "
                 f"holds characters an HTTP header cannot carry ({_reason(exc)}). Check "
                 "provider.apiKey."
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ProviderUnreachable(
+                f"Could not reach the provider at {url}: {_reason(exc)}."
             ) from exc
         return reply
 
@@ -406,7 +461,7 @@ class Provider:
             f"{what} (provider.timeout). Try again, or raise provider.timeout for a slow model."
         )
 
-    def _http_error(self, response: Response, text: str) -> ProviderError:
+    def _http_error(self, response: httpx.Response, text: str) -> ProviderError:
         error = _http_error(response, text)
         if response.status_code in (401, 403):
             if not self.settings.api_key:
@@ -425,21 +480,47 @@ class Provider:
         """The window if it is known without asking the provider (None: not yet)."""
         return self._context_window
 
+    @property
+    def window_source(self) -> WindowSource:
+        """Where the window `context_window()` last gave came from: the `contextWindow`
+        setting, the provider's model list, or the default."""
+        return self._window_source
+
     async def context_window(self) -> int:
-        """contextWindow from settings, else the provider's model list, else 128000."""
-        if self._context_window is not None:
-            return self._context_window
-        if time.monotonic() < self._models_retry_at or self.missing_key is not None:
-            return DEFAULT_CONTEXT_WINDOW
+        """contextWindow from settings, else the provider's model list (OpenRouter's
+        `context_length`, LiteLLM's `max_input_tokens`, vLLM's `max_model_len` of the
+        configured model), else 128000."""
+        if (
+            self._context_window is None
+            and time.monotonic() >= self._models_retry_at
+            and self.missing_key is None
+        ):
+            found = await self._window_from_models()
+            if found is not None:
+                self._context_window, self._window_field = found
+                self._window_source = "provider" if self._window_field else "default"
+        tokens = self._context_window or DEFAULT_CONTEXT_WINDOW
+        self._note_window(tokens)
+        return tokens
+
+    async def _window_from_models(self) -> tuple[int, str] | None:
+        """(window, the field that gave it) for the configured model from `GET /models`;
+        (the default, "") when the list does not give it; None when the list cannot be
+        read (then it is asked again only after MODELS_RETRY_SECONDS)."""
         try:
+            client = await self._client()
             # A deadline for the whole answer, not only for each read: a server that
             # trickles its model list must not hold up the first call.
-            async with asyncio.timeout(MODELS_SECONDS):
-                response, raw = await self._client.request("GET", "models")
+            async with (
+                asyncio.timeout(MODELS_SECONDS),
+                client.http.stream("GET", "models") as response,
+            ):
+                raw = await _read_body(response)
             data = json.loads(raw) if response.status_code == 200 else None
             models = data.get("data", []) if isinstance(data, dict) else None
         except (
-            HttpError,
+            ProviderError,
+            httpx.HTTPError,
             TimeoutError,
             ValueError,
             RecursionError,
@@ -447,32 +528,54 @@ class Provider:
         ):
             models = None
         if not isinstance(models, list):
-            # Unreachable or no model list: use the default, and ask again only after a
-            # while, so an offline editor does not wait on the network at every call.
+            # Unreachable or no model list: the default for now, and asked again only
+            # after a while, so an offline editor does not wait on the network at every call.
             self._models_retry_at = time.monotonic() + MODELS_RETRY_SECONDS
-            return DEFAULT_CONTEXT_WINDOW
-        window = DEFAULT_CONTEXT_WINDOW
+            return None
         for model in models:
             if isinstance(model, dict) and model.get("id") == self.settings.model:
-                length = model.get("context_length")
-                if isinstance(length, int) and length > 0:
-                    window = length
+                for name in WINDOW_FIELDS:
+                    length = model.get(name)
+                    if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+                        return length, name
                 break
-        self._context_window = window
-        return window
+        return DEFAULT_CONTEXT_WINDOW, ""
+
+    def _note_window(self, tokens: int) -> None:
+        """Log the window in use and its source, once (and again if it changes)."""
+        if self._log is None or self._window_logged == (tokens, self._window_source):
+            return
+        self._window_logged = (tokens, self._window_source)
+        where = {
+            "setting": "the provider.contextWindow setting",
+            "provider": f"the provider's model list ({self._window_field})",
+            "default": "the default (the provider's model list did not give one)",
+        }[self._window_source]
+        self._log(
+            "info", f"Context window of {self.settings.model}: {tokens:,} tokens, from {where}."
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool (if a call ever opened one)."""
-        if self._http is not None:
-            await self._http.aclose()
+        if self._connection is not None:
+            await self._connection.http.aclose()
+
+
+# What an httpx error says in words when it says nothing itself.
+_UNSAID = {
+    "ReadError": "the connection was reset",
+    "WriteError": "the connection broke while the request was sent",
+    "RemoteProtocolError": "the connection closed early",
+}
 
 
 def _reason(exc: Exception) -> str:
-    """An exception's message, or its kind when it has none."""
-    return clean_text(str(exc).strip()) or type(exc).__name__
+    """An exception's message, or what its kind means when it has none."""
+    name = type(exc).__name__
+    return clean_text(str(exc).strip()) or _UNSAID.get(name, name)
 
 
-def _http_error(response: Response, text: str) -> ProviderError:
+def _http_error(response: httpx.Response, text: str) -> ProviderError:
     status = response.status_code
     detail = _error_detail(text)
     lowered = text.lower()
@@ -626,7 +729,65 @@ class _Pieces:
         return clean_text(held)
 
 
-async def _finish_body(rest: AsyncIterator[str]) -> None:
+async def _read_body(response: httpx.Response) -> bytes:
+    """A body read whole, at most MAX_BODY_BYTES (MalformedReply beyond)."""
+    parts: list[bytes] = []
+    size = 0
+    async for data in response.aiter_bytes():
+        size += len(data)
+        if size > MAX_BODY_BYTES:
+            raise MalformedReply(
+                f"The provider's reply is larger than {_size(MAX_BODY_BYTES)}; seri stops "
+                "reading there."
+            )
+        parts.append(data)
+    return b"".join(parts)
+
+
+async def _lines(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """The body's lines (ended by LF, CRLF or CR, as server-sent events are), each
+    decoded as UTF-8 with undecodable bytes replaced, without its line break; a line
+    over MAX_LINE_BYTES ends the call (MalformedReply) instead of growing without bound."""
+    held: list[bytes] = []  # the start of a line not yet ended
+    size = 0
+    async for data in response.aiter_bytes():
+        if b"\n" not in data and b"\r" not in data:
+            held.append(data)
+            size += len(data)
+            if size > MAX_LINE_BYTES:
+                raise _line_too_long()
+            continue
+        if held:
+            held.append(data)
+            data, held = b"".join(held), []
+        lines = data.splitlines(keepends=True)
+        last = lines[-1]
+        # A line not yet ended waits; so does one ended by CR, the LF may follow.
+        if last.endswith(b"\r") or not last.endswith(b"\n"):
+            held.append(lines.pop())
+        size = len(held[0]) if held else 0
+        for line in lines:
+            if len(line) > MAX_LINE_BYTES + 2:
+                raise _line_too_long()
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+        if size > MAX_LINE_BYTES:
+            raise _line_too_long()
+    for line in b"".join(held).splitlines():
+        yield line.decode("utf-8", "replace")
+
+
+def _line_too_long() -> MalformedReply:
+    return MalformedReply(
+        f"The provider sent a line of its reply stream longer than {_size(MAX_LINE_BYTES)}; "
+        "seri stops reading there."
+    )
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit:,} bytes"
+
+
+async def _finish_body(rest: AsyncGenerator[str, None]) -> None:
     """Read what follows `[DONE]` to the end of the body, so the connection is reused.
 
     A body that does not end within FINISH_BODY_SECONDS, or ends badly, is left: closing
@@ -636,16 +797,18 @@ async def _finish_body(rest: AsyncIterator[str]) -> None:
         async with asyncio.timeout(FINISH_BODY_SECONDS):
             async for _ in rest:
                 pass
-    except (TimeoutError, HttpError):
+    except (TimeoutError, httpx.HTTPError, ProviderError):
         pass
+    finally:
+        await rest.aclose()
 
 
 async def _read_stream(
-    response: Response,
+    response: httpx.Response,
     reply: Reply,
     on_delta: DeltaCallback | None,
     on_thinking: DeltaCallback | None = None,
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """Read a streamed reply into `reply`; returns the lines after `[DONE]`, unread."""
     calls: dict[int, dict[str, str]] = {}
     content, thinking = _Pieces(), _Pieces()
@@ -663,7 +826,7 @@ async def _read_stream(
             if on_thinking is not None:
                 on_thinking(text)
 
-    lines = response.aiter_lines()
+    lines = _lines(response)
     async for line in lines:
         if not line.startswith("data:"):
             continue  # keep-alive comments (": ...") and other SSE fields

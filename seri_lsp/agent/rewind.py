@@ -66,6 +66,10 @@ from seri_lsp.store.checkpoints import (
 from seri_lsp.store.worker import Worker
 
 RESTORE_MODES = ("both", "conversation", "files")
+RECAP_NOTE = (
+    "The recap of the earlier conversation stays: a compaction after the rewound prompt "
+    "summarised the history before it, and a rewind does not undo a compaction."
+)
 KEPT_NOTE = (
     "Only files were rewound: a file could not be put back, so the conversation and its "
     "checkpoints were kept; the same rewind can be tried again."
@@ -325,16 +329,19 @@ class Rewinder:
             # A file that could not be put back keeps its checkpoint: the conversation
             # stays (the rewind became files-only), so the same rewind can be tried again.
             kept = request.restore == "both" and bool(failed)
+            recap_kept = False
             if request.restore == "files" or kept:
                 await self.io(self.store.files_restored, [c.id for c in chosen], written)
                 conversation.info = await self.io(self.sessions.store.get, conversation.id)
             else:
-                state = await self.io(self.store.truncate, conversation.id, cut.prompt_seq, written)
+                state, recap_kept = await self.io(
+                    self.store.truncate, conversation.id, cut.prompt_seq, written
+                )
                 conversation.forget_from(
                     cut.prompt_seq,
                     info=await self.io(self.sessions.store.get, conversation.id),
                     last_billed=state.get("lastInputTokens"),
-                    fired_rules=set(state.get("rules", [])),
+                    fired_rules=await self.io(self.sessions.store.fired_rules, conversation.id),
                 )
             session = self.sessions.wire(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
@@ -342,6 +349,8 @@ class Rewinder:
             result["conversationKept"] = True
         elif request.restore != "files":
             result["prompt"] = cut.prompt
+        if recap_kept:
+            result["recapKept"] = True
         result["restoredFiles"] = restored
         result["conflicts"] = conflicts
         if failed:
@@ -494,6 +503,8 @@ class Rewinder:
         if result.get("conversationKept"):
             names = ", ".join(failure["path"] for failure in result["failed"])
             self.host.show("warning", f"seri: {KEPT_NOTE} (Not put back: {names}.)")
+        if result.get("recapKept"):
+            self.host.show("info", f"seri: {RECAP_NOTE}")
 
 
 async def _editor_change(

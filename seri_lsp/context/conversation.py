@@ -55,15 +55,15 @@ class HistoryNotLoaded(RuntimeError):
 class Step:
     """What one step of a turn stores, in one transaction: its messages (in order), its
     recording events (in order), the billed input-token count of a reply, the paths its
-    tools read and modified, the glob rules it delivered, and the spend of the model
-    call it stores the reply of."""
+    tools read and modified, the glob rules it delivered (each with the position of its
+    message in `messages`), and the spend of the model call it stores the reply of."""
 
     messages: list[Message] = field(default_factory=list)
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     billed: int | None = None
     read: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
-    rules: list[str] = field(default_factory=list)
+    rules: list[tuple[str, int]] = field(default_factory=list)
     spend: Spend | None = None
     # Names the step's crash points (`SERI_CRASH_AT=<label>.in_transaction`, `.committed`).
     label: str = "step"
@@ -71,6 +71,11 @@ class Step:
     def record(self, kind: str, data: dict[str, Any]) -> None:
         """A recording event of this step."""
         self.events.append((kind, data))
+
+    def deliver(self, rule: str, message: Message) -> None:
+        """Deliver a glob rule (its path) in this step, with the message that carries it."""
+        self.rules.append((rule, len(self.messages)))
+        self.messages.append(message)
 
 
 def _request_json(message: Message) -> bytes:
@@ -186,7 +191,7 @@ class Conversation:
                 self._paired.add(message)
         if step.billed is not None:
             self.last_billed = step.billed
-        self.fired_rules.update(step.rules)
+        self.fired_rules.update(rule for rule, _ in step.rules)
         for message in stored:
             self._emit(MessageStored(self.id, message))
         return stored
@@ -215,9 +220,12 @@ class Conversation:
         )
 
     async def replace_prefix(self, replaced: Sequence[Message], recap: Message) -> Message:
-        """Commit a compaction: the recap replaces the earlier recap and the evicted."""
+        """Commit a compaction: the recap replaces the earlier recap and the evicted. A
+        glob rule whose message was evicted fires again at its next matching path."""
         messages = self.messages
-        stored = await self._io(self._store.replace_prefix, self.id, replaced, recap)
+        stored, self.fired_rules = await self._io(
+            self._store.replace_prefix, self.id, replaced, recap
+        )
         gone = {message.id for message in replaced}
         self._messages = [stored, *(m for m in messages if m.id not in gone)]
         self._paired = None

@@ -9,8 +9,10 @@ Where they come from:
 - the built-in system prompt (`seri_lsp/context/prompts/system.md`);
 - `AGENTS.md` at the workspace root;
 - rules: `*.md` in `<profile>/rules/` (yours, every project) and `<workspace>/.seri/rules/`
-  (the project's). A rule whose front matter has `globs:` is not always on: it arrives
-  as a message the first time a tool touches a matching path;
+  (the project's). A rule whose front matter (YAML between `---` lines) has `globs:` is
+  not always on: it arrives as a message the first time a tool touches a matching path.
+  Globs have the whole syntax (`**`, braces, classes; wcmatch matches them); a rule whose
+  front matter cannot be read is skipped with a warning naming the file;
 - memory: `<profile>/memory.md` (yours) and `<workspace>/.seri/memory.md` (the
   project's; approved `remember` lines are appended here).
 
@@ -23,11 +25,11 @@ own files in the profile are not confined.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from seri_lsp.files import NotRegularFile, open_regular
@@ -64,7 +66,11 @@ class GlobRule:
 
     def matches(self, relative_path: str) -> bool:
         """Whether a workspace-relative path matches any of the rule's globs."""
-        return any(glob_matches(glob, relative_path) for glob in self.globs)
+        return self._matcher(relative_path)
+
+    @cached_property
+    def _matcher(self) -> Callable[[str], bool]:
+        return compile_globs(self.globs)
 
     def as_message(self, relative_path: str) -> str:
         """The text of the user message that delivers the rule."""
@@ -150,8 +156,12 @@ def freeze(workspace_root: Path | None, profile_root: Path, base: str = "system"
             text = _read(rule_path, warnings)
             if text is None:
                 continue
+            try:
+                globs, body = parse_front_matter(text)
+            except FrontMatterError as exc:
+                warnings.append(f"Skipped {rule_path}: {exc}")
+                continue
             files.append(PromptFile(str(rule_path), _sha256(text)))
-            globs, body = parse_front_matter(text)
             if globs:
                 glob_rules.append(GlobRule(str(rule_path), globs, body))
             else:
@@ -210,8 +220,18 @@ def outside_warning(path: Path, workspace_root: Path) -> str:
     )
 
 
+class FrontMatterError(ValueError):
+    """A rule's front matter cannot be read; the message says why and what to do."""
+
+
 def parse_front_matter(text: str) -> tuple[tuple[str, ...], str]:
-    """Split `---` front matter off a rule; returns (globs, body)."""
+    """Split `---` front matter (YAML) off a rule; returns (globs, body).
+
+    `globs` is a YAML list of globs, or one string of globs separated by commas
+    (`"*.py, tests/**"`; a comma inside braces belongs to the glob). FrontMatterError
+    when the front matter is not YAML, not a mapping, or its globs are not text or
+    cannot be compiled.
+    """
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         return (), text
@@ -219,61 +239,75 @@ def parse_front_matter(text: str) -> tuple[tuple[str, ...], str]:
         end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
     except StopIteration:
         return (), text
-    globs: list[str] = []
-    in_globs = False
-    for line in lines[1:end]:
-        key, sep, value = line.partition(":")
-        if sep and not line.startswith((" ", "\t", "-")):
-            in_globs = key.strip() == "globs"
-            if in_globs and value.strip():
-                globs.extend(_split_globs(value.strip()))
-        elif in_globs and line.strip().startswith("-"):
-            globs.extend(_split_globs(line.strip()[1:].strip()))
+    import yaml  # only for rules that have front matter
+
     body = "\n".join(lines[end + 1 :])
-    return tuple(g for g in globs if g), body
+    try:
+        header = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FrontMatterError(
+            f"its front matter is not valid YAML{where}: {problem}. Put globs in quotes "
+            '(globs: "*.py") or write them as a YAML list.'
+        ) from None
+    if header is None:
+        return (), body
+    if not isinstance(header, dict):
+        raise FrontMatterError("its front matter must be YAML keys and values (globs: ...).")
+    raw = header.get("globs")
+    if raw is None or raw == "" or raw == []:
+        return (), body
+    if isinstance(raw, str):
+        globs = split_globs(raw)
+    elif isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        globs = [item.strip() for item in raw]
+    else:
+        raise FrontMatterError(
+            f"its globs must be a string or a list of strings, got {type(raw).__name__}."
+        )
+    globs = [glob for glob in globs if glob]
+    try:
+        compile_globs(globs)
+    except Exception as exc:  # wcmatch's pattern errors have no common base
+        raise FrontMatterError(f"its globs cannot be used ({exc}).") from None
+    return tuple(globs), body
 
 
-def _split_globs(value: str) -> list[str]:
-    if value.startswith("["):
-        try:
-            items = json.loads(value)
-            return [str(item).strip() for item in items]
-        except json.JSONDecodeError:
-            value = value.strip("[]")
-    return [part.strip().strip("'\"") for part in value.split(",")]
-
-
-def glob_matches(glob: str, relative_path: str) -> bool:
-    """Match a workspace-relative path against a rule glob.
-
-    `*` stays within one folder, `**` crosses folders, and a glob without a slash
-    matches the file name anywhere (as `.gitignore` does).
-    """
-    pattern = glob.strip().lstrip("/")
-    target = relative_path if "/" in pattern else relative_path.rsplit("/", 1)[-1]
-    return re.fullmatch(_glob_regex(pattern), target) is not None
-
-
-def _glob_regex(pattern: str) -> str:
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
+def split_globs(value: str) -> list[str]:
+    """Globs separated by commas, a comma inside braces or brackets not counting."""
+    globs, current, depth = [], [], 0
+    for char in value:
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth = max(0, depth - 1)
+        if char == "," and depth == 0:
+            globs.append("".join(current).strip())
+            current = []
         else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
+            current.append(char)
+    globs.append("".join(current).strip())
+    return [glob.strip("'\"") for glob in globs]
+
+
+def compile_globs(globs: tuple[str, ...] | list[str]) -> Callable[[str], bool]:
+    """A matcher of workspace-relative paths for rule globs: `*` stays within one
+    folder, `**` crosses folders, braces and classes as in a shell, and, as in
+    `.gitignore`, a glob without a slash matches the file name anywhere while a leading
+    `/` anchors it at the workspace root."""
+    from wcmatch import glob
+
+    flags = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB
+    anchored = [pattern[1:] for pattern in globs if pattern.startswith("/")]
+    loose = [pattern for pattern in globs if not pattern.startswith("/")]
+    matchers = [
+        glob.compile(patterns, flags=extra | flags)
+        for patterns, extra in ((anchored, 0), (loose, glob.MATCHBASE))
+        if patterns
+    ]
+    return lambda path: any(matcher.match(path) for matcher in matchers)
 
 
 def _read(path: Path, warnings: list[str]) -> str | None:

@@ -32,7 +32,7 @@ from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host, Level
 from seri_lsp.store import spend
 from seri_lsp.store.locks import Holder, SessionLocks
-from seri_lsp.store.messages import Message, tokens_for_chars
+from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.spend import KINDS, SpendTotals
 from seri_lsp.store.worker import Worker
@@ -54,6 +54,7 @@ class SessionManager:
         workspace_root: Callable[[], Path | None],
         profile_root: Path,
         context_window: Callable[[], Awaitable[int]],
+        window_source: Callable[[], str],
         recordings: Recordings,
         default_max_turns: int,
         max_turns_flag: int | None = None,
@@ -67,6 +68,8 @@ class SessionManager:
         self.workspace_root = workspace_root
         self.profile_root = profile_root
         self.context_window = context_window
+        # Where the window came from, once `context_window()` has given it.
+        self.window_source = window_source
         self.recordings = recordings
         self.conversation: Conversation | None = None
         # Switches of the open session happen one at a time, so each lets go of exactly
@@ -358,13 +361,19 @@ class SessionManager:
         return [self.wire(info) for info in infos[:limit]], len(infos) > limit
 
     async def view(
-        self, session_id: str | None, *, limit: int | None = None, before: int | None = None
+        self,
+        session_id: str | None,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        encoded: bool = False,
     ) -> dict[str, Any]:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages, and with `before` only those that
         come before that message (InvalidArgument when it is not one of the session's);
-        `hasMore` says whether older messages exist (always false without `limit`).
+        `hasMore` says whether older messages exist (always false without `limit`). With
+        `encoded`, the messages come as EncodedMessages (for a face that writes JSON).
         """
         conversation = self.conversation
         if session_id is not None:
@@ -385,22 +394,25 @@ class SessionManager:
                 "usage": await self._usage(0),
                 "paths": {"read": [], "modified": []},
             }
-        messages: list[dict[str, Any]]
-        if conversation is not None and (conversation.loaded or limit is None):
-            # The whole history is a view that needs it: it stays loaded for the next one
-            # (and for the next prompt). A page of a history not loaded comes from the store.
-            await conversation.load()
+        messages: list[dict[str, Any]] | EncodedMessages
+        if conversation is not None and conversation.loaded:
+            # A history in memory (a task read it) is served from there; one not loaded
+            # comes straight from the store, a page or all of it, and stays unloaded.
             info, paths = await self.io(self._fresh_info_and_paths, info.id)
             loaded, has_more = page(conversation.messages, limit, before, info.id)
             messages = [message.to_wire() for message in loaded]
+            if encoded:
+                messages = EncodedMessages.of(messages)
             estimate = conversation.estimate_tokens()
         elif conversation is not None:
-            info, messages, has_more, paths = await self.io(self._read_open, info.id, limit, before)
+            info, messages, has_more, paths = await self.io(
+                self._read_open, info.id, limit, before, encoded
+            )
             estimate = conversation.estimate_tokens()
         else:
             root = self.workspace_root()
             messages, has_more, chars, paths = await self.io(
-                self._read_stored, info.id, limit, before, root
+                self._read_stored, info.id, limit, before, root, encoded
             )
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
         return {
@@ -468,13 +480,15 @@ class SessionManager:
             return None, [], frozen
         return self.store.get(session_id), self.store.messages(session_id), frozen
 
-    async def _usage(self, estimate: int) -> dict[str, int]:
-        """The context use as views report it; compaction starts at `compactAt` tokens
+    async def _usage(self, estimate: int) -> dict[str, Any]:
+        """The context use as views report it: the window and where it came from
+        (`setting`, `provider` or `default`); compaction starts at `compactAt` tokens
         (half the window, SPEC 4)."""
         window = await self.context_window()
         return {
             "estimateTokens": estimate,
             "contextWindow": window,
+            "contextWindowSource": self.window_source(),
             "compactAt": compaction_threshold(window),
         }
 
@@ -484,29 +498,36 @@ class SessionManager:
         return self.store.get(session_id), self.store.paths(session_id)
 
     def _read_open(
-        self, session_id: str, limit: int | None, before: int | None
-    ) -> tuple[SessionInfo, list[dict[str, Any]], bool, SessionPaths]:
+        self, session_id: str, limit: int | None, before: int | None, encoded: bool
+    ) -> tuple[SessionInfo, list[dict[str, Any]] | EncodedMessages, bool, SessionPaths]:
         """The open session (not loaded): its row, a page of it, and its paths."""
-        messages, has_more = self._page(session_id, limit, before)
+        messages, has_more = self._page(session_id, limit, before, encoded)
         return self.store.get(session_id), messages, has_more, self.store.paths(session_id)
 
     def _read_stored(
-        self, session_id: str, limit: int | None, before: int | None, root: Path | None
-    ) -> tuple[list[dict[str, Any]], bool, int, SessionPaths]:
+        self,
+        session_id: str,
+        limit: int | None,
+        before: int | None,
+        root: Path | None,
+        encoded: bool,
+    ) -> tuple[list[dict[str, Any]] | EncodedMessages, bool, int, SessionPaths]:
         """A page of a session that is not open, its character total, and its paths."""
-        messages, has_more = self._page(session_id, limit, before)
+        messages, has_more = self._page(session_id, limit, before, encoded)
         _, total_chars = self.store.totals(session_id)
         frozen = freeze(root, self.profile_root)
         return messages, has_more, frozen.chars + total_chars, self.store.paths(session_id)
 
     def _page(
-        self, session_id: str, limit: int | None, before: int | None
-    ) -> tuple[list[dict[str, Any]], bool]:
+        self, session_id: str, limit: int | None, before: int | None, encoded: bool
+    ) -> tuple[list[dict[str, Any]] | EncodedMessages, bool]:
         before_seq = None
         if before is not None:
             before_seq = self.store.message_seq(session_id, before)
             if before_seq is None:
                 raise _not_a_message(before, session_id)
+        if encoded:
+            return self.store.encoded_page(session_id, limit, before_seq)
         return self.store.wire_page(session_id, limit, before_seq)
 
 

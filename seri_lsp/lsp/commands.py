@@ -69,7 +69,9 @@ async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     limit = optional_int(args, "limit", 1, MAX_PAGE_LIMIT)
     before = optional_int(args, "before", 1, MAX_MESSAGE_ID)
-    return await engine.session_view(session_id or None, limit=limit, before=before)
+    # The messages come encoded: the protocol writes them as they are (a long history is
+    # held once, as bytes).
+    return await engine.session_view(session_id or None, limit=limit, before=before, encoded=True)
 
 
 async def session_fork(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from pygls.protocol import (
 )
 
 from seri_lsp.limits import describe
+from seri_lsp.store.messages import EncodedMessages
 
 logger = logging.getLogger(__name__)
 
@@ -349,18 +350,19 @@ class SeriProtocol(LanguageServerProtocol):
 
         The body is encoded to bytes once and written after its header, instead of
         being copied twice more (header + body, then encoded): a large answer is held
-        in memory twice at most, not four times.
+        in memory twice at most, not four times. Messages the engine gave already
+        encoded (`EncodedMessages`, a long history) are written as they are.
         """
         if self.writer is None:
             logger.error("Unable to send data, no available transport!")
             return
         try:
-            body = json.dumps(payload, default=self._serialize_message).encode(self.CHARSET)
+            parts = encoded_body(payload, self._serialize_message)
             header = (
-                f"Content-Length: {len(body)}\r\n"
+                f"Content-Length: {sum(len(part) for part in parts)}\r\n"
                 f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
             ).encode("ascii")
-            for part in (header, body):
+            for part in (header, *parts):
                 written = self.writer.write(part)
                 if inspect.isawaitable(written):  # an asynchronous writer
                     pending = asyncio.ensure_future(written)
@@ -442,3 +444,30 @@ class SeriProtocol(LanguageServerProtocol):
         code = 0 if self._shutdown else 1
         if self.on_exit is not None:
             self.on_exit(code)
+
+
+def encoded_body(payload: dict[str, Any], default: Callable[[Any], Any]) -> list[bytes]:
+    """The UTF-8 JSON of a response, in parts: the result's EncodedMessages values are
+    spliced in as they were encoded (`payload["result"]` comes last in the payload)."""
+    result = payload.get("result")
+    encoded = (
+        {key: value for key, value in result.items() if isinstance(value, EncodedMessages)}
+        if isinstance(result, dict)
+        else {}
+    )
+    if not encoded:
+        return [json.dumps(payload, default=default).encode("utf-8")]
+    assert isinstance(result, dict) and list(payload)[-1] == "result"
+    rest = {key: value for key, value in result.items() if key not in encoded}
+    text = json.dumps({**payload, "result": rest}, default=default)
+    head = text[:-2]  # without the braces that close the result and the payload
+    parts = [head.encode("utf-8")]
+    separator = b"" if head.endswith("{") else b", "
+    for key, messages in encoded.items():
+        parts.append(separator + json.dumps(key).encode("utf-8") + b": [")
+        for index, piece in enumerate(messages.pieces):
+            parts += [b", ", piece] if index else [piece]  # (no copy of a piece)
+        parts.append(b"]")
+        separator = b", "
+    parts.append(b"}}")
+    return parts

@@ -2,10 +2,11 @@
 
 A checkpoint is taken before each user prompt's task: the position the prompt takes in
 the conversation (`prompt_seq`, the `messages.seq` of the prompt) and a snapshot of what
-else the conversation carried then (title, path lists, fired glob rules, the last
-billed input-token count). While the task runs, every file its tools change gets a row:
-the content before the task's first change (NULL: the file did not exist) and what
-seri last wrote to it (NULL: absent), both as SHA-256 keys into `blobs`.
+else the conversation carried then (title, path lists, the last billed input-token
+count; the glob rules delivered need none: their marks go with their messages). While
+the task runs, every file its tools change gets a row: the content before the task's
+first change (NULL: the file did not exist) and what seri last wrote to it (NULL:
+absent), both as SHA-256 keys into `blobs`.
 
 Blobs are content-addressed: a content is stored once however many rows refer to it,
 and deleted in the same transaction that drops the last row referring to it.
@@ -241,16 +242,17 @@ class CheckpointStore:
 
     def truncate(
         self, session_id: str, cut_seq: int, restored: Mapping[str, str | None]
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
         """Remove the prompt at `cut_seq` and everything after it, in one transaction.
 
         The messages go, and so do the checkpoints of those prompts; the conversation's
-        title, path lists, fired rules and billed count go back to the snapshot taken
+        title, path lists and billed count go back to the snapshot taken
         before that prompt (the billed count is forgotten if a compaction ran since).
         What seri last wrote to each file those tasks changed is carried to the newest
         remaining checkpoint that changed it: `restored` (path -> content key) for the
         files this rewind put back, else the rewound tasks' own last write. Returns the
-        snapshot that was restored.
+        snapshot that was restored, and whether a compaction ran after that prompt (it
+        kept the prompt, so its recap of the earlier history stays).
         """
         with self.db.transaction() as tx:
             cut = tx.execute(
@@ -292,7 +294,7 @@ class CheckpointStore:
                 state["lastInputTokens"] = None
             _restore_snapshot(tx, session_id, state)
             _collect(tx, old)
-        return state
+        return state, compacted_since is not None
 
     # --- retention ------------------------------------------------------------------
 
@@ -432,18 +434,12 @@ def _snapshot(tx: sqlite3.Connection, session_id: str) -> dict[str, Any]:
         " ORDER BY rowid",
         (session_id,),
     ).fetchall()
-    rule_rows = tx.execute(
-        "SELECT rule, seq FROM session_rules_fired WHERE session_id = ? ORDER BY rowid",
-        (session_id,),
-    ).fetchall()
     return {
         "title": session["title"] if session else "",
         "lastInputTokens": session["last_input_tokens"] if session else None,
         "paths": [[row["path"], bool(row["modified"])] for row in path_rows],
-        "rules": [row["rule"] for row in rule_rows],
         # Where each was noted (a fork keeps those of the part it copies).
         "pathSeqs": {row["path"]: [row["seq"], row["modified_seq"]] for row in path_rows},
-        "ruleSeqs": {row["rule"]: row["seq"] for row in rule_rows},
     }
 
 
@@ -453,8 +449,9 @@ def _restore_snapshot(tx: sqlite3.Connection, session_id: str, state: dict[str, 
         (state.get("title", ""), state.get("lastInputTokens"), utc_now(), session_id),
     )
     # A snapshot taken before forks existed has no positions: NULL, kept by every fork.
+    # (The glob rules delivered need no snapshot: their marks go with their messages;
+    # the `rules` of an older snapshot are not used.)
     path_seqs = state.get("pathSeqs", {})
-    rule_seqs = state.get("ruleSeqs", {})
     tx.execute("DELETE FROM session_paths WHERE session_id = ?", (session_id,))
     for path, modified in state.get("paths", []):
         seq, modified_seq = path_seqs.get(path, (None, None))
@@ -462,10 +459,4 @@ def _restore_snapshot(tx: sqlite3.Connection, session_id: str, state: dict[str, 
             "INSERT OR IGNORE INTO session_paths (session_id, path, modified, seq, modified_seq)"
             " VALUES (?, ?, ?, ?, ?)",
             (session_id, path, int(bool(modified)), seq, modified_seq),
-        )
-    tx.execute("DELETE FROM session_rules_fired WHERE session_id = ?", (session_id,))
-    for rule in state.get("rules", []):
-        tx.execute(
-            "INSERT OR IGNORE INTO session_rules_fired (session_id, rule, seq) VALUES (?, ?, ?)",
-            (session_id, rule, rule_seqs.get(rule)),
         )

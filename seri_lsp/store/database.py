@@ -286,6 +286,22 @@ class Database:
             cursor.row_factory = None
             return cursor.execute(sql, params).fetchall()
 
+    def query_batches(
+        self,
+        sql: str,
+        params: Sequence[Any],
+        size: int,
+        each: Callable[[list[tuple[Any, ...]]], None],
+    ) -> None:
+        """Run a read and hand its rows to `each` as plain tuples, `size` at a time, so
+        a read of many rows never holds them all."""
+        with self._lock, busy_as_store_busy():
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(size):
+                each(rows)
+
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """Run a read and return its first row, if any."""
         with self._lock, busy_as_store_busy():

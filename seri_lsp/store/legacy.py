@@ -349,7 +349,7 @@ def _parse_file(
     # Reading the file is outside the per-line `try`: an OSError fails the whole file.
     with path.open("r", encoding="utf-8", errors="replace") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
+            if raw.isspace():  # (a line read is never empty; isspace copies nothing)
                 continue
             try:
                 try:

@@ -9,7 +9,7 @@ compacted prefix) carries its structured fields beside its text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -134,6 +134,47 @@ class Message:
         return out
 
 
+# Messages encoded together into one piece of an EncodedMessages array.
+ENCODE_BATCH = 512
+
+
+@dataclass(frozen=True)
+class EncodedMessages:
+    """Wire messages already encoded as one JSON array, in pieces: each piece holds
+    several messages, separated as `json.dumps` separates list items, without the
+    brackets. A face that writes JSON writes the pieces as they are; a long history is
+    then held once, as bytes, instead of as objects and again as their encoding."""
+
+    pieces: tuple[bytes, ...]
+    count: int
+
+    @classmethod
+    def of(cls, messages: Sequence[dict[str, Any]]) -> EncodedMessages:
+        """Encode wire messages."""
+        builder = EncodedMessagesBuilder()
+        for start in range(0, len(messages), ENCODE_BATCH):
+            builder.add(list(messages[start : start + ENCODE_BATCH]))
+        return builder.done()
+
+
+class EncodedMessagesBuilder:
+    """Builds EncodedMessages batch by batch."""
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []
+        self._count = 0
+
+    def add(self, batch: list[dict[str, Any]]) -> None:
+        """Encode one batch of wire messages (in order)."""
+        if batch:
+            self._pieces.append(json.dumps(batch)[1:-1].encode("utf-8"))
+            self._count += len(batch)
+
+    def done(self) -> EncodedMessages:
+        """The messages added so far, encoded."""
+        return EncodedMessages(tuple(self._pieces), self._count)
+
+
 def wire_message(
     id: int | None,
     created_at: str | None,
@@ -183,7 +224,7 @@ def count_chars(message: Message) -> int:
 
 def chars_of(content: str, thinking: str | None, arguments: Iterable[str] = ()) -> int:
     """Characters that count toward the estimate: text, thinking, tool-call arguments."""
-    return len(content) + len(thinking or "") + sum(len(text) for text in arguments)
+    return len(content) + len(thinking or "") + sum(map(len, arguments))
 
 
 def tokens_for_chars(chars: int) -> int:

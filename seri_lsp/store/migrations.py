@@ -248,6 +248,31 @@ def m007_session_totals(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_rules_fired_by_message(conn: sqlite3.Connection) -> None:
+    # A glob rule's delivered mark belongs to the message that delivered it: when that
+    # message goes (evicted into a recap by a compaction, removed by a rewind), the mark
+    # goes with it, so the rule fires again the next time a tool touches a matching path.
+    # Existing marks find their message by its text ("Rule <path> applies to ..."); a
+    # mark whose message a compaction already evicted goes now.
+    conn.execute(
+        "ALTER TABLE session_rules_fired ADD COLUMN message_id INTEGER"
+        " REFERENCES messages(id) ON DELETE CASCADE"
+    )
+    conn.execute("CREATE INDEX session_rules_fired_by_message ON session_rules_fired (message_id)")
+    conn.execute(
+        """
+        UPDATE session_rules_fired SET message_id = (
+            SELECT m.id FROM messages m
+            WHERE m.session_id = session_rules_fired.session_id AND m.kind = 'rule'
+              AND substr(m.content, 1, length('Rule ' || rule || ' applies to '))
+                  = 'Rule ' || rule || ' applies to '
+            ORDER BY m.seq DESC LIMIT 1
+        )
+        """
+    )
+    conn.execute("DELETE FROM session_rules_fired WHERE message_id IS NULL")
+
+
 def m010_forks_and_spend(conn: sqlite3.Connection) -> None:
     # Forks. Not `parent_id`, which names a subagent's parent (and keeps the session out
     # of lists): `forked_from` is the session a fork copied, `forked_at` the id of the
@@ -299,5 +324,6 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "checkpoints", m005_checkpoints),
     (6, "trajectories", m006_trajectories),
     (7, "session_totals", m007_session_totals),
+    (8, "rules_fired_by_message", m008_rules_fired_by_message),
     (10, "forks_and_spend", m010_forks_and_spend),
 ]

@@ -15,7 +15,16 @@ from typing import Any
 from seri_lsp import faults
 from seri_lsp.errors import UnknownSession
 from seri_lsp.store.database import Database, utc_now
-from seri_lsp.store.messages import Message, Recap, ToolCall, prompt_words, wire_message
+from seri_lsp.store.messages import (
+    ENCODE_BATCH,
+    EncodedMessages,
+    EncodedMessagesBuilder,
+    Message,
+    Recap,
+    ToolCall,
+    prompt_words,
+    wire_message,
+)
 from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
 
 TITLE_LENGTH = 80
@@ -281,11 +290,15 @@ class SessionStore:
                 " ORDER BY rowid",
                 (fork_id, last.seq, last.seq, source_id, last.seq),
             )
+            # A rule delivered in the part copied stays delivered, tied to the fork's copy
+            # of its message (the copy keeps positions).
             tx.execute(
-                "INSERT INTO session_rules_fired (session_id, rule, seq)"
-                " SELECT ?, rule, seq FROM session_rules_fired"
-                " WHERE session_id = ? AND COALESCE(seq <= ?, 1) ORDER BY rowid",
-                (fork_id, source_id, last.seq),
+                "INSERT INTO session_rules_fired (session_id, rule, message_id, seq)"
+                " SELECT ?, r.rule, copy.id, copy.seq FROM session_rules_fired r"
+                " JOIN messages original ON original.id = r.message_id"
+                " JOIN messages copy ON copy.session_id = ? AND copy.seq = original.seq"
+                " WHERE r.session_id = ? AND original.seq <= ? ORDER BY r.rowid",
+                (fork_id, fork_id, source_id, last.seq),
             )
             return self._info(fork_id, tx), last.id
 
@@ -305,16 +318,27 @@ class SessionStore:
         `before_seq` (when given), in conversation order, each straight from its row to
         its wire form (no Message in between: a view of a long session reads many), and
         whether older ones exist."""
-        where, params = "session_id = ?", [session_id]
-        if before_seq is not None:
-            where += " AND seq < ?"
-            params.append(before_seq)
-        sql = f"SELECT {_WIRE_COLUMNS} FROM messages WHERE {where} ORDER BY seq"
+        sql, params = _page_query(session_id, before_seq)
         if limit is None:
             return [_wire_from_row(row) for row in self.db.query_tuples(sql, params)], False
         rows = self.db.query_tuples(sql + " DESC LIMIT ?", [*params, limit + 1])
         has_more = len(rows) > limit
         return [_wire_from_row(row) for row in reversed(rows[:limit])], has_more
+
+    def encoded_page(
+        self, session_id: str, limit: int | None, before_seq: int | None = None
+    ) -> tuple[EncodedMessages, bool]:
+        """`wire_page` encoded as JSON; the whole history is read and encoded a batch of
+        rows at a time, so it is never held as objects all at once."""
+        if limit is not None:
+            messages, has_more = self.wire_page(session_id, limit, before_seq)
+            return EncodedMessages.of(messages), has_more
+        builder = EncodedMessagesBuilder()
+        sql, params = _page_query(session_id, before_seq)
+        self.db.query_batches(
+            sql, params, ENCODE_BATCH, lambda rows: builder.add([_wire_from_row(r) for r in rows])
+        )
+        return builder.done(), False
 
     def message_seq(self, session_id: str, message_id: int) -> int | None:
         """The sequence number of a message of this session; None if it has no such message."""
@@ -342,7 +366,7 @@ class SessionStore:
         billed: int | None = None,
         read: Iterable[str] = (),
         modified: Iterable[str] = (),
-        rules: Iterable[str] = (),
+        rules: Iterable[tuple[str, int]] = (),
         spend: Spend | None = None,
         also: Callable[[sqlite3.Connection], None] | None = None,
         label: str = "step",
@@ -351,21 +375,25 @@ class SessionStore:
 
         The messages go at the end of the session (the first prompt names it), with the
         running totals; `billed` (when given) becomes the last billed input-token count;
-        the paths and the glob rules delivered are noted at the step's place in the
-        conversation; `spend` (a model call's) is stored and counted; `also(tx)` writes
-        whatever else belongs to the step (its recording events) in the same
-        transaction. All of it commits together or none of it does
-        (`SERI_CRASH_AT=<label>.in_transaction` stops the process just before the commit).
+        the paths are noted at the step's place in the conversation, and each glob rule
+        delivered (`rules`: its path and the position in `messages` of the message that
+        delivers it) is marked as fired for as long as that message stays; `spend` (a
+        model call's) is stored and counted; `also(tx)` writes whatever else belongs to
+        the step (its recording events) in the same transaction. All of it commits
+        together or none of it does (`SERI_CRASH_AT=<label>.in_transaction` stops the
+        process just before the commit).
         """
         with self.db.transaction() as tx:
             stored = append_messages(tx, session_id, messages, billed=billed) if messages else []
             seq = stored[-1].seq if stored else None
             note_paths(tx, session_id, read, modified, seq=seq)
-            fired = [(session_id, rule, seq) for rule in rules]
+            fired = [
+                (session_id, rule, stored[index].id, stored[index].seq) for rule, index in rules
+            ]
             if fired:
                 tx.executemany(
-                    "INSERT OR IGNORE INTO session_rules_fired (session_id, rule, seq)"
-                    " VALUES (?, ?, ?)",
+                    "INSERT OR REPLACE INTO session_rules_fired (session_id, rule, message_id, seq)"
+                    " VALUES (?, ?, ?, ?)",
                     fired,
                 )
             if spend is not None:
@@ -377,11 +405,13 @@ class SessionStore:
 
     def replace_prefix(
         self, session_id: str, evicted: Sequence[Message], recap: Message
-    ) -> Message:
+    ) -> tuple[Message, set[str]]:
         """Compaction's commit: write the recap and delete the evicted messages at once.
 
         The recap takes the place (sequence number) of the last evicted message, so it
-        sorts before everything kept. Both happen in one transaction or neither does.
+        sorts before everything kept. Both happen in one transaction or neither does. A
+        glob rule whose message was evicted is no longer marked as fired (its mark goes
+        with its message); returns the recap as stored and the rules still fired.
         """
         if not evicted:
             raise ValueError("nothing to evict")
@@ -394,7 +424,13 @@ class SessionStore:
             stored = insert_message(tx, session_id, recap, seq=seq)
             tx.execute("UPDATE sessions SET last_input_tokens = NULL WHERE id = ?", (session_id,))
             _touch(tx, session_id)
-        return stored
+            fired = {
+                row[0]
+                for row in tx.execute(
+                    "SELECT rule FROM session_rules_fired WHERE session_id = ?", (session_id,)
+                )
+            }
+        return stored, fired
 
     # --- paths and rules ---------------------------------------------------------
 
@@ -410,7 +446,7 @@ class SessionStore:
         )
 
     def fired_rules(self, session_id: str) -> set[str]:
-        """Glob rules already delivered in this session."""
+        """Glob rules delivered in this session whose message is still in it."""
         rows = self.db.query(
             "SELECT rule FROM session_rules_fired WHERE session_id = ?", (session_id,)
         )
@@ -606,6 +642,15 @@ def message_from_row(row: sqlite3.Row) -> Message:
 _WIRE_COLUMNS = (
     "id, created_at, role, content, thinking, tool_calls, tool_call_id, kind, recap, is_error"
 )
+
+
+def _page_query(session_id: str, before_seq: int | None) -> tuple[str, list[Any]]:
+    """The read of a session's messages in conversation order (before `before_seq`)."""
+    where, params = "session_id = ?", [session_id]
+    if before_seq is not None:
+        where += " AND seq < ?"
+        params.append(before_seq)
+    return f"SELECT {_WIRE_COLUMNS} FROM messages WHERE {where} ORDER BY seq", params
 
 
 def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
