@@ -204,6 +204,7 @@ def vscode_run(
         bare = subprocess.run(
             ["python3", "-c", "import seri_lsp"],
             env={**os.environ, "PATH": path},
+            cwd=work,
             capture_output=True,
             check=False,
         )

@@ -790,9 +790,10 @@ async function bundledServer({ page, config, shot }) {
   );
   const view = chat(page);
   await runCommand(page, 'Seri: Open Chat');
-  // The first start installs the server (a private environment, the carried wheels).
+  // The first start installs the server (a private environment, the carried wheels);
+  // the chat invites a prompt once it runs.
   await view.locator('#prompt-input').waitFor({ timeout: 30_000 });
-  await page.locator(STATUS_ITEM).filter({ hasText: /\d+%/ }).waitFor({ timeout: 180_000 });
+  await view.getByText('No messages yet.').waitFor({ timeout: 180_000 });
   await sendPrompt(view, 'What does src/app.py do?');
   await view.locator('.row.user', { hasText: 'What does src/app.py do?' }).waitFor({ timeout: 20_000 });
   await view.locator('details.tool[data-tool="read_file"] .tool-target', { hasText: 'src/app.py' }).waitFor({ timeout: 30_000 });
