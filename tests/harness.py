@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -20,10 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cattrs import Converter
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pygls.uris import to_fs_path as uri_to_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from pytest_lsp.client import make_test_lsp_client
+from pytest_lsp.client import register_lsp_features
 
 SERI_NOTIFICATIONS = (
     "seri/sessionChanged",
@@ -37,9 +40,19 @@ HOLD = object()  # an answer to showMessageRequest that never comes
 _MISSING = object()
 
 
+@functools.cache
+def shared_converter() -> Converter:
+    """One lsprotocol converter for every client in this test process: cattrs writes
+    (and compiles) the code that converts a type the first time it meets the type, which
+    for a fresh converter per client was most of the test process's time."""
+    return default_converter()
+
+
 def make_client() -> LanguageClient:
     """A pytest-lsp client that also records seri's notifications and plays the editor."""
-    client = make_test_lsp_client()
+    # pytest-lsp's make_test_lsp_client, with the shared converter.
+    client = LanguageClient(converter_factory=shared_converter)
+    register_lsp_features(client)
     client.seri = defaultdict(list)  # type: ignore[attr-defined]
     client.answers = deque()  # type: ignore[attr-defined]
     client.message_requests = []  # type: ignore[attr-defined]
