@@ -8,7 +8,6 @@ through pytest-lsp with the bundled Neovim and VS Code client capabilities.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -25,7 +24,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import client_capabilities
 
 from tests.conftest import provider_options
-from tests.harness import CLIENTS, server_env, shared_converter
+from tests.harness import CLIENTS, server_env, shared_converter, wait_until
 from tests.scripted_provider import Hang, ScriptedProvider, Text
 
 INVALID_PARAMS = -32602
@@ -629,9 +628,14 @@ async def test_handled_notifications_leave_no_futures_behind(
             "contentChanges": [{"text": "b"}],
         }
         receive({"method": "textDocument/didChange", "params": change})
-    await asyncio.sleep(0.2)
     try:
-        assert server.workspace.get_text_document(uri).version == 501
+        # Every change handled, and its handler's bookkeeping let go.
+        await wait_until(
+            lambda: (
+                server.workspace.get_text_document(uri).version == 501
+                and not protocol._request_futures
+            )
+        )
         assert len(protocol._request_futures) == 0
     finally:
         await server.close_engine()
