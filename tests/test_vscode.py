@@ -231,7 +231,8 @@ def vscode_run(
         config_file = work / "config.json"
         config_file.write_text(json.dumps(config, indent=2))
         # The runner says what it installs and how each suite went: let that reach the
-        # terminal as it happens rather than only when a test fails.
+        # terminal as it happens rather than only when a test fails. On stderr: a
+        # pytest-xdist worker's stdout goes nowhere.
         capture = request.config.pluginmanager.getplugin("capturemanager")
         live = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
         with live:
@@ -239,6 +240,7 @@ def vscode_run(
             done = subprocess.run(
                 ["node", str(RUNNER), "--config", str(config_file), "--suites", suites],
                 cwd=EXTENSION,
+                stdout=sys.stderr,
                 timeout=1700,
             )
         yield VSCodeRun(done.returncode, work, provider, suites.split(","))
