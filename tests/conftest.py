@@ -19,8 +19,13 @@ from tests.scripted_provider import ScriptedProvider
 # --- tiers and parallel runs (tests/tiers.py says why) ---------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tiers.classify(items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tiers.check_group(item)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -131,6 +131,23 @@ def classify(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.xdist_group(f"{func.__module__}.{name}"))
 
 
+def check_group(item: pytest.Item) -> None:
+    """Fail a grouped test, before its fixtures run, if pytest-xdist did not tag its node
+    id with its group (`...@group`) under `--dist loadgroup`: the group would be spread
+    over the workers, and its fixture (the VS Code run) made in each."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker is None or not getattr(item.config.option, "loadgroup", False):
+        return
+    if "@" not in item.nodeid:
+        pytest.fail(
+            f"pytest-xdist did not keep this test in its xdist_group ({marker.args[0]}), so "
+            "the group's fixture would run on every worker; pytest 9.2 and later break it "
+            "(pytest-xdist#1386). Install the versions pyproject.toml asks for: "
+            ".venv/bin/pip install -e '.[test]'",
+            pytrace=False,
+        )
+
+
 def heavy_program(event: str, args: tuple[Any, ...]) -> str | None:
     """The program a `subprocess.Popen` audit event starts, if it is one a fast test may
     not start."""
