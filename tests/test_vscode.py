@@ -5,6 +5,8 @@ node modules when missing, saying so) packages the extension, runs its unit suit
 integration suites inside code-server's extension host, and its UI scenarios through
 Playwright, against `python -m seri_lsp` and the scripted provider started here. The
 tests below read that run's results, and check on this side what the provider received.
+In a parallel run they share one worker (tests/tiers.py groups the tests of a
+module-scoped fixture), so the run happens once, first, beside the other tests.
 Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
 SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer.
 """
