@@ -13,10 +13,15 @@ import pytest_asyncio
 from pytest_lsp import LanguageClient
 
 from tests import tiers
-from tests.harness import provider_config, start_server, stop_server
+from tests.harness import compile_server, provider_config, start_server, stop_server
 from tests.scripted_provider import ScriptedProvider
 
 # --- tiers and parallel runs (tests/tiers.py says why) ---------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once: in the process that starts the workers
+        compile_server()
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
