@@ -35,7 +35,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores this process may use, so that while one
-    waits (for the VS Code run's browser, or a test for a timeout) the cores stay busy."""
+    waits (for the VS Code run's browser, or a test for a timeout) the cores stay busy.
+    None for the fast tier alone: its tests take less time than workers take to start and
+    collect the suite (twice the CPU, and longer)."""
+    if config.getoption("markexpr") == "fast":
+        return 0
     return tiers.usable_cores() + 1
 
 
