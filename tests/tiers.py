@@ -85,9 +85,14 @@ def _code_starts(
     )
 
 
+def _in_suite(value: Any) -> bool:
+    """Whether `value` (a function, a class) is defined in this test suite."""
+    return str(getattr(value, "__module__", "")).partition(".")[0] == SUITE
+
+
 def _suite_functions(value: Any) -> Iterable[Any]:
     """The functions of this test suite behind a global: itself, or a class's methods."""
-    if getattr(value, "__module__", "").partition(".")[0] != SUITE:
+    if not _in_suite(value):
         return ()
     if inspect.isfunction(value):
         return (value,)
@@ -119,7 +124,7 @@ def classify(items: list[pytest.Item]) -> None:
 
     for item in items:
         fixtures = fixture_functions(item)
-        own = [func for name, scope, func in fixtures if func.__module__.startswith(SUITE)]
+        own = [func for _, _, func in fixtures if _in_suite(func)]
         function = getattr(item, "function", None)
         in_process = not any(starts(func) for func in own) and not (
             function is not None and starts(function)
@@ -127,7 +132,7 @@ def classify(items: list[pytest.Item]) -> None:
         if in_process and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.fast)
         for name, scope, func in fixtures:
-            if scope in FIXTURE_SCOPES_SHARED and func.__module__.startswith(SUITE):
+            if scope in FIXTURE_SCOPES_SHARED and _in_suite(func):
                 item.add_marker(pytest.mark.xdist_group(f"{func.__module__}.{name}"))
 
 
