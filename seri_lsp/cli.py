@@ -252,15 +252,18 @@ def _serve(args: argparse.Namespace) -> int:
     if args.tcp:
         code = server.serve_tcp(args.host, args.port)
     else:
-        if sys.stdin.isatty():
-            print(TERMINAL_NOTICE, file=sys.stderr, flush=True)
-        code = server.serve_stdio()
+        # Said once Ctrl-C stops the server cleanly, so a Ctrl-C right after it does.
+        code = server.serve_stdio(ready=_say_what_this_is if sys.stdin.isatty() else None)
     # The store is closed. End now: a thread stuck in a system call (a FIFO being read,
     # a slow name lookup) must not keep a stopped server alive.
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _say_what_this_is() -> None:
+    print(TERMINAL_NOTICE, file=sys.stderr, flush=True)
 
 
 def _acp(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,67 @@ import pytest
 import pytest_asyncio
 from pytest_lsp import LanguageClient
 
-from tests.harness import provider_config, start_server, stop_server
+from tests import tiers
+from tests.harness import compile_server, provider_config, start_server, stop_server
 from tests.scripted_provider import ScriptedProvider
+
+# --- tiers and parallel runs (tests/tiers.py says why) ---------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once: in the process that starts the workers
+        compile_server()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tiers.classify(items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    tiers.check_group(item)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores this process may use, so that while one
+    waits (for the VS Code run's browser, or a test for a timeout) the cores stay busy.
+    None for the fast tier alone: its tests take less time than workers take to start and
+    collect the suite (twice the CPU, and longer)."""
+    if config.getoption("markexpr") == "fast":
+        return 0
+    return tiers.usable_cores() + 1
+
+
+_FAST_TEST_RUNNING: list[str] = []  # the node id of the fast test running, if one is
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    fast = item.get_closest_marker("fast") is not None
+    if fast:
+        _FAST_TEST_RUNNING.append(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        if fast:
+            _FAST_TEST_RUNNING.pop()
+
+
+def _no_heavy_process_in_a_fast_test(event: str, args: tuple[Any, ...]) -> None:
+    if not _FAST_TEST_RUNNING:
+        return
+    program = tiers.heavy_program(event, args)
+    if program is not None:
+        raise RuntimeError(
+            f"{_FAST_TEST_RUNNING[-1]} is in the fast tier (tests/tiers.py found no process "
+            f"start in it), yet it starts {program}. Start processes through a fixture or "
+            "a helper of the test suite, or mark the test @pytest.mark.slow."
+        )
+
+
+sys.addaudithook(_no_heavy_process_in_a_fast_test)
+
+# --- fixtures ----------------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -10,7 +10,9 @@ VS Code or Neovim would.
 from __future__ import annotations
 
 import asyncio
+import compileall
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -20,10 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from cattrs import Converter
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pygls.uris import to_fs_path as uri_to_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from pytest_lsp.client import make_test_lsp_client
+from pytest_lsp.client import register_lsp_features
+
+import seri_lsp
 
 SERI_NOTIFICATIONS = (
     "seri/sessionChanged",
@@ -38,9 +44,19 @@ HOLD = object()  # an answer to showMessageRequest that never comes
 _MISSING = object()
 
 
+@functools.cache
+def shared_converter() -> Converter:
+    """One lsprotocol converter for every client in this test process: cattrs writes
+    (and compiles) the code that converts a type the first time it meets the type, which
+    for a fresh converter per client was most of the test process's time."""
+    return default_converter()
+
+
 def make_client() -> LanguageClient:
     """A pytest-lsp client that also records seri's notifications and plays the editor."""
-    client = make_test_lsp_client()
+    # pytest-lsp's make_test_lsp_client, with the shared converter.
+    client = LanguageClient(converter_factory=shared_converter)
+    register_lsp_features(client)
     client.seri = defaultdict(list)  # type: ignore[attr-defined]
     client.answers = deque()  # type: ignore[attr-defined]
     client.message_requests = []  # type: ignore[attr-defined]
@@ -171,6 +187,13 @@ def _offset(text: str, position: types.Position) -> int:
     """UTF-16 position to string offset (the tests use ASCII and BMP text)."""
     lines = text.split("\n")
     return sum(len(line) + 1 for line in lines[: position.line]) + position.character
+
+
+def compile_server() -> None:
+    """Byte-compile seri_lsp once, before the servers start: with PYTHONDONTWRITEBYTECODE
+    set (and an editable install, which pip does not compile), each of the hundreds of
+    server processes would compile it again, a fifth of its CPU time."""
+    compileall.compile_dir(Path(seri_lsp.__file__).parent, quiet=1)
 
 
 def seri(

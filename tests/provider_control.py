@@ -23,7 +23,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
+from tests.scripted_provider import STOP_POLL_SECONDS, Calls, Error, ScriptedProvider, Text, usage
 
 
 def reply_from_json(data: dict[str, Any]) -> Text | Calls | Error:
@@ -56,7 +56,9 @@ class ProviderControl:
         self._stalled: list[Text] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(STOP_POLL_SECONDS,), daemon=True
+        )
 
     @property
     def url(self) -> str:

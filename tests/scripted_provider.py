@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# How often the serving thread looks whether `stop` was called (socketserver's default,
+# 0.5 s, is waited out by every test that stops a provider).
+STOP_POLL_SECONDS = 0.02
+
 
 @dataclass
 class Text:
@@ -190,7 +194,9 @@ class ScriptedProvider:
         self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(STOP_POLL_SECONDS,), daemon=True
+        )
 
     @property
     def base_url(self) -> str:

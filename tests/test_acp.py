@@ -606,7 +606,14 @@ async def test_a_cancel_right_after_the_prompt_cancels_it(
     async with start_acp(configured, workspace) as agent:
         session_id = await agent.new()
         prompting = asyncio.ensure_future(agent.prompt(session_id, "hello"))
-        await asyncio.sleep(0)  # the prompt is on its way
+        # The cancel follows the prompt on the wire (a bare `sleep(0)` could let it go
+        # first, and a cancel before the prompt does not cancel it).
+        await until(
+            lambda: any(
+                way == "outgoing" and message.get("method") == "session/prompt"
+                for way, message in agent.client.wire
+            )
+        )
         await agent.conn.cancel(session_id=session_id)
         response = await prompting
     assert response.stop_reason == "cancelled"

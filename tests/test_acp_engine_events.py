@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.acp_client import write_config
 from tests.agent_helpers import prompt
-from tests.harness import SERI_NOTIFICATIONS, provider_config, server_env
+from tests.harness import SERI_NOTIFICATIONS, provider_config, server_env, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 # What the LSP contract lets the server send (besides answers and progress requests).
@@ -41,7 +41,7 @@ async def test_the_language_server_sends_only_what_its_contract_names(
     client.protocol._handle_notification = spy
     busy_script(provider)
     result = await prompt(client, "write and edit a.py")
-    await asyncio.sleep(0.2)  # notifications sent just before the answer
+    await wait_until(lambda: client.seri["seri/turnEnded"])  # the task's last notification
     assert result["status"] == "done", result
     assert (workspace / "a.py").read_text() == "x = 2\n"
     assert set(seen) <= CONTRACT, set(seen) - CONTRACT

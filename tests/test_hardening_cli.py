@@ -138,12 +138,16 @@ def test_a_terminal_on_stdin_gets_one_line_saying_what_this_is(
     os.close(terminal)
     try:
         assert process.stderr is not None
-        ready, _, _ = select.select([process.stderr], [], [], 15)
-        assert ready, "no notice on stderr"
-        time.sleep(0.5)  # the whole line
+        first = b""
+        while not first.endswith(b"\n"):  # the whole line
+            ready, _, _ = select.select([process.stderr], [], [], 15)
+            assert ready, f"no (whole) notice on stderr: {first!r}"
+            chunk = os.read(process.stderr.fileno(), 4096)
+            assert chunk, f"stderr ended inside the notice: {first!r}"
+            first += chunk
         process.send_signal(signal.SIGINT)  # Ctrl-C
         assert process.wait(10) == 0
-        stderr = process.stderr.read().decode()
+        stderr = (first + process.stderr.read()).decode()
     finally:
         if process.poll() is None:
             process.kill()

@@ -8,7 +8,6 @@ through pytest-lsp with the bundled Neovim and VS Code client capabilities.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -25,7 +24,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import client_capabilities
 
 from tests.conftest import provider_options
-from tests.harness import CLIENTS, server_env
+from tests.harness import CLIENTS, server_env, shared_converter, wait_until
 from tests.scripted_provider import Hang, ScriptedProvider, Text
 
 INVALID_PARAMS = -32602
@@ -79,9 +78,7 @@ class RawServer:
             while True:
                 line = stream.readline()
                 if not line:
-                    with self._changed:
-                        self._stdout_closed = True
-                        self._changed.notify_all()
+                    self._stdout_ended()
                     return
                 if not line.strip():
                     break
@@ -89,12 +86,21 @@ class RawServer:
                 if name.lower() == "content-length":
                     length = int(value)
             assert length is not None
-            message = json.loads(stream.read(length))
+            body = stream.read(length)
+            if len(body) < length:  # the process was killed while writing it
+                self._stdout_ended()
+                return
+            message = json.loads(body)
             with self._changed:
                 self.received.append(message)
                 self._changed.notify_all()
             if "method" in message and "id" in message:
                 self._answer(message)
+
+    def _stdout_ended(self) -> None:
+        with self._changed:
+            self._stdout_closed = True
+            self._changed.notify_all()
 
     def _answer(self, request: dict[str, Any]) -> None:
         """Play a plain editor: accept progress tokens, dismiss dialogs, refuse edits."""
@@ -195,9 +201,7 @@ class RawServer:
     def initialize(
         self, init_options: Any = _MISSING, client: str = "neovim", initialized: bool = True
     ) -> dict[str, Any]:
-        from pygls.protocol import default_converter
-
-        capabilities = default_converter().unstructure(client_capabilities(client))
+        capabilities = shared_converter().unstructure(client_capabilities(client))
         uri = self.workspace.as_uri()
         params: dict[str, Any] = {
             "processId": os.getpid(),
@@ -302,6 +306,8 @@ def test_answers_keep_flowing_while_a_client_keeps_sending(raw) -> None:
     finally:
         stop.set()
         sender.join(timeout=10)
+        # The requests the flood left queued are not worth answering (seconds of CPU).
+        server.process.kill()
 
 
 def test_a_message_too_large_to_read_is_answered_and_skipped(raw) -> None:
@@ -622,9 +628,14 @@ async def test_handled_notifications_leave_no_futures_behind(
             "contentChanges": [{"text": "b"}],
         }
         receive({"method": "textDocument/didChange", "params": change})
-    await asyncio.sleep(0.2)
     try:
-        assert server.workspace.get_text_document(uri).version == 501
+        # Every change handled, and its handler's bookkeeping let go.
+        await wait_until(
+            lambda: (
+                server.workspace.get_text_document(uri).version == 501
+                and not protocol._request_futures
+            )
+        )
         assert len(protocol._request_futures) == 0
     finally:
         await server.close_engine()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from seri_lsp.agent.provider import is_local_url
+from seri_lsp.waits import WAITS_ENV
 from tests.agent_helpers import events, messages, prompt
 from tests.harness import command, server_env, shown_messages, wait_until
 from tests.scripted_provider import Calls, Comment, Drip, Error, Raw, ScriptedProvider, Text
@@ -71,7 +72,7 @@ def stored_texts(profile_root: Path) -> list[str]:
 async def test_a_stream_that_never_finishes_times_out_as_a_whole(
     agent, provider: ScriptedProvider
 ) -> None:
-    client = await agent(provider_extra={"timeout": 2})
+    client = await agent(provider_extra={"timeout": 1.2})
     for what in ("comment", "content", "bytes"):  # keep-alives, trickled text, single bytes
         drip = Drip(what=what, interval=0.2)
         provider.script(drip)
@@ -80,10 +81,10 @@ async def test_a_stream_that_never_finishes_times_out_as_a_whole(
         result = await prompt(client, f"hello ({what})")
         elapsed = time.monotonic() - started
         assert_clear_failure(
-            result, "The provider did not finish its reply within 2 seconds (provider.timeout)"
+            result, "The provider did not finish its reply within 1.2 seconds (provider.timeout)"
         )
         assert drip.sent >= 3, "the provider kept the connection busy the whole time"
-        assert elapsed < 8, f"a 2-second timeout took {elapsed:.1f}s"
+        assert elapsed < 8, f"a 1.2-second timeout took {elapsed:.1f}s"
         assert len(provider.requests) == sent + 1  # a timeout is not retried
     ended = await wait_until(lambda: len(client.seri["seri/turnEnded"]) == 3)
     assert ended and all(e["status"] == "failed" for e in client.seri["seri/turnEnded"])
@@ -562,7 +563,8 @@ async def test_a_model_list_that_trickles_does_not_hold_up_a_prompt(
     agent, provider: ScriptedProvider
 ) -> None:
     provider.models_drip = 0.5  # a whole second per two bytes: minutes for the list
-    client = await agent()
+    # The list's deadline (5 s) shortened to 1 s: the same bound, proven sooner.
+    client = await agent(env={WAITS_ENV: "MODELS_SECONDS=1"})
     provider.script(Text("answered"))
     started = time.monotonic()
     result = await prompt(client, "hello")

@@ -16,7 +16,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from pytest_lsp import LanguageClient
 
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.locks import SessionLocks
+from tests import profile_race
 from tests.agent_helpers import prompt
 from tests.harness import (
     cli_env,
@@ -251,25 +251,16 @@ async def test_a_database_busy_as_a_task_ends_still_ends_the_turn_for_the_editor
     assert (await command(client, "seri.prompt", {"text": "again"}))["status"] == "done"
 
 
-def _open_and_close(path: str, start: float) -> str:
-    while time.time() < start:
-        pass
-    try:
-        Database.open(Path(path)).close()
-    except Exception as exc:  # reported back to the test
-        return f"{type(exc).__name__}: {exc}"
-    return "ok"
-
-
 def test_processes_opening_a_new_profile_at_once_all_succeed(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
-    with context.Pool(6) as pool:
+    together = context.Barrier(6)
+    with context.Pool(6, profile_race.wait_together, (together,)) as pool:
         for trial in range(3):
             folder = tmp_path / f"profile-{trial}"
             folder.mkdir()
-            start = time.time() + 1.0
-            args = [(str(folder / "seri.db"), start)] * 6
-            assert pool.starmap(_open_and_close, args) == ["ok"] * 6
+            # One task per process (each waits at the barrier until all six hold one).
+            paths = [str(folder / "seri.db")] * 6
+            assert pool.map(profile_race.open_and_close, paths, chunksize=1) == ["ok"] * 6
 
 
 # --- broken files ---------------------------------------------------------------------

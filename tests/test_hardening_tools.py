@@ -21,6 +21,7 @@ from seri_lsp.agent import search
 from seri_lsp.agent.disk import Stop
 from seri_lsp.faults import CRASH_EXIT_CODE
 from seri_lsp.files import atomic_write_bytes, atomic_write_text
+from seri_lsp.waits import WAITS_ENV
 from tests.agent_helpers import events, messages, prompt, system_prompt, tool_results
 from tests.conftest import provider_options
 from tests.harness import command, open_document, wait_until
@@ -210,7 +211,9 @@ async def test_a_catastrophic_grep_does_not_freeze_the_server(
         Calls([("g2", "grep", {"pattern": "(a|aa)+$"})]),
         Text("searched"),
     )
-    client = await agent()
+    # The search's budget and a line's limit (5 s and 1 s) shortened: the same bounds,
+    # proven sooner.
+    client = await agent(env={WAITS_ENV: "GREP_TIME_BUDGET=2,GREP_LINE_TIMEOUT=0.4"})
     started = time.monotonic()
     running = asyncio.ensure_future(prompt(client, "search"))
     times = await answered_quickly(client, running)

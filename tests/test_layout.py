@@ -1,7 +1,7 @@
 """The package's shape: dependencies point downwards, the engine is plain Python.
 
 Layers, lowest first: the shared top-level modules (errors, faults, files, limits,
-profile, recording_settings, settings, signals, slash), `store/`, what the engine tells its
+profile, recording_settings, settings, signals, slash, waits), `store/`, what the engine tells its
 faces (`events`, `host`), `context/`, `agent/`, the `engine` facade, and the faces
 (`lsp/`, `acp/`, `cli`). A module imports only from its own layer or below (type-checking
 imports included); only the faces import the engine; only `lsp/` imports pygls or
@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.recording_settings",
         "seri_lsp.settings",
         "seri_lsp.signals",
+        "seri_lsp.waits",
     ),
     ("seri_lsp.slash", "seri_lsp.store"),
     ("seri_lsp.events", "seri_lsp.host"),

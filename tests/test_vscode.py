@@ -5,6 +5,8 @@ node modules when missing, saying so) packages the extension, runs its unit suit
 integration suites inside code-server's extension host, and its UI scenarios through
 Playwright, against `python -m seri_lsp` and the scripted provider started here. The
 tests below read that run's results, and check on this side what the provider received.
+In a parallel run they share one worker (tests/tiers.py groups the tests of a
+module-scoped fixture), so the run happens once, first, beside the other tests.
 Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
 SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer;
 SERI_TEST_GREP (a regular expression, `Deny|queued`) picks tests and scenarios by title.
@@ -282,7 +284,8 @@ def vscode_run(
         config_file = work / "config.json"
         config_file.write_text(json.dumps(config, indent=2))
         # The runner says what it installs and how each suite went: let that reach the
-        # terminal as it happens rather than only when a test fails.
+        # terminal as it happens rather than only when a test fails. On stderr: a
+        # pytest-xdist worker's stdout goes nowhere.
         capture = request.config.pluginmanager.getplugin("capturemanager")
         live = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
         with live:
@@ -290,6 +293,7 @@ def vscode_run(
             done = subprocess.run(
                 ["node", str(RUNNER), "--config", str(config_file), "--suites", suites],
                 cwd=EXTENSION,
+                stdout=sys.stderr,
                 timeout=1700,
             )
         yield VSCodeRun(done.returncode, work, provider, suites.split(","))

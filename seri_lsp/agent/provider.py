@@ -55,10 +55,11 @@ from seri_lsp.agent.connection import (
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import API_KEY_ENV, DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.store.messages import ToolCall, request_json
+from seri_lsp.waits import wait_seconds
 
 MODELS_RETRY_SECONDS = 300.0
 # The whole /models answer must arrive within this (it only sizes the window).
-MODELS_SECONDS = 5.0
+MODELS_SECONDS = wait_seconds("MODELS_SECONDS", 5.0)
 # The largest token count kept from a provider's usage report (SQLite's integer range).
 MAX_TOKEN_COUNT = 2**63 - 1
 # After `[DONE]`, how long the rest of a reply's body may take to arrive; a body that

@@ -64,6 +64,7 @@ from seri_lsp.store.checkpoints import (
     sha256_of,
 )
 from seri_lsp.store.worker import Worker
+from seri_lsp.waits import wait_seconds
 
 RESTORE_MODES = ("both", "conversation", "files")
 RECAP_NOTE = (
@@ -77,7 +78,7 @@ KEPT_NOTE = (
 USAGE = COMMANDS["rewind"]
 PROMPT_LENGTH = 80
 # How long a rewind waits for the editor to apply one file's change.
-EDITOR_ANSWER_SECONDS = 10.0
+EDITOR_ANSWER_SECONDS = wait_seconds("EDITOR_ANSWER_SECONDS", 10.0)
 # A file that cannot be read (a folder now, not UTF-8, too big) matches no content.
 _UNREADABLE = "unreadable"
 

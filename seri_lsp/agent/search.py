@@ -25,14 +25,15 @@ import regex
 
 from seri_lsp.agent.disk import BINARY_SNIFF, Stop, read_upto, size_text
 from seri_lsp.files import READ_FLAGS
+from seri_lsp.waits import wait_seconds
 
 MAX_GREP_MATCHES = 200
 MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 MAX_LINE_SHOWN = 300
 # Seconds one grep call may take, and one line's match at most.
-GREP_TIME_BUDGET = 5.0
-GREP_LINE_TIMEOUT = 1.0
+GREP_TIME_BUDGET = wait_seconds("GREP_TIME_BUDGET", 5.0)
+GREP_LINE_TIMEOUT = wait_seconds("GREP_LINE_TIMEOUT", 1.0)
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 # What a pattern may ask of the compiler: its length, one repeat count ({n}, {n,}, {n,m}),
 # and its size with the counted repeats spelled out (nested counts multiply).

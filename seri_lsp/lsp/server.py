@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -73,9 +74,10 @@ class SeriServer(LanguageServer):
     def _cancel_task(self) -> bool:
         return self.engine is not None and self.engine.cancel()
 
-    def serve_stdio(self) -> int:
-        """Serve on stdin/stdout until exit, end of input, SIGINT or SIGTERM."""
-        return transport.serve_stdio(self.protocol, self.close_engine)
+    def serve_stdio(self, ready: Callable[[], None] | None = None) -> int:
+        """Serve on stdin/stdout until exit, end of input, SIGINT or SIGTERM (`ready` is
+        called once those stop it cleanly)."""
+        return transport.serve_stdio(self.protocol, self.close_engine, ready=ready)
 
     def serve_tcp(self, host: str, port: int) -> int:
         """Serve one client on a TCP port until exit, disconnect, SIGINT or SIGTERM."""

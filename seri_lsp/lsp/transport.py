@@ -173,14 +173,18 @@ def serve_stdio(
     close: Callable[[], Awaitable[None]],
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
+    ready: Callable[[], None] | None = None,
 ) -> int:
-    """Serve on standard input and output; returns the exit status."""
+    """Serve on standard input and output; returns the exit status. `ready` is called
+    once SIGINT and SIGTERM stop the server cleanly, before the first message is read."""
     out = stdout or sys.stdout.buffer
     widen_pipe(out.fileno())
     protocol.set_writer(StdoutWriter(out))
     fd = (stdin or sys.stdin.buffer).fileno()
 
     async def connect(stopper: Stopper) -> None:
+        if ready is not None:
+            ready()
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=_HEADER_LIMIT, loop=loop)
         threading.Thread(

@@ -3,7 +3,7 @@
 // extension host, and UI scenarios in the real workbench (code-server driven by
 // Playwright through Debian's Chromium). It installs what is missing first, saying so:
 // Chromium (apt), code-server (npm, into a cache outside the repository) and the
-// extension's node modules (npm ci).
+// extension's node modules (npm ci, kept in that cache for the next clean clone).
 //
 //   node test/run.mjs --config CONFIG.json [--suites unit,integration,ui]
 //
@@ -12,6 +12,7 @@
 // passed; results for each suite are written to <workDir>/results/<suite>.json.
 
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as net from 'node:net';
@@ -140,14 +141,71 @@ function ensureCodeServer() {
   say(`code-server installed in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
 
+/**
+ * What the extension's node modules are made from: the lock file, the platform and
+ * Node's module ABI (esbuild's binary is per platform).
+ */
+function nodeModulesKey() {
+  const lock = fs.readFileSync(path.join(EXTENSION_DIR, 'package-lock.json'));
+  const hash = createHash('sha256').update(lock).digest('hex').slice(0, 16);
+  return `${hash}-${process.platform}-${process.arch}-abi${process.versions.modules}`;
+}
+
+/** The node modules a key stands for, as `npm ci` made them once (kept: a few keys). */
+function cachedNodeModules(key) {
+  return path.join(cacheDir(), `node-modules-${key}`);
+}
+
+/**
+ * editors/vscode/node_modules as the lock file says. A clean clone copies them from the
+ * cache outside the repository (a few seconds) instead of `npm ci` (twenty); `npm ci`
+ * fills the cache the first time, and the three keys used last are kept.
+ */
 function ensureNodeModules() {
-  const lock = path.join(EXTENSION_DIR, 'package-lock.json');
-  const installed = path.join(EXTENSION_DIR, 'node_modules', '.package-lock.json');
-  if (fs.existsSync(installed) && fs.statSync(installed).mtimeMs >= fs.statSync(lock).mtimeMs) {
+  const key = nodeModulesKey();
+  const modules = path.join(EXTENSION_DIR, 'node_modules');
+  const stamp = path.join(modules, '.seri-modules-key');
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === key) {
+    return;
+  }
+  const cached = cachedNodeModules(key);
+  fs.rmSync(modules, { recursive: true, force: true });
+  if (fs.existsSync(path.join(cached, '.seri-modules-key'))) {
+    say(`copying the extension's node modules from ${cached}`);
+    run('cp', ['-a', cached, modules]);
+    fs.utimesSync(cached, new Date(), new Date());
     return;
   }
   say('installing the extension\'s node modules (npm ci in editors/vscode)');
   run('npm', ['ci', '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd: EXTENSION_DIR });
+  fs.writeFileSync(stamp, key);
+  storeNodeModules(modules, cached);
+}
+
+/** Copy node_modules into the cache (whole or not at all), and drop all but the newest keys. */
+function storeNodeModules(modules, cached) {
+  const staging = `${cached}.${process.pid}.tmp`;
+  try {
+    fs.mkdirSync(path.dirname(cached), { recursive: true });
+    run('cp', ['-a', modules, staging]);
+    fs.renameSync(staging, cached);
+  } catch (error) {
+    // Another run stored the same key first, or the cache cannot be written: the copy
+    // in editors/vscode is all this run needs.
+    if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') {
+      say(`could not cache the node modules (${error.message}); the next run installs them again`);
+    }
+  } finally {
+    fs.rmSync(staging, { recursive: true, force: true });
+  }
+  const kept = fs
+    .readdirSync(cacheDir())
+    .filter((name) => /^node-modules-[^.]+$/.test(name))
+    .map((name) => path.join(cacheDir(), name))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  for (const old of kept.slice(3)) {
+    fs.rmSync(old, { recursive: true, force: true });
+  }
 }
 
 // --- building ------------------------------------------------------------------------
