@@ -208,6 +208,7 @@ def test_a_file_is_read_in_ranges_without_pread(
     assert "of 10" in text
 
 
+@pytest.mark.slow  # it runs a Python that sleeps past the check's time
 async def test_a_check_over_its_time_is_ended_without_process_groups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
