@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
+from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.recording import Recordings
@@ -399,6 +400,26 @@ class Engine:
         if before is not None:
             check_whole_number("before", before, 1, MAX_MESSAGE_ID)
         return await self.sessions.view(session_id, limit=limit, before=before, encoded=encoded)
+
+    async def info(self) -> dict[str, Any]:
+        """What this server knows of its set-up (`seri.info`, for `:checkhealth`): its
+        version, the profile and its database, the project, the provider (whether a key
+        is set, never the key) and the model's context window with where it came from."""
+        provider = self.settings.provider
+        tokens = await self._context_window()
+        return {
+            "version": __version__,
+            "profileRoot": str(self.profile_root),
+            "databasePath": str(self.db.path),
+            "project": self.project,
+            "provider": {
+                "baseUrl": provider.base_url,
+                "model": provider.model,
+                "apiKeySet": provider.api_key is not None,
+                "apiKeySource": provider.api_key_source,
+            },
+            "contextWindow": {"tokens": tokens, "source": self._window_source()},
+        }
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""

@@ -4,10 +4,11 @@
 flushes it to the disk, and renames it over the target: killed at any instant, the
 target holds its old content or its new content, never a mix and never nothing. The
 target's permission bits (and, where the process may, its owner) are kept; a new file
-gets the usual bits, after the umask. A target the process may not write is refused
-(PermissionError), as an in-place write would be. A symbolic link at the target is
-followed: the file it leads to is replaced, and the link stays a link. Callers that
-confine paths resolve them first.
+gets the usual bits, after the umask. What Windows lacks (setting the bits of an open
+file, a folder to flush) is skipped there, not failed: its files have no such bits. A
+target the process may not write is refused (PermissionError), as an in-place write
+would be. A symbolic link at the target is followed: the file it leads to is replaced,
+and the link stays a link. Callers that confine paths resolve them first.
 
 The temporary file is named `.<name>.<random>.seri-tmp`; it is removed when the write
 fails, and only a process killed mid-write can leave one behind.
@@ -27,6 +28,14 @@ from pathlib import Path
 from seri_lsp import faults
 
 TEMP_SUFFIX = ".seri-tmp"
+# Opening for reading without waiting (a FIFO), inherited by no child, and on Windows in
+# binary mode (without O_BINARY its reads and writes translate line ends).
+READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 def atomic_write_bytes(
@@ -52,7 +61,7 @@ def atomic_write_bytes(
 
     temp = folder / f".{target.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(temp, flags, 0o666)  # the kernel applies the umask
+    fd = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)  # the kernel applies the umask
     try:
         with os.fdopen(fd, "wb") as handle:
             half = len(data) // 2
@@ -61,10 +70,10 @@ def atomic_write_bytes(
             faults.crash_point("files.half_written")
             handle.write(data[half:])
             handle.flush()
-            if current is not None:  # keep the owner where we may (running as root)
+            if current is not None and hasattr(os, "fchown"):  # as root, keep the owner
                 with contextlib.suppress(OSError):
                     os.fchown(handle.fileno(), current.st_uid, current.st_gid)
-            if mode is not None:
+            if mode is not None and hasattr(os, "fchmod"):
                 os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         faults.crash_point("files.before_rename")
@@ -86,7 +95,10 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | No
 
 
 def _fsync_folder(folder: Path) -> None:
-    """Make the rename itself durable (where the platform allows opening a folder)."""
+    """Make the rename itself durable (where the platform allows opening a folder:
+    not Windows, whose renames need no such flush)."""
+    if os.name == "nt":
+        return
     try:
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
@@ -114,8 +126,7 @@ def open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):
         raise NotRegularFile(path, info.st_mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, READ_FLAGS)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)

@@ -100,10 +100,10 @@ async def test_a_second_window_never_continues_the_session_the_first_holds(
     assert (await command(second, "seri.session.get", {}))["session"]["id"] == own
     assert (await command(first, "seri.session.get", {}))["session"]["id"] == held
 
-    # The lock is a private file naming its holder.
-    lock = profile_root / "locks" / f"{held}.lock"
-    assert mode(lock) == 0o600 and mode(lock.parent) == 0o700
-    assert json.loads(lock.read_text())["pid"] == pid_of(first)
+    # Beside the lock, a private record names its holder.
+    record = profile_root / "locks" / f"{held}.holder"
+    assert mode(record) == 0o600 and mode(record.parent) == 0o700
+    assert json.loads(record.read_text())["pid"] == pid_of(first)
 
     # kill -9: the kernel lets the session go, and the second window may resume it.
     first._server.send_signal(signal.SIGKILL)
@@ -224,7 +224,8 @@ async def test_a_busy_database_is_a_refusal_not_an_internal_error(lsp, profile_r
     second = (await command(client, "seri.session.new", {}))["session"]["id"]
     assert second != first
     # The failed attempts released the session locks they took.
-    assert sorted(p.name for p in (profile_root / "locks").iterdir()) == [f"{second}.lock"]
+    holders = sorted(p.name for p in (profile_root / "locks").glob("*.holder"))
+    assert holders == [f"{second}.holder"]
 
 
 async def test_a_database_busy_as_a_task_ends_still_ends_the_turn_for_the_editor(
@@ -451,8 +452,8 @@ async def test_loose_permissions_are_tightened_before_use(
 
     db = profile_root / "seri.db"
     locks = profile_root / "locks"
-    lock = locks / f"{session}.lock"
-    lock.write_text("")  # left by a process that died
+    lock = locks / f"{session}.holder"
+    lock.write_text('{"pid": 1, "host": "gone"}')  # left by a process that died
     # Keep a connection open so seri.db-wal and seri.db-shm exist, as while another
     # window is working.
     other = sqlite3.connect(db)
@@ -494,7 +495,8 @@ async def test_run_continue_then_prompt_in_the_editor(
     change = await wait_until(lambda: client.seri["seri/sessionChanged"])
     assert change[0]["reason"] == "continued"
     assert (await prompt(client, "again"))["status"] == "done"
-    assert os.listdir(profile_root / "locks") == [f"{change[0]['session']['id']}.lock"]
+    holders = [p.name for p in (profile_root / "locks").glob("*.holder")]
+    assert holders == [f"{change[0]['session']['id']}.holder"]
 
 
 async def test_a_legacy_fifo_is_reported_and_does_not_stall_the_start(
@@ -526,16 +528,18 @@ def test_session_locks_are_exclusive_and_name_their_holder(tmp_path: Path) -> No
     assert holder is not None and holder.pid == os.getpid()
     assert holder.describe() == f"pid {os.getpid()}"
     mine.release("s-1")
-    assert not (tmp_path / "locks" / "s-1.lock").exists()
+    assert not (tmp_path / "locks" / "s-1.holder").exists()
     assert theirs.acquire("s-1") is None
     assert mine.acquire("s-1") is not None
     # An id that is not a safe file name is hashed, never used as a path.
     assert mine.acquire("../../escape") is None
-    assert [p.name.startswith("sha256-") for p in (tmp_path / "locks").iterdir()].count(True) == 1
+    hashed = {p.stem for p in (tmp_path / "locks").iterdir() if p.name.startswith("sha256-")}
+    assert len(hashed) == 1
     assert not (tmp_path.parent / "escape.lock").exists()
     mine.release_all()
     theirs.release_all()
-    assert list((tmp_path / "locks").iterdir()) == []
+    # No holder is named any more (the empty lock files stay, as the lock library's do).
+    assert list((tmp_path / "locks").glob("*.holder")) == []
 
 
 def test_a_project_folder_whose_name_is_not_utf8_is_refused_with_a_clear_error(

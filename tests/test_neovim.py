@@ -9,6 +9,7 @@ assertion exits non-zero and fails the test with the scenario's output.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -312,6 +313,26 @@ def test_trajectory_toggle_with_and_without_the_environment_variable(
     scenario("trajectory.lua")
     # Stored in the profile's config.json even while the variable overrides it.
     assert json.loads((profile_root / "config.json").read_text())["trajectory"] is False
+
+
+def test_the_build_step_installs_the_server_and_a_prompt_is_answered(
+    scenario, provider: ScriptedProvider
+) -> None:
+    """A Neovim with no seri-lsp on PATH: the lazy.nvim build step makes the private
+    environment and installs the server from this checkout with pip, which fetches the
+    dependencies from the package index; pip's own cache (the user's, not the test's
+    temporary one) keeps that to seconds after the first run."""
+    provider.script(Text("Installed and answering."))
+    path = os.pathsep.join(
+        folder
+        for folder in os.environ.get("PATH", "").split(os.pathsep)
+        if folder and not (Path(folder) / "seri-lsp").exists()
+    )
+    pip_cache = subprocess.run(
+        [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True
+    ).stdout.strip()
+    env = {"PATH": path, **({"PIP_CACHE_DIR": pip_cache} if pip_cache else {})}
+    scenario("install.lua", env=env, timeout=600)
 
 
 @pytest.mark.parametrize("server", ["working", "missing"])

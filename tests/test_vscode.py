@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -196,6 +197,20 @@ def vscode_run(
     provider = ScriptedProvider().start()
     control = ProviderControl(provider).start()
     try:
+        # The carried server's scenario needs a PATH whose python3 has no seri-lsp.
+        path = os.pathsep.join(
+            folder
+            for folder in os.environ.get("PATH", "").split(os.pathsep)
+            if folder and not (Path(folder) / "seri-lsp").exists()
+        )
+        bare = subprocess.run(
+            ["python3", "-c", "import seri_lsp"],
+            env={**os.environ, "PATH": path},
+            cwd=work,
+            capture_output=True,
+            check=False,
+        )
+        assert bare.returncode != 0, "python3 on PATH (less seri-lsp's folders) has seri_lsp"
         profile = work / "profile"
         folders = work / "workspaces"
         workspaces = {
@@ -222,6 +237,8 @@ def vscode_run(
             "questions": make_workspace(
                 folders, "questions", {"seri.permissions.write": "ask"}, {"README.md": "# App\n"}
             ),
+            # No server command of its own: the one the extension carries.
+            "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
         seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
@@ -250,6 +267,7 @@ def vscode_run(
 
         config = {
             "serverCommand": [sys.executable, "-m", "seri_lsp"],
+            "python": sys.executable,
             "providerUrl": provider.base_url,
             "controlUrl": control.url,
             "profileRoot": str(profile),
@@ -284,10 +302,22 @@ def vscode_run(
         provider.stop()
 
 
-def test_the_extension_packages_as_a_vsix(vscode_run: VSCodeRun) -> None:
+def test_the_extension_packages_as_a_vsix_that_carries_its_server(vscode_run: VSCodeRun) -> None:
     vsix = vscode_run.work / "seri-vscode.vsix"
     assert vsix.exists(), f"vsce package made no .vsix (runner exit {vscode_run.returncode})"
+    assert vsix.stat().st_size < 25 * 1024 * 1024
     names = set(zipfile.ZipFile(vsix).namelist())
+    wheels = [n.rsplit("/", 1)[1] for n in names if n.startswith("extension/bundled/wheels/")]
+    assert any(n.startswith("seri_lsp-") for n in wheels)
+    # The dependencies with native code, for every Python the extension supports.
+    for python in ("cp311", "cp312", "cp313", "cp314"):
+        for package in ("regex-", "pydantic_core-", "pyyaml-"):
+            assert any(n.lower().startswith(package) and f"-{python}-" in n for n in wheels), (
+                package,
+                python,
+            )
+    assert "extension/bundled/manifest.json" in names
+    assert any(n.startswith("extension/bundled/pip/pip-") for n in names)
     for name in [
         "extension/package.json",
         "extension/dist/extension.js",
@@ -418,6 +448,16 @@ def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
     ]
     retried = [users for users in tries if users and users[-1] == "Summarise everything"][-1]
     assert retried == ["Summarise everything"]
+
+
+def test_the_carried_server_installs_itself_and_the_chat_works(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the server the extension carries installs itself")
+    assert "What does src/app.py do?" in user_prompts(vscode_run)
+    # The output channel said what it did and how long it took.
+    logs = vscode_run.work / "code-server" / "user" / "logs"
+    said = "\n".join(p.read_text() for p in logs.rglob("Seri.log"))
+    assert "Installing the seri server 0.1.0 that this extension carries into " in said
+    assert re.search(r"Installed the seri server 0\.1\.0 in \d+\.\d s", said), said[-2000:]
 
 
 def test_the_key_bindings_work_and_clash_with_no_default(vscode_run: VSCodeRun) -> None:

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ntpath
 import os
+import posixpath
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -76,15 +79,33 @@ def _joined(pieces: list[tuple[str, bool]]) -> str:
     return out
 
 
-def _file_path(uri: str) -> Path | None:
+_DRIVE = re.compile(r"/[A-Za-z]:")
+
+
+def file_uri_path(uri: str, *, windows: bool = os.name == "nt") -> str | None:
+    """The absolute path a `file:` URI names; None for another scheme or a relative path.
+
+    On Windows `file:///C:/My%20Project/a.py` (or VS Code's `file:///c%3A/...`) is
+    `C:\\My Project\\a.py`, and `file://server/share/a.py` the UNC path
+    `\\\\server\\share\\a.py`.
+    """
     parsed = urlparse(uri)
     if parsed.scheme != "file":
         return None
     text = unquote(parsed.path)
+    if parsed.netloc and parsed.netloc != "localhost":
+        text = f"//{parsed.netloc}{text}"
     if "\x00" in text:
         raise InvalidArgument("prompt", f"The link {shorten(uri)!r} names no file: it holds a NUL.")
-    path = Path(text)
-    return path if path.is_absolute() else None
+    if windows:
+        text = (text[1:] if _DRIVE.match(text) else text).replace("/", "\\")
+        return text if ntpath.isabs(text) else None
+    return text if posixpath.isabs(text) else None
+
+
+def _file_path(uri: str) -> Path | None:
+    text = file_uri_path(uri)
+    return Path(text) if text is not None else None
 
 
 def _shown_path(path: Path, project: Path) -> str:

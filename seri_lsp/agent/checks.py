@@ -5,7 +5,8 @@ When the model finishes a task (answers without tool calls) and the task modifie
 after the other, as a subprocess of its own process group: off the event loop, within
 its `timeout` (the whole group is killed when it runs over), its output kept bounded
 (the first and last `OUTPUT_HEAD` / `OUTPUT_TAIL` bytes). `seri.cancel` kills a running
-check the same way. Every result is recorded.
+check the same way. Every result is recorded. Windows has no process groups to signal:
+there the check's own process is ended, and what it started in the background is not.
 
 When a check fails, its output goes back to the model as a user message (`kind:
 "check"`) and the task goes on; the checks run again when the model finishes after
@@ -170,7 +171,7 @@ async def run_check(check: CheckSetting, cwd: Path) -> CheckResult:
         if timed_out:
             await _kill_group(process, waiter)
         else:
-            _signal_group(process, signal.SIGKILL)  # what it left running in the background
+            _stop_group(process, force=True)  # what it left running in the background
         await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
     except BaseException:
         # Cancelled (seri.cancel): the check and everything it started go too.
@@ -200,18 +201,23 @@ async def _pump(stream: asyncio.StreamReader, output: _BoundedOutput) -> None:
         output.add(chunk)
 
 
-def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+def _stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
+    """SIGTERM the check's process group (SIGKILL with `force`); on Windows, end the
+    check's process."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
+        elif process.returncode is None:
+            process.kill()
 
 
 async def _kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Future[Any]) -> None:
     """SIGTERM the check's process group, then SIGKILL what is left after a grace."""
-    _signal_group(process, signal.SIGTERM)
+    _stop_group(process, force=False)
     deadline = time.monotonic() + KILL_GRACE
     while process.returncode is None and time.monotonic() < deadline:
         await asyncio.wait({waiter}, timeout=_POLL)
-    _signal_group(process, signal.SIGKILL)
+    _stop_group(process, force=True)
     deadline = time.monotonic() + KILL_GRACE
     while process.returncode is None and time.monotonic() < deadline:
         await asyncio.wait({waiter}, timeout=_POLL)

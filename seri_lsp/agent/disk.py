@@ -136,14 +136,14 @@ def line_count(fd: int, size: int, stop: Stop) -> int | None:
     """The number of lines of an open file (None when too big to count cheaply)."""
     if size > MAX_COUNT_BYTES:
         return None
-    newlines, offset, last = 0, 0, b""
+    newlines, last = 0, b""
+    os.lseek(fd, 0, os.SEEK_SET)
     while True:
         stop.check()
-        chunk = os.pread(fd, _CHUNK, offset)
+        chunk = os.read(fd, _CHUNK)
         if not chunk:
             break
         newlines += chunk.count(b"\n")
-        offset += len(chunk)
         last = chunk
     return newlines + (1 if last and not last.endswith(b"\n") else 0)
 
@@ -217,8 +217,10 @@ def read_range(path: Path, display: str, lines: LineRange, *, stop: Stop) -> str
     """Lines `offset` .. `offset + limit - 1` of a file, streamed (never loaded whole)."""
     fd, info = open_regular(path, display)
     try:
-        if _is_binary(os.pread(fd, BINARY_SNIFF, 0)):
+        head = os.read(fd, BINARY_SNIFF)
+        if _is_binary(head):
             raise DiskError(f"{display} is a binary file, not text.")
+        os.lseek(fd, 0, os.SEEK_SET)  # (seek and read, not pread: Windows has no pread)
         with os.fdopen(os.dup(fd), "rb") as handle:
             picked = _pick(_file_lines(handle, display, stop), lines)
         total = line_count(fd, info.st_size, stop)

@@ -24,6 +24,7 @@ import pathspec
 import regex
 
 from seri_lsp.agent.disk import BINARY_SNIFF, Stop, read_upto, size_text
+from seri_lsp.files import READ_FLAGS
 from seri_lsp.waits import wait_seconds
 
 MAX_GREP_MATCHES = 200
@@ -266,8 +267,7 @@ def _read_text(path: Path, tally: _Tally) -> str | None:
 
 def _read_regular(path: Path, limit: int) -> bytes | None:
     """Read a regular file without blocking (None if something else was swapped in)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
+    fd = os.open(path, READ_FLAGS)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None

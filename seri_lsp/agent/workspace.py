@@ -4,19 +4,43 @@ Paths given by the model are relative to the first workspace folder (absolute pa
 accepted when they lie inside a workspace folder). Anything that leads outside every
 workspace folder is denied with a reason the model and the user can read: `..`
 segments, absolute paths elsewhere, and symbolic links whose target lies outside.
+
+Paths are read and compared by the system's rules (`PathRules`): on Windows, drive
+letters and `\\` or `/` separators, and on Windows and macOS (whose file systems ignore
+case by default) `C:\\Proj\\src` lies inside `c:\\proj`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
+from types import ModuleType
 
 from seri_lsp.limits import clean_text, lone_surrogate
 
 
 class PathDenied(Exception):
     """A path lies outside the workspace; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class PathRules:
+    """How a system writes and compares paths: its `os.path` module (posixpath or ntpath),
+    its path class, and whether its file systems ignore case."""
+
+    module: ModuleType
+    kind: type[PurePath]
+    ignore_case: bool
+
+    def key(self, text: str) -> str:
+        """`text` as compared: one separator, and one case where case is ignored."""
+        text = self.module.normcase(text)
+        return text.lower() if self.ignore_case else text
+
+
+HOST_RULES = PathRules(os.path, Path, sys.platform in ("win32", "darwin"))
 
 
 @dataclass(frozen=True)
@@ -30,8 +54,11 @@ class WorkspacePath:
 class Workspace:
     """The folders the tools may read and write."""
 
-    def __init__(self, roots: list[Path]) -> None:
-        self.set_roots(roots)
+    def __init__(
+        self, roots: list[Path], *, rules: PathRules = HOST_RULES, real: bool = False
+    ) -> None:
+        self.rules = rules
+        self.set_roots(roots, real=real)
 
     def set_roots(self, roots: list[Path], *, real: bool = False) -> None:
         """Change the workspace folders (the editor added or removed one).
@@ -39,9 +66,11 @@ class Workspace:
         `real`: the roots are real paths already (their links followed off the event
         loop); otherwise their links are followed here, which reads the disk.
         """
-        absolute = [Path(os.path.abspath(root)) for root in roots]
-        real_roots = absolute if real else [Path(os.path.realpath(root)) for root in absolute]
-        self.roots, self._real_roots = absolute, real_roots
+        kind, module = self.rules.kind, self.rules.module
+        absolute = [kind(module.abspath(root)) for root in roots]
+        real_roots = absolute if real else [kind(os.path.realpath(root)) for root in absolute]
+        self.roots: list[Path] = absolute  # type: ignore[assignment]
+        self._real_roots: list[Path] = real_roots  # type: ignore[assignment]
 
     @property
     def root(self) -> Path | None:
@@ -56,7 +85,7 @@ class Workspace:
         """
         lexical, home = self._lexical(raw)
         real = Path(os.path.realpath(lexical))
-        if _containing(real, self._real_roots) is None:
+        if self._containing(real, self._real_roots) is None:
             raise PathDenied(
                 f"{raw!r} leads outside the workspace through a symbolic link (to {real})"
             )
@@ -89,33 +118,36 @@ class Workspace:
             raise PathDenied(f"{clean_text(raw)!r} is not a valid path (it is not valid text)")
         if self.root is None:
             raise PathDenied("no workspace folder is open, so no file can be touched")
-        absolute = os.path.isabs(raw)
-        lexical = Path(os.path.normpath(raw if absolute else os.path.join(self.root, raw)))
-        home = _containing(lexical, self.roots)
+        module = self.rules.module
+        absolute = module.isabs(raw)
+        lexical = self.rules.kind(module.normpath(raw if absolute else module.join(self.root, raw)))
+        home = self._containing(lexical, self.roots)
         if home is None:
             kind = "absolute path" if absolute else "path"
             raise PathDenied(
                 f"the {kind} {raw!r} is outside the workspace ({self._describe_roots()})"
             )
-        return lexical, home
+        return lexical, home  # type: ignore[return-value]
 
     def contains(self, path: Path) -> bool:
         """Whether `path`, with every symbolic link followed, lies inside the workspace."""
-        return _containing(Path(os.path.realpath(path)), self._real_roots) is not None
+        return self._containing(Path(os.path.realpath(path)), self._real_roots) is not None
 
     def real_root_of(self, path: Path) -> Path | None:
         """The workspace folder (its real path) that a real path lies in, if any."""
-        return _containing(path, self._real_roots)
+        return self._containing(path, self._real_roots)
 
     def relative(self, path: Path) -> str:
         """How a real path inside the workspace is shown (relative, with / separators)."""
-        home = _containing(path, self._real_roots) or _containing(path, self.roots)
+        home = self._containing(path, self._real_roots) or self._containing(path, self.roots)
         if home is None:
             return str(path)
         return self._display(path, home)
 
-    def _display(self, path: Path, home: Path) -> str:
-        relative = PurePosixPath(*path.relative_to(home).parts).as_posix()
+    def _display(self, path: PurePath, home: PurePath) -> str:
+        # The parts below the folder (compared by the rules' case, so not relative_to).
+        below = path.parts[len(home.parts) :]
+        relative = PurePosixPath(*below).as_posix() if below else "."
         if home not in (self.roots[0], self._real_roots[0]):
             relative = f"{home.name}/{relative}" if relative != "." else home.name
         return relative
@@ -123,16 +155,16 @@ class Workspace:
     def _describe_roots(self) -> str:
         return ", ".join(str(root) for root in self.roots)
 
-
-def _containing(path: Path, roots: list[Path]) -> Path | None:
-    # Both sides are normalised and absolute, so comparing their text is enough (and
-    # much cheaper than walking `path.parents`).
-    text = str(path)
-    for root in roots:
-        prefix = str(root)
-        if text == prefix or text.startswith(prefix.rstrip(os.sep) + os.sep):
-            return root
-    return None
+    def _containing(self, path: PurePath, roots: list[Path]) -> Path | None:
+        # Both sides are normalised and absolute, so comparing their text is enough (and
+        # much cheaper than walking `path.parents`).
+        key, sep = self.rules.key, self.rules.module.sep
+        text = key(str(path))
+        for root in roots:
+            prefix = key(str(root))
+            if text == prefix or text.startswith(prefix.rstrip(sep) + sep):
+                return root
+        return None
 
 
 class FileChanges:

@@ -141,6 +141,10 @@ async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return report.to_wire()
 
 
+async def info(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.info()
+
+
 COMMANDS: dict[str, Handler] = {
     "seri.session.new": session_new,
     "seri.session.continue": session_continue,
@@ -160,6 +164,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.trajectory": trajectory,
     "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
+    "seri.info": info,
 }
 
 

@@ -1,20 +1,20 @@
 """One session, one window: an OS file lock per open session.
 
-A seri process that opens a session holds an exclusive `flock` on
-`<profile>/locks/<session>.lock` until it opens another session or closes. The kernel
-drops the lock when the process dies, `kill -9` included, so there is no heartbeat and
-nothing stale to clean up. The file holds the holder's pid, host and start time, so a
-refusal can name it.
+A seri process that opens a session holds an exclusive lock on
+`<profile>/locks/<session>.lock` until it opens another session or closes. The lock is
+filelock's (`flock` on Linux and macOS, `LockFileEx` on Windows): the operating system
+drops it when the process dies, `kill -9` included, so there is no heartbeat and
+nothing stale to clean up, and a dead holder's session is simply taken over.
 
-A lock file is removed by its holder while still locked; an acquirer checks that the
-file it locked is still the one at the path (and retries otherwise), so two processes
-can never both believe they hold a session.
+Beside the lock, `<session>.holder` names the holder (pid, host, start time) so that a
+refusal can name it: written (privately, atomically) once the lock is taken, removed
+before it is let go. A holder record left by a process that died is replaced by the
+next holder. The lock file itself stays on Linux and macOS (removing a lock file others
+may have open invites two holders) and goes with its lock on Windows.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 import re
@@ -25,20 +25,28 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seri_lsp.store.database import utc_now
 
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
 LOCK_DIR = "locks"
+LOCK_SUFFIX = ".lock"
+HOLDER_SUFFIX = ".holder"
 
 # Session ids are UUIDs, but legacy ids may be any text: anything unsafe as a file name
 # is hashed.
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# A refused acquirer waits this long (tries x pause) for the holder to name itself.
 _HOLDER_READ_TRIES = 20
+_HOLDER_READ_PAUSE = 0.01
 
 
 @dataclass(frozen=True)
 class Holder:
-    """The process that holds a session's lock, as its lock file names it."""
+    """The process that holds a session's lock, as its holder record names it."""
 
     pid: int | None
     host: str | None
@@ -59,7 +67,7 @@ class SessionLocks:
 
     def __init__(self, profile_root: Path) -> None:
         self.folder = profile_root / LOCK_DIR
-        self._held: dict[str, int] = {}
+        self._held: dict[str, BaseFileLock] = {}
         self._mutex = threading.Lock()
 
     def held(self) -> set[str]:
@@ -69,39 +77,34 @@ class SessionLocks:
 
     def acquire(self, session_id: str) -> Holder | None:
         """Take the session's lock: None when it is now ours, else who holds it."""
+        from filelock import FileLock, Timeout  # only when a session opens
+
         with self._mutex:
             if session_id in self._held:
                 return None
             self._ensure_folder()
-            path = self._path(session_id)
-            while True:
-                fd = _open_lock_file(path)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                        os.close(fd)
-                        raise
-                    holder = _read_holder(fd)
-                    os.close(fd)
-                    return holder
-                if _still_at(path, fd):
-                    break
-                # The holder removed the file as we opened it: lock the new one.
-                os.close(fd)
+            # Shared by the threads of this process (the worker takes, the loop releases).
+            lock = FileLock(self._path(session_id, LOCK_SUFFIX), mode=0o600, thread_local=False)
+            try:
+                lock.acquire(blocking=False)
+            except Timeout:
+                return self._wait_for_holder(session_id)
             record = {"pid": os.getpid(), "host": socket.gethostname(), "since": utc_now()}
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(record).encode(), 0)
-            self._held[session_id] = fd
+            try:
+                _write_record(self._path(session_id, HOLDER_SUFFIX), json.dumps(record))
+            except BaseException:
+                lock.release()
+                raise
+            self._held[session_id] = lock
             return None
 
     def open_elsewhere(self, session_ids: Iterable[str]) -> set[str]:
         """Which of these sessions another live seri process may have open.
 
         Read-only (no lock is taken, so no acquirer is ever misled): a session counts as
-        open elsewhere when its lock file exists and names a live process on this host,
-        another host, or nobody readable. A file left by a killed process whose pid is
-        gone does not count.
+        open elsewhere when its holder record names a live process on this host, another
+        host, or nobody readable. A record left by a killed process whose pid is gone
+        does not count.
         """
         mine = self.held()
         found = set()
@@ -109,8 +112,7 @@ class SessionLocks:
             if session_id in mine:
                 continue
             try:
-                with open(self._path(session_id), "rb") as handle:
-                    data = handle.read(4096)
+                data = self._path(session_id, HOLDER_SUFFIX).read_bytes()
             except FileNotFoundError:
                 continue
             except OSError:
@@ -123,89 +125,97 @@ class SessionLocks:
     def release(self, session_id: str) -> None:
         """Let the session go (nothing happens if this process does not hold it)."""
         with self._mutex:
-            fd = self._held.pop(session_id, None)
-            if fd is None:
+            lock = self._held.pop(session_id, None)
+            if lock is None:
                 return
             try:
-                os.unlink(self._path(session_id))
-            except FileNotFoundError:
-                pass
+                self._path(session_id, HOLDER_SUFFIX).unlink(missing_ok=True)
             finally:
-                os.close(fd)
+                lock.release()
 
     def release_all(self) -> None:
         """Let every held session go (the engine is closing)."""
         for session_id in self.held():
             self.release(session_id)
 
-    def _path(self, session_id: str) -> Path:
+    def _wait_for_holder(self, session_id: str) -> Holder:
+        """Who holds a lock we could not take. The holder writes its record just after
+        taking the lock: a missing record, or one a dead process left, is read again for
+        a moment before the refusal names nobody (or that one)."""
+        path = self._path(session_id, HOLDER_SUFFIX)
+        holder = Holder(None, None, None)
+        for _ in range(_HOLDER_READ_TRIES):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+            if data:
+                holder = _parse_holder(data)
+                if _names_live_process(data):
+                    break
+            time.sleep(_HOLDER_READ_PAUSE)
+        return holder
+
+    def _path(self, session_id: str, suffix: str) -> Path:
         name = session_id
         if not _SAFE_NAME.fullmatch(name):
             import hashlib  # only when needed: not at start-up
 
             digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass"))
             name = f"sha256-{digest.hexdigest()}"
-        return self.folder / f"{name}.lock"
+        return self.folder / f"{name}{suffix}"
 
     def _ensure_folder(self) -> None:
         self.folder.mkdir(mode=0o700, exist_ok=True)
-        if stat.S_IMODE(self.folder.lstat().st_mode) != 0o700:
+        if os.name == "posix" and stat.S_IMODE(self.folder.lstat().st_mode) != 0o700:
             self.folder.chmod(0o700)
 
 
-def _open_lock_file(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+def _write_record(path: Path, text: str) -> None:
+    """Put a holder record in place whole (readers never see half of one), private
+    (0600) from its first byte. Not flushed to the disk: after a crash the lock is gone
+    too, and a missing record only means a refusal names nobody."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
     try:
-        if stat.S_IMODE(os.fstat(fd).st_mode) != 0o600:
-            os.fchmod(fd, 0o600)
-    except OSError:
-        os.close(fd)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
         raise
-    return fd
 
 
-def _still_at(path: Path, fd: int) -> bool:
-    """Whether the file we locked is still the one at `path`."""
-    try:
-        on_disk = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
-
-
-def _read_holder(fd: int) -> Holder:
-    # The holder writes its record just after taking the lock: wait a moment for it.
-    for _ in range(_HOLDER_READ_TRIES):
-        data = os.pread(fd, 4096, 0)
-        if data:
-            try:
-                record = json.loads(data)
-            except ValueError:
-                break
-            if isinstance(record, dict):
-                pid = record.get("pid")
-                host, since = record.get("host"), record.get("since")
-                return Holder(
-                    pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
-                    host if isinstance(host, str) else None,
-                    since if isinstance(since, str) else None,
-                )
-            break
-        time.sleep(0.01)
-    return Holder(None, None, None)
-
-
-def _names_live_process(data: bytes) -> bool:
-    """Whether a lock file's record may belong to a live process (when unsure: yes)."""
+def _parse_holder(data: bytes) -> Holder:
     try:
         record = json.loads(data)
     except ValueError:
-        return True
+        return Holder(None, None, None)
     if not isinstance(record, dict):
+        return Holder(None, None, None)
+    pid, host, since = record.get("pid"), record.get("host"), record.get("since")
+    return Holder(
+        pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        host if isinstance(host, str) else None,
+        since if isinstance(since, str) else None,
+    )
+
+
+def _names_live_process(data: bytes) -> bool:
+    """Whether a holder record may belong to a live process (when unsure: yes)."""
+    holder = _parse_holder(data)
+    if holder.pid is None or holder.host != socket.gethostname():
         return True
-    pid, host = record.get("pid"), record.get("host")
-    if not isinstance(pid, int) or isinstance(pid, bool) or host != socket.gethostname():
+    return process_may_live(holder.pid)
+
+
+def process_may_live(pid: int) -> bool:
+    """Whether a process of this host may still run (when unsure: yes).
+
+    POSIX asks the kernel with signal 0. Windows has no such probe (`os.kill` there ends
+    the process), so a pid there always may live.
+    """
+    if os.name != "posix":
         return True
     try:
         os.kill(pid, 0)

@@ -1,5 +1,6 @@
--- :checkhealth seri, with a working server (SERI_TEST_HEALTH=working) and with a server
--- command that does not exist (SERI_TEST_HEALTH=missing).
+-- :checkhealth seri, with a working server (SERI_TEST_HEALTH=working: asked through
+-- seri.info, by a server started for the question and by the running one) and with a
+-- server command that does not exist (SERI_TEST_HEALTH=missing).
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
 ---@return string the health report's text
@@ -18,29 +19,50 @@ H.run(function()
   vim.cmd.cd(H.env.workspace)
   if vim.env.SERI_TEST_HEALTH == "working" then
     -- `--continue` in cmd opens the latest session in the editor; the health check's own
-    -- `sessions` run goes without it (the server refuses it there).
+    -- server goes without it (it must not take the session the editor opens).
     local options = H.options()
     table.insert(options.cmd, "--continue")
+    options.autostart = false
     require("seri").setup(options)
-    H.wait_ready()
     local strip = require("seri.health").without_session_options
     H.eq({ "seri-lsp", "--profile-root", "p" },
       strip({ "seri-lsp", "--resume", "abc123", "--profile-root", "p", "--continue" }),
       "--resume and its value, and --continue, left out")
     H.eq({ "seri-lsp" }, strip({ "seri-lsp", "--resume=abc123" }), "--resume=ID left out")
+    local profile = vim.uv.fs_realpath(H.env.profile) or H.env.profile
+    local workspace = vim.uv.fs_realpath(H.env.workspace)
+    ---@param report string
+    local function says_what_the_server_knows(report)
+      local v = vim.version()
+      has(report, ("OK Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
+      has(report, "OK server: seri-lsp ")
+      has(report, ", `cmd` in setup())")
+      has(report, "set-up (as the server for " .. workspace .. " sees it)")
+      has(report, "OK profile root: " .. profile)
+      has(report, "OK provider: " .. H.env.base_url)
+      has(report, "OK model: " .. H.env.model)
+      has(report, "OK API key: set (provider.apiKey)")
+      has(report, "OK context window: 128000 tokens (the provider's model list)")
+      H.truthy(not report:find("test-key-not-a-secret", 1, true), "the report shows the key")
+      H.truthy(not report:find("ERROR", 1, true), "the report has errors:\n" .. report)
+    end
+
+    -- No server runs: one is started for the question, and gone after it.
     local report = checkhealth()
-    local v = vim.version()
-    has(report, ("OK Neovim %d.%d.%d"):format(v.major, v.minor, v.patch))
-    has(report, "OK server: seri-lsp ")
-    local profile = vim.uv.fs_realpath(H.env.profile)
-    has(report, "OK profile root: " .. profile .. " (--profile-root in cmd)")
-    has(report, "OK database opens: ")
-    has(report, "OK provider: " .. H.env.base_url .. " (settings)")
-    has(report, "OK model: " .. H.env.model .. " (settings)")
-    has(report, "OK API key: set (settings)")
-    has(report, "server running for " .. vim.uv.fs_realpath(H.env.workspace))
-    H.truthy(not report:find("test-key-not-a-secret", 1, true), "the report shows the key")
-    H.truthy(not report:find("ERROR", 1, true), "the report has errors:\n" .. report)
+    says_what_the_server_knows(report)
+    has(report, "no seri server is running in this Neovim")
+    H.eq(0, #H.clients(), "seri clients after the health check")
+    H.truthy(not vim.uv.fs_stat(H.env.profile .. "/locks")
+      or #vim.fn.glob(H.env.profile .. "/locks/*.holder", false, true) == 0,
+      "the health check's server opened no session")
+
+    -- The project's server runs: it answers.
+    require("seri").start()
+    H.wait_ready()
+    report = checkhealth()
+    says_what_the_server_knows(report)
+    has(report, "OK database: " .. profile .. "/seri.db")
+    has(report, "server running for " .. workspace)
   else
     require("seri").setup({ cmd = { H.env.workspace .. "/no-such-seri-lsp" } })
     vim.wait(300)
@@ -51,9 +73,12 @@ H.run(function()
     local report = checkhealth()
     has(report, "ERROR server command not found")
     has(report, "no-such-seri-lsp")
-    has(report, "from a clone of seri-lsp: `pipx install /path/to/seri-lsp`, or `pip install .`")
-    H.truthy(not report:find("pip install seri-lsp", 1, true), "advice to install from PyPI")
-    has(report, "WARNING API key: not set")
+    has(report, "Fix `cmd` in require('seri').setup()")
+    -- Without `cmd` and with nothing installed, the way to install it.
+    require("seri.config").set({})
+    report = checkhealth()
+    has(report, "ERROR server command not found: \"seri-lsp\" (on PATH)")
+    has(report, "Run :SeriInstall: it installs the server from the plugin's checkout into ")
     -- The manual is there without a server.
     local topics = { "seri", ":SeriResume", "seri-lazy", "seri.status()", "SeriTurnEnded" }
     for _, topic in ipairs(topics) do

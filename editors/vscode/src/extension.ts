@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 
 import { ApiKeyStore } from './apiKey';
+import { BundledServer } from './bundledServer';
 import { ChatModel } from './chat/model';
 import { Proposals } from './chat/proposals';
 import { ChatViewProvider } from './chat/view';
@@ -32,7 +33,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
   const log = vscode.window.createOutputChannel('Seri', { log: true });
   const model = new ChatModel();
   const apiKeys = new ApiKeyStore(context.secrets);
-  server = new SeriServer(model, apiKeys, log);
+  const bundled = new BundledServer(context.extensionPath, context.globalStorageUri.fsPath, log);
+  server = new SeriServer(model, apiKeys, log, bundled);
   const files = new WorkspaceFiles();
   const proposals = new Proposals(model);
   const chatView = new ChatViewProvider(context.extensionUri, model, log, files, proposals);

@@ -21,18 +21,21 @@ import {
 } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
+import { BundledServer } from './bundledServer';
+import { NoPython } from './pythons';
 import { ChatModel, ServerLink } from './chat/model';
 import { applyEdit, saveEditedDocuments } from './edits';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification, ServerRequest } from './protocol';
 
 export const INSTALL_HINT =
-  'Install it from a seri-lsp checkout with `pipx install .` (or `pip install .`) so that ' +
-  '`seri-lsp` is on PATH, or point the setting `seri.server.command` at it.';
+  'Turn `seri.server.useBundled` back on to use the server this extension carries, or install ' +
+  'seri-lsp from a checkout with `pipx install .` so that `seri-lsp` is on PATH, or point the ' +
+  'setting `seri.server.command` at it.';
 
 /** How the server is started, or why it cannot be. */
 export type ServerCommandLine =
-  | { found: true; command: string; args: string[]; origin: 'setting' | 'path' | 'python' }
+  | { found: true; command: string; args: string[]; origin: 'setting' | 'path' | 'python' | 'bundled' }
   | { found: false; tried: string[] };
 
 /**
@@ -141,6 +144,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     private readonly model: ChatModel,
     private readonly apiKeys: ApiKeyStore,
     private readonly log: vscode.LogOutputChannel,
+    private readonly bundled: BundledServer,
   ) {}
 
   /** The initialization options the running server was started with. */
@@ -185,9 +189,8 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     }
     const settings = readSettings();
     const env = await this.apiKeys.serverEnvironment();
-    const found = findServer(settings.serverCommand, env);
-    if (!found.found) {
-      this.reportMissing(`the seri-lsp server was not found (tried ${found.tried.join(' and ')})`);
+    const found = await this.locate(settings, env);
+    if (!found) {
       return;
     }
     const commandLine = [found.command, ...found.args].join(' ');
@@ -262,6 +265,53 @@ export class SeriServer implements ServerLink, vscode.Disposable {
           .then((choice) => choice && this.log.show());
       }
     }
+  }
+
+  /**
+   * The server's command line: `seri.server.command` when set; else the server this
+   * extension carries (installed at its first start) unless `seri.server.useBundled` is
+   * false or this build carries none; else `seri-lsp` on PATH, or `python3 -m seri_lsp`.
+   * Undefined (and said once) when there is none.
+   */
+  private async locate(
+    settings: ExtensionSettings,
+    env: NodeJS.ProcessEnv,
+  ): Promise<Extract<ServerCommandLine, { found: true }> | undefined> {
+    if (settings.serverCommand.length === 0 && settings.useBundled && this.bundled.present) {
+      this.model.detach('starting');
+      this.stateEmitter.fire();
+      try {
+        const python = await this.bundled.python(settings.serverPython, projectFolder()?.uri);
+        return { found: true, command: python, args: ['-m', 'seri_lsp'], origin: 'bundled' };
+      } catch (error) {
+        if (error instanceof NoPython) {
+          this.reportNoPython(error);
+        } else {
+          this.reportMissing(`the server this extension carries could not be installed: ${describe(error)}`);
+        }
+        return undefined;
+      }
+    }
+    const found = findServer(settings.serverCommand, env);
+    if (!found.found) {
+      this.reportMissing(`the seri-lsp server was not found (tried ${found.tried.join(' and ')})`);
+      return undefined;
+    }
+    return found;
+  }
+
+  /** No Python for the carried server: one notification, with the setting to fix it. */
+  private reportNoPython(error: NoPython): void {
+    this.log.error(error.message);
+    this.model.detach('missing');
+    this.stateEmitter.fire();
+    void vscode.window.showErrorMessage(error.message, 'Open Setting', 'Show Log').then((choice) => {
+      if (choice === 'Open Setting') {
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.python');
+      } else if (choice === 'Show Log') {
+        this.log.show();
+      }
+    });
   }
 
   /** `window/showMessage` as a toast, unless it says what the chat shows already. */

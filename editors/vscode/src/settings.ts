@@ -24,6 +24,10 @@ export interface InitializationOptions {
 export interface ExtensionSettings {
   /** `seri.server.command`; empty means "find it" (see server.ts). */
   serverCommand: string[];
+  /** `seri.server.useBundled`: start the server the extension carries (default true). */
+  useBundled: boolean;
+  /** `seri.server.python`: the Python to make the bundled server's environment with. */
+  serverPython: string;
   initializationOptions: InitializationOptions;
 }
 
@@ -61,8 +65,11 @@ export function readSettings(folder: vscode.WorkspaceFolder | undefined = projec
     profileRoot: profileRoot !== undefined ? expandHome(profileRoot, folder) : undefined,
   });
   const command = config.get<unknown>('server.command');
+  const python = config.get<unknown>('server.python');
   return {
     serverCommand: Array.isArray(command) ? command.filter((part): part is string => typeof part === 'string') : [],
+    useBundled: config.get<unknown>('server.useBundled') !== false,
+    serverPython: typeof python === 'string' ? expandHome(python.trim(), folder) : '',
     initializationOptions: options,
   };
 }
@@ -74,7 +81,7 @@ export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
 
 function onlyTrace(event: vscode.ConfigurationChangeEvent): boolean {
   const startup = [
-    'server.command',
+    'server',
     'provider',
     'permissions',
     'maxTurns',

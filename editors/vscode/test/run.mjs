@@ -43,7 +43,8 @@ function parseArgs(argv) {
 }
 
 /**
- * The run's configuration: serverCommand (argv of the language server), providerUrl
+ * The run's configuration: serverCommand (argv of the language server), python (the
+ * Python that builds the carried server's wheels), providerUrl
  * and controlUrl (the scripted provider and its control API), profileRoot, workDir (a
  * fresh temporary folder for code-server, Chromium and results), workspaces (folder per
  * name: integration, stored, tools, compact, resume) and ui (what the UI scenarios
@@ -209,11 +210,14 @@ function storeNodeModules(modules, cached) {
 
 // --- building ------------------------------------------------------------------------
 
-function build(workDir) {
+function build(workDir, python) {
   const bin = (name) => path.join(EXTENSION_DIR, 'node_modules', '.bin', name);
   const vsix = path.join(workDir, 'seri-vscode.vsix');
-  say('packaging the extension (vsce package, which bundles it with esbuild)');
-  run(bin('vsce'), ['package', '--out', vsix], { cwd: EXTENSION_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
+  say('packaging the extension with the server it carries (npm run package: the wheels, then vsce package)');
+  run('node', [path.join(EXTENSION_DIR, 'scripts', 'package.mjs'), '--out', vsix], {
+    cwd: EXTENSION_DIR,
+    env: { ...process.env, ...(python ? { PYTHON: python } : {}) },
+  });
   say('type-checking the chat page and compiling the test suites (tsc)');
   run(bin('tsc'), ['-p', 'src/webview', '--noEmit'], { cwd: EXTENSION_DIR });
   run(bin('tsc'), ['-p', 'tsconfig.test.json'], { cwd: EXTENSION_DIR });
@@ -311,6 +315,8 @@ async function startCodeServer(config, vsix, resultsDir) {
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([key]) => !/^(SERI_|OPENROUTER_API_KEY$|VSCODE_)/.test(key)),
   );
+  // No seri-lsp on PATH: a window without a server command of its own uses the carried one.
+  env.PATH = withoutSeriLsp(env.PATH ?? '');
   Object.assign(env, {
     XDG_CONFIG_HOME: dirs.xdg,
     SERI_TEST_CONTROL_URL: config.controlUrl,
@@ -373,6 +379,14 @@ async function startCodeServer(config, vsix, resultsDir) {
       signal('SIGKILL');
     },
   };
+}
+
+/** PATH without its folders that hold a seri-lsp (a developer's virtual environment). */
+function withoutSeriLsp(searchPath) {
+  return searchPath
+    .split(path.delimiter)
+    .filter((folder) => folder && !fs.existsSync(path.join(folder, 'seri-lsp')))
+    .join(path.delimiter);
 }
 
 async function launchBrowser(workDir) {
@@ -454,7 +468,7 @@ async function main() {
     ensureCodeServer();
   }
   ensureNodeModules();
-  const vsix = build(workDir);
+  const vsix = build(workDir, config?.python);
   let ok = true;
   if (args.suites.includes('unit')) {
     ok = (await runUnit(resultsDir)) && ok;

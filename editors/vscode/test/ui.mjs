@@ -778,6 +778,30 @@ async function longTask({ page, config, shot }) {
   await pickTheme(page, 'Light Modern', 'vs');
 }
 
+/**
+ * The window of a folder that sets no server command: the extension installs the server
+ * it carries (this code-server's PATH has no seri-lsp, and its Python has no seri_lsp),
+ * then the chat works end to end.
+ */
+async function bundledServer({ page, config, shot }) {
+  await provider(config).script(
+    { calls: [['call-read', 'read_file', { path: 'src/app.py' }]], usage: 300 },
+    { text: 'It prints a greeting, from the server the extension carries.', usage: 320 },
+  );
+  const view = chat(page);
+  await runCommand(page, 'Seri: Open Chat');
+  // The first start installs the server (a private environment, the carried wheels);
+  // the chat invites a prompt once it runs.
+  await view.locator('#prompt-input').waitFor({ timeout: 30_000 });
+  await view.getByText('No messages yet.').waitFor({ timeout: 180_000 });
+  await sendPrompt(view, 'What does src/app.py do?');
+  await view.locator('.row.user', { hasText: 'What does src/app.py do?' }).waitFor({ timeout: 20_000 });
+  await view.locator('details.tool[data-tool="read_file"] .tool-target', { hasText: 'src/app.py' }).waitFor({ timeout: 30_000 });
+  await view.locator('.row.assistant', { hasText: 'from the server the extension carries' }).waitFor({ timeout: 30_000 });
+  expect((await statusPercent(page)) >= 1, 'the status bar shows the context use');
+  await shot('bundled-server');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
@@ -796,6 +820,7 @@ const SCENARIOS = [
   ['a failed task says why in the chat, with a Retry', 'retry', failedTask],
   ['the key bindings focus the chat and clash with no default', 'keys', keyBindings],
   ['a long task asks three times: Allow from the diff, Allow for this session, a memory line', 'questions', longTask],
+  ['the server the extension carries installs itself at the first start and answers a prompt', 'bundled', bundledServer],
 ];
 
 /**

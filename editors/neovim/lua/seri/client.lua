@@ -154,14 +154,14 @@ end
 ---@param dir string
 ---@return string?
 local function marked_root(dir)
-  for _, folder in ipairs({ dir, unpack(vim.iter(vim.fs.parents(dir)):totable()) }) do
-    for _, marker in ipairs(config.options.root_markers) do
-      if vim.uv.fs_stat(folder .. "/" .. marker) then
-        return folder
-      end
-    end
+  local markers = {}
+  for _, marker in ipairs(config.options.root_markers) do
+    markers[marker] = true
   end
-  return nil
+  -- A function, not the list: the nearest marker wins, whichever it is.
+  return vim.fs.root(dir, function(name)
+    return markers[name] == true
+  end)
 end
 
 ---@param path string
@@ -594,11 +594,15 @@ function M.start(root)
     return existing
   end
   local opts = config.options
-  if vim.fn.executable(opts.cmd[1]) ~= 1 then
+  local cmd, source = config.server_command()
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    local fix = source == "cmd" and "Fix `cmd` in require('seri').setup()"
+      or "Run :SeriInstall to install it (or set `cmd` in require('seri').setup())"
     vim.notify(
-      ("seri: the server command %q was not found. Install seri-lsp or set `cmd` in "):format(
-        opts.cmd[1]
-      ) .. "require('seri').setup(); :checkhealth seri tells more.",
+      ("seri: the server command %q was not found. %s; :checkhealth seri tells more."):format(
+        cmd[1],
+        fix
+      ),
       vim.log.levels.ERROR
     )
     return nil
@@ -611,7 +615,7 @@ function M.start(root)
   })
   local lsp_config = {
     name = "seri",
-    cmd = opts.cmd,
+    cmd = cmd,
     capabilities = capabilities,
     cmd_cwd = root,
     root_dir = root,

@@ -145,6 +145,13 @@ M.list = {
     end,
     opts = { nargs = 0, desc = "Stop the running seri task" },
   },
+  {
+    name = "SeriInstall",
+    run = function()
+      require("seri").install()
+    end,
+    opts = { nargs = 0, desc = "Install or upgrade the seri server from the plugin's checkout" },
+  },
 }
 
 ---Create every command.

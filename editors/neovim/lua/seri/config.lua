@@ -26,7 +26,8 @@
 ---@field help string|false chat key: a float listing the chat's keys
 
 ---@class seri.Options
----@field cmd string[] the server command (stdio)
+---@field cmd string[]? the server command (stdio); nil: see `server_command()`
+---@field python string|string[]|nil the Python 3.11+ that `:SeriInstall` installs the server with
 ---@field settings table initialization options sent to the server (provider, permissions, ...)
 ---@field root_markers string[] files or folders that mark a project root
 ---@field autostart boolean start the server for the project when Neovim opens
@@ -38,7 +39,6 @@ local M = {}
 
 ---@type seri.Options
 M.defaults = {
-  cmd = { "seri-lsp" },
   settings = {},
   root_markers = { ".git", "AGENTS.md", ".seri" },
   autostart = true,
@@ -86,10 +86,10 @@ function M.set(opts)
     end
   end
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
-  merged.cmd = opts.cmd and vim.deepcopy(opts.cmd) or vim.deepcopy(M.defaults.cmd)
+  merged.cmd = opts.cmd and vim.deepcopy(opts.cmd) or nil
   merged.root_markers = opts.root_markers and vim.deepcopy(opts.root_markers)
     or vim.deepcopy(M.defaults.root_markers)
-  if #merged.cmd == 0 then
+  if merged.cmd and #merged.cmd == 0 then
     error("seri: `cmd` must name the server command, e.g. { 'seri-lsp' }")
   end
   if not SIDES[merged.chat.side] then
@@ -101,6 +101,21 @@ function M.set(opts)
   end
   M.options = merged
   return merged
+end
+
+---The server command, and where it comes from: `cmd` when given ("cmd"), else the server
+---`:SeriInstall` installed ("installed"), else `seri-lsp` on PATH ("PATH").
+---@return string[] cmd
+---@return "cmd"|"installed"|"PATH" source
+function M.server_command()
+  if M.options.cmd then
+    return M.options.cmd, "cmd"
+  end
+  local installed = require("seri.install").command()
+  if installed then
+    return installed, "installed"
+  end
+  return { "seri-lsp" }, "PATH"
 end
 
 ---Initialization options as the server must receive them: a JSON object, with no empty

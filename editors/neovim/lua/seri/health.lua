@@ -1,11 +1,17 @@
--- `:checkhealth seri`: Neovim, the server command and its version, the profile
--- root and its database, the provider (whether a key is set, never the key).
+-- `:checkhealth seri`: Neovim, the server command and its version, and what the server
+-- itself knows of its set-up (`seri.info`: the profile root and its database, the
+-- provider, whether a key is set (never the key), the model's context window). The
+-- project's running server answers; when none runs, a short-lived one is started for
+-- the question, with no session opened.
 
 local config = require("seri.config")
 
 local M = {}
 
 local health = vim.health
+-- How long the server may take to start and answer (it may ask the provider for the
+-- model's context window).
+local INFO_TIMEOUT_MS = 20000
 
 ---@param cmd string[]
 ---@param args string[]
@@ -19,24 +25,9 @@ local function run(cmd, args)
   return proc:wait(15000)
 end
 
----@param cmd string[]
----@return string?
-local function flag_value(cmd, flag)
-  for i, arg in ipairs(cmd) do
-    if arg == flag then
-      return cmd[i + 1]
-    end
-    local value = arg:match("^" .. vim.pesc(flag) .. "=(.*)$")
-    if value then
-      return value
-    end
-  end
-  return nil
-end
-
 ---`cmd` without the options that open a session in the editor (`--continue`,
----`--resume ID`, `--resume=ID`): the server refuses them with its other commands, such
----as `sessions`.
+---`--resume ID`, `--resume=ID`): the health check's own server must not take a session
+---the editor is about to open.
 ---@param cmd string[]
 ---@return string[]
 function M.without_session_options(cmd)
@@ -53,73 +44,6 @@ function M.without_session_options(cmd)
   return kept
 end
 
----@param value any
----@return boolean
-local function text(value)
-  return type(value) == "string" and vim.trim(value) ~= ""
-end
-
----The profile root the server will use, and where that comes from (the server's order:
----`--profile-root`, the `profileRoot` setting, `$SERI_PROFILE_ROOT`, the user data folder).
----@param options seri.Options
----@return string root
----@return string source
-function M.profile_root(options)
-  local candidates = {
-    { flag_value(options.cmd, "--profile-root"), "--profile-root in cmd" },
-    { options.settings.profileRoot, "settings.profileRoot" },
-    { vim.env.SERI_PROFILE_ROOT, "$SERI_PROFILE_ROOT" },
-  }
-  for _, candidate in ipairs(candidates) do
-    if text(candidate[1]) then
-      local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(candidate[1]), ":p"))
-      return (path:gsub("(.)/$", "%1")), candidate[2]
-    end
-  end
-  local sysname = vim.uv.os_uname().sysname
-  local home = vim.uv.os_homedir() or "~"
-  if sysname == "Darwin" then
-    return home .. "/Library/Application Support/seri", "default"
-  elseif sysname:match("Windows") then
-    return vim.fs.normalize((vim.env.LOCALAPPDATA or home) .. "/seri/seri"), "default"
-  end
-  local data = text(vim.env.XDG_DATA_HOME) and vim.env.XDG_DATA_HOME or home .. "/.local/share"
-  return data .. "/seri", "default"
-end
-
----@param root string
----@return table? settings from config.json
----@return string? problem
-local function read_profile_config(root)
-  local path = root .. "/config.json"
-  if not vim.uv.fs_stat(path) then
-    return nil, nil
-  end
-  local ok, lines = pcall(vim.fn.readfile, path)
-  if not ok then
-    return nil, ("cannot read %s"):format(path)
-  end
-  local json = table.concat(lines, "\n")
-  local decoded_ok, decoded = pcall(vim.json.decode, json, { luanil = { object = true } })
-  if not decoded_ok or type(decoded) ~= "table" then
-    return nil, ("%s is not a JSON object; the server ignores it"):format(path)
-  end
-  return decoded, nil
-end
-
----The first value set, with where it came from.
----@param sources {[1]: any, [2]: string}[]
----@return any value
----@return string? source
-local function first(sources)
-  for _, source in ipairs(sources) do
-    if text(source[1]) then
-      return source[1], source[2]
-    end
-  end
-  return nil, nil
-end
-
 local function check_neovim()
   local v = vim.version()
   local version = ("%d.%d.%d"):format(v.major, v.minor, v.patch)
@@ -130,98 +54,161 @@ local function check_neovim()
   end
 end
 
----@param options seri.Options
----@return boolean found
-local function check_server(options)
-  local cmd = options.cmd
-  local exe = vim.fn.exepath(cmd[1])
+local SOURCES = {
+  cmd = "`cmd` in setup()",
+  installed = "installed by :SeriInstall",
+  PATH = "on PATH",
+}
+
+---@return string[]? cmd the server command, when it runs
+local function check_server()
+  local cmd, source = config.server_command()
   if vim.fn.executable(cmd[1]) ~= 1 then
-    health.error(("server command not found: %q"):format(cmd[1]), {
-      "Install the server from a clone of seri-lsp: `pipx install /path/to/seri-lsp`, "
-        .. "or `pip install .` in the clone",
-      "or point `cmd` in require('seri').setup() at it, e.g. { '/path/to/.venv/bin/seri-lsp' }",
-    })
-    return false
+    local advice = source == "cmd" and { "Fix `cmd` in require('seri').setup()" }
+      or {
+        ("Run :SeriInstall: it installs the server from the plugin's checkout into %s"):format(
+          require("seri.install").dir()
+        ),
+        "or point `cmd` in require('seri').setup() at a seri-lsp, e.g. { '/path/to/seri-lsp' }",
+      }
+    health.error(("server command not found: %q (%s)"):format(cmd[1], SOURCES[source]), advice)
+    return nil
   end
   local result = run(cmd, { "--version" })
   local said = (result.stdout or "") .. (result.code == 0 and "" or (result.stderr or ""))
   local version = vim.trim(said)
-  if result.code == 0 and version ~= "" then
-    health.ok(("server: %s (%s)"):format(version, table.concat(cmd, " ")))
-  else
-    health.error(("server command %q did not report its version: %s"):format(exe, version), {
-      "Run it by hand: " .. table.concat(cmd, " ") .. " --version",
-    })
-    return false
+  if result.code ~= 0 or version == "" then
+    local advice = { "Run it by hand: " .. table.concat(cmd, " ") .. " --version" }
+    if source == "installed" then
+      table.insert(advice, "Run :SeriInstall again to repair it")
+    end
+    health.error(("server command %q did not report its version: %s"):format(cmd[1], version), advice)
+    return nil
   end
-  return true
+  health.ok(("server: %s (%s, %s)"):format(version, table.concat(cmd, " "), SOURCES[source]))
+  return cmd
 end
 
----@param options seri.Options
----@param found boolean
-local function check_profile(options, found)
-  local root, source = M.profile_root(options)
-  local stat = vim.uv.fs_stat(root)
-  if stat and stat.type ~= "directory" then
-    health.error(("profile root %s (%s) is not a folder"):format(root, source))
-    return
+---Wait for `start(callback)` to call back; (nil, "timed out") when it does not in time.
+---@param start fun(callback: fun(err: any, result: any))
+---@return any result
+---@return string? problem
+local function wait_for(start)
+  local done, err, result = false, nil, nil
+  start(function(e, r)
+    done, err, result = true, e, r
+  end)
+  if not vim.wait(INFO_TIMEOUT_MS, function()
+    return done
+  end, 20) then
+    return nil, ("no answer within %d s"):format(INFO_TIMEOUT_MS / 1000)
   end
-  health.ok(("profile root: %s (%s)"):format(root, source))
-  local db = root .. "/seri.db"
-  if not vim.uv.fs_stat(db) then
-    health.info(("database: %s does not exist yet; the server creates it"):format(db))
-    return
+  if err then
+    return nil, type(err) == "table" and (err.message or vim.inspect(err)) or tostring(err)
   end
-  if not found then
-    return
+  return result, nil
+end
+
+---`seri.info` from a short-lived server for `root` that opens no session.
+---@param cmd string[]
+---@param root string
+---@return table? info
+---@return string? problem
+local function ask_new_server(cmd, root)
+  local stderr = {}
+  local ok, rpc = pcall(vim.lsp.rpc.start, M.without_session_options(cmd), {
+    server_request = function()
+      return vim.NIL
+    end,
+    on_error = function(code)
+      table.insert(stderr, "rpc error " .. tostring(code))
+    end,
+  }, { cwd = root })
+  if not ok then
+    return nil, tostring(rpc)
   end
-  local cmd = M.without_session_options(options.cmd)
-  local result = run(cmd, { "sessions", "--all", "--json", "--profile-root", root })
-  local ok, sessions = pcall(vim.json.decode, result.stdout or "")
-  if result.code == 0 and ok and type(sessions) == "table" then
-    health.ok(("database opens: %s (%d sessions)"):format(db, #sessions))
+  local settings = vim.tbl_extend("force", config.init_options(config.options.settings), {
+    resumeOnOpen = false,
+  })
+  local uri = vim.uri_from_fname(root)
+  local _, problem = wait_for(function(callback)
+    rpc.request("initialize", {
+      processId = vim.fn.getpid(),
+      rootUri = uri,
+      workspaceFolders = { { uri = uri, name = vim.fs.basename(root) } },
+      capabilities = vim.empty_dict(),
+      initializationOptions = settings,
+    }, callback)
+  end)
+  local info
+  if not problem then
+    rpc.notify("initialized", vim.empty_dict())
+    info, problem = wait_for(function(callback)
+      rpc.request(
+        "workspace/executeCommand",
+        { command = "seri.info", arguments = { vim.empty_dict() } },
+        callback
+      )
+    end)
+  end
+  wait_for(function(callback)
+    rpc.request("shutdown", nil, callback)
+  end)
+  rpc.notify("exit", nil)
+  return info, problem
+end
+
+---`seri.info` from the project's running server, else from one started for the question.
+---@param cmd string[]
+---@return table? info
+---@return string? problem
+---@return string root
+local function ask_server(cmd)
+  local client = require("seri.client")
+  local root = client.root_for(0)
+  local project = client.projects[root]
+  if project and client.client(project) then
+    local info, problem = wait_for(function(callback)
+      client.execute(project, "seri.info", {}, callback)
+    end)
+    return info, problem, root
+  end
+  local info, problem = ask_new_server(cmd, root)
+  return info, problem, root
+end
+
+---@param info table
+local function report_profile(info)
+  health.ok("profile root: " .. info.profileRoot)
+  if vim.uv.fs_stat(info.databasePath) then
+    health.ok("database: " .. info.databasePath)
   else
-    health.error(("database %s does not open: %s"):format(db, vim.trim(result.stderr or "")))
+    health.info(("database: %s does not exist yet; the server creates it"):format(info.databasePath))
   end
 end
 
----@param options seri.Options
-local function check_provider(options)
-  local root = M.profile_root(options)
-  local profile, problem = read_profile_config(root)
-  if problem then
-    health.warn(problem)
-  end
-  local set = type(options.settings.provider) == "table" and options.settings.provider or {}
-  local file = profile and type(profile.provider) == "table" and profile.provider or {}
-  local base_url, url_source = first({
-    { set.baseUrl, "settings" },
-    { file.baseUrl, "config.json" },
-    { vim.env.SERI_BASE_URL, "$SERI_BASE_URL" },
-    { "https://openrouter.ai/api/v1", "default" },
-  })
-  local model, model_source = first({
-    { set.model, "settings" },
-    { file.model, "config.json" },
-    { vim.env.SERI_MODEL, "$SERI_MODEL" },
-    { "anthropic/claude-sonnet-4.5", "default" },
-  })
-  health.ok(("provider: %s (%s)"):format(base_url, url_source))
-  health.ok(("model: %s (%s)"):format(model, model_source))
-  local _, key_source = first({
-    { set.apiKey, "settings" },
-    { file.apiKey, "config.json" },
-    { vim.env.SERI_API_KEY, "$SERI_API_KEY" },
-    { vim.env.OPENROUTER_API_KEY, "$OPENROUTER_API_KEY" },
-  })
-  if key_source then
-    health.ok(("API key: set (%s)"):format(key_source))
+---@param info table
+local function report_provider(info)
+  local provider = info.provider
+  health.ok("provider: " .. provider.baseUrl)
+  health.ok("model: " .. provider.model)
+  if provider.apiKeySet then
+    health.ok(("API key: set (%s)"):format(provider.apiKeySource or "settings"))
   else
     health.warn("API key: not set", {
       "Set provider.apiKey in settings, or $SERI_API_KEY / $OPENROUTER_API_KEY",
       "(a local OpenAI-compatible server may not need one)",
     })
   end
+  local window = info.contextWindow
+  local where = {
+    setting = "the provider.contextWindow setting",
+    provider = "the provider's model list",
+    default = "the default: the provider's model list did not give one",
+  }
+  health.ok(
+    ("context window: %d tokens (%s)"):format(window.tokens, where[window.source] or window.source)
+  )
 end
 
 local function check_running()
@@ -240,16 +227,26 @@ local function check_running()
 end
 
 function M.check()
-  local options = config.options
   health.start("seri: Neovim")
   check_neovim()
   health.start("seri: server")
-  local found = check_server(options)
+  local cmd = check_server()
   check_running()
-  health.start("seri: profile")
-  check_profile(options, found)
-  health.start("seri: provider")
-  check_provider(options)
+  if not cmd then
+    return
+  end
+  local info, problem, root = ask_server(cmd)
+  health.start("seri: set-up (as the server for " .. root .. " sees it)")
+  if not info then
+    health.error("the server did not answer seri.info: " .. (problem or "no answer"), {
+      "Run it by hand: " .. table.concat(cmd, " ") .. " --version",
+      "See the server's log: :LspLog",
+    })
+    return
+  end
+  health.ok(("server version: %s, project: %s"):format(info.version, info.project))
+  report_profile(info)
+  report_provider(info)
 end
 
 return M

@@ -500,6 +500,30 @@ function M.complete_sessions(lead)
   return ids
 end
 
+---Install or upgrade the server (`:SeriInstall`) into a private environment under
+---`stdpath("data")/seri`, from the plugin's own checkout; then start it for the project
+---when no server runs for it yet.
+function M.install()
+  local install = require("seri.install")
+  install.run({
+    python = config.options.python,
+    progress = function(msg)
+      notice.say(msg)
+    end,
+    done = function(err, summary)
+      if err then
+        notice.say("the install failed: " .. err, vim.log.levels.ERROR)
+        return
+      end
+      notice.say(summary)
+      if did_setup and not client.current() then
+        M.start()
+      end
+    end,
+  })
+end
+
+
 ---A short string for statuslines: `seri 34% (44k/128k) ▏compacts at 64k`, plus what a
 ---running task waits for (`· waiting for your approval`); "" when no server runs.
 ---@return string

@@ -7,7 +7,7 @@ import { activated, restart, setSetting, stubWindow, waitFor } from './helpers';
 
 suite('Settings', () => {
   suiteTeardown(async () => {
-    for (const key of ['provider.contextWindow', 'resumeOnOpen', 'server.command', 'maxTurns']) {
+    for (const key of ['provider.contextWindow', 'resumeOnOpen', 'server.command', 'server.python', 'maxTurns']) {
       await setSetting(key, undefined);
     }
     const api = await activated();
@@ -75,6 +75,29 @@ suite('Settings', () => {
       assert.match(window.errors[0], /pipx install/);
     } finally {
       window.restore();
+      await setSetting('server.command', undefined);
+    }
+    await restart(api);
+    assert.strictEqual(api.model.state, 'running');
+  });
+
+  test('no Python for the carried server gives one notification naming what was tried, with the setting', async () => {
+    const api = await activated();
+    const window = stubWindow([]);
+    try {
+      // No command of its own: the server this extension carries, with a Python that is not there.
+      await setSetting('server.command', []);
+      await setSetting('server.python', '/nonexistent/bin/python3');
+      await vscode.commands.executeCommand(Commands.restartServer);
+      await waitFor(() => api.model.state === 'missing', 'the extension to find no Python');
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.strictEqual(window.errors.length, 1, window.errors.join('\n'));
+      assert.match(window.errors[0], /^Seri needs Python 3\.11 to 3\.\d+ to run its server and found none/);
+      assert.match(window.errors[0], /seri\.server\.python \(\/nonexistent\/bin\/python3\): not found or does not run/);
+      assert.match(window.errors[0], /Install Python from python\.org .* or set `seri\.server\.python`/);
+    } finally {
+      window.restore();
+      await setSetting('server.python', undefined);
       await setSetting('server.command', undefined);
     }
     await restart(api);
