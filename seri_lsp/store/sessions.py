@@ -210,6 +210,15 @@ class SessionStore:
             _touch(tx, session_id)
         return self.get(session_id)
 
+    def rename(self, session_id: str, title: str) -> SessionInfo:
+        """Give the session the user's title: kept from now on (a first prompt or a
+        rewind does not replace it). Its last-touched time is left as it was."""
+        with self.db.transaction() as tx:
+            tx.execute(
+                "UPDATE sessions SET title = ?, title_by_user = 1 WHERE id = ?", (title, session_id)
+            )
+        return self.get(session_id)
+
     def set_max_turns(self, session_id: str, max_turns: int) -> SessionInfo:
         """Persist a turn budget for the rest of this session."""
         with self.db.transaction() as tx:
@@ -431,6 +440,44 @@ class SessionStore:
                 )
             }
         return stored, fired
+
+    def import_conversation(
+        self,
+        project: str,
+        *,
+        digest: str,
+        title: str,
+        created_at: str | None,
+        updated_at: str | None,
+        messages: Sequence[Message],
+        read: Iterable[str],
+        modified: Iterable[str],
+        last_input_tokens: int | None,
+    ) -> tuple[SessionInfo, bool]:
+        """A new session of `project` holding an imported conversation, written in one
+        transaction, and True; or, when the content with this `digest` was imported into
+        this project before, that session and False."""
+        with self.db.transaction() as tx:
+            known = tx.execute(
+                "SELECT session_id FROM session_imports WHERE digest = ? AND project = ?",
+                (digest, project),
+            ).fetchone()
+            if known is not None:
+                return self._info(known[0], tx), False
+            created = created_at or utc_now()
+            info = self.create(project, title=title, created_at=created, conn=tx)
+            append_messages(tx, info.id, messages)
+            note_paths(tx, info.id, read, modified)
+            tx.execute(
+                "UPDATE sessions SET updated_at = ?, last_input_tokens = ? WHERE id = ?",
+                (updated_at or created, last_input_tokens, info.id),
+            )
+            tx.execute(
+                "INSERT INTO session_imports (digest, project, session_id, imported_at)"
+                " VALUES (?, ?, ?, ?)",
+                (digest, project, info.id, utc_now()),
+            )
+            return self._info(info.id, tx), True
 
     # --- paths and rules ---------------------------------------------------------
 
