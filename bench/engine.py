@@ -18,7 +18,9 @@ read), the provider's process left out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import statistics
@@ -37,19 +39,32 @@ from seri_lsp.profile import DB_NAME
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import Database, utc_now
 from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.search import FTS5_ENV
 from seri_lsp.store.sessions import SessionStore
 
 
 class ToolTurn:
-    """The engine and the bare client, each against the same scripted provider."""
+    """The engine and the bare client, each against the same scripted provider.
 
-    def __init__(self, root: Path) -> None:
+    With `search_index=False` the engine behaves as on a SQLite without FTS5: no search
+    index is kept (`SERI_FTS5=off` while it opens its own profile), for the figure of
+    what the index costs a turn; it shares `provider` with the engine it is compared to.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        search_index: bool = True,
+        provider: ProviderProcess | None = None,
+    ) -> None:
         self.root = root
-        self.profile = root / "engine-profile"
+        self.profile = root / ("engine-profile" if search_index else "engine-profile-no-index")
         self.workspace = root / "engine-workspace"
         (self.workspace / "src").mkdir(parents=True, exist_ok=True)
         (self.workspace / "src" / "app.py").write_text(SOURCE)
-        self.provider = ProviderProcess()
+        self.provider = provider or ProviderProcess()
+        self._owns_provider = provider is None
         options = {
             "provider": {
                 "baseUrl": self.provider.base_url,
@@ -63,13 +78,15 @@ class ToolTurn:
         }
         settings, problems = load_settings(self.profile, options)
         assert not problems, problems
-        self.engine = Engine.open(
-            profile_root=self.profile,
-            settings=settings,
-            project=str(self.workspace.resolve()),
-            workspace_roots=[self.workspace.resolve()],
-            host=Host(),
-        )
+        with _environment(FTS5_ENV, None if search_index else "off"):
+            self.engine = Engine.open(
+                profile_root=self.profile,
+                settings=settings,
+                project=str(self.workspace.resolve()),
+                workspace_roots=[self.workspace.resolve()],
+                host=Host(),
+            )
+        assert (self.engine.db.search_unavailable is None) is search_index
         self.bodies: list[dict[str, Any]] = []
         self.first_task_connections = -1
         self.connections = -1
@@ -77,7 +94,7 @@ class ToolTurn:
         self.bare_client: Any = None
 
     def _bare_database(self) -> sqlite3.Connection:
-        folder = self.root / "bare-profile"
+        folder = self.root / f"bare-{self.profile.name}"
         folder.mkdir(parents=True, exist_ok=True)
         Database.open(folder / DB_NAME).close()  # seri's schema
         # Used from a thread too (the comparison that keeps blocking work off the loop).
@@ -179,7 +196,22 @@ class ToolTurn:
             await self.bare_client.aclose()
         await self.engine.close()
         self.bare_db.close()
-        self.provider.stop()
+        if self._owns_provider:
+            self.provider.stop()
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """`name` set to `value` (unset when None) for the duration of the block."""
+    before = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if before is not None:
+            os.environ[name] = before
 
 
 def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
@@ -187,8 +219,10 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
 
     async def run() -> list[Figure]:
         bench = ToolTurn(root)
+        unindexed = ToolTurn(root, search_index=False, provider=bench.provider)
         try:
             await bench.ours()  # the first task: connections counted, bodies recorded
+            await unindexed.ours()
             await bench.baseline()
             mine, theirs = [], []
             for index in range(repetitions):
@@ -203,6 +237,7 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
             later = bench.connections
             cpu = statistics.median([await bench.httpx_cpu() for _ in range(5)])
         finally:
+            await unindexed.close()
             await bench.close()
         opened = bench.first_task_connections
         connections = Figure(

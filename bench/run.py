@@ -29,6 +29,8 @@ figures and their baselines:
   it as the editors do (the newest page of 200, then each earlier page on demand, back
   to the first message) against a bare pygls server's after its first answer; and after
   one `seri.session.get` of all 10,000.
+- search: `seri.session.search` round trip over 100,000 messages in 1,000 sessions
+  against the raw FTS5 query of the same words (`bench/search.py`).
 - estimate: `bench/estimate.py`, the pre-call token estimate against re-counting.
 """
 
@@ -43,11 +45,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import engine, estimate, server
+from bench import engine, estimate, search, server
 from bench.measure import Figure, render
 
-FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11}
-QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3}
+FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11, "search": 31}
+QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3, "search": 5}
+FIGURES = ["turn", "start", "history", "import", "memory", "search", "estimate"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,13 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
         "--only",
-        choices=["turn", "start", "history", "import", "memory", "estimate"],
+        choices=FIGURES,
         action="append",
         help="run only these figures (repeatable)",
     )
     args = parser.parse_args(argv)
     reps = QUICK if args.quick else FULL
-    wanted = set(args.only or ["turn", "start", "history", "import", "memory", "estimate"])
+    wanted = set(args.only or FIGURES)
     figures: list[Figure] = []
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seri-bench-") as folder:
@@ -84,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         if "memory" in wanted:
             step(f"peak memory ({reps['memory']} processes each side)")
             figures += server.memory(setup, reps["memory"])
+        if "search" in wanted:
+            step(f"search over 100,000 messages ({reps['search']} rounds of 6 queries)")
+            figures += search.search_figures(root, reps["search"])
     print()
     print(render(figures))
     print("\nmedians of interleaved repetitions; spread: lowest-highest per-repetition ratio")

@@ -26,7 +26,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -262,25 +262,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _limit(text: str) -> int:
-    try:
-        return parse_whole_number("--limit", text, 1, MAX_LIST_LIMIT)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--limit ")) from None
+def _whole_number(flag: str, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to `maximum`, refused in `flag`'s words."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_whole_number(flag, text, 1, maximum)
+        except InvalidArgument as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+
+    return parse
 
 
-def _search_limit(text: str) -> int:
-    try:
-        return parse_whole_number("--limit", text, 1, MAX_SEARCH_LIMIT)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--limit ")) from None
-
-
-def _turns(text: str) -> int:
-    try:
-        return parse_whole_number("--max-turns", text, 1, MAX_TURNS)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--max-turns ")) from None
+_limit = _whole_number("--limit", MAX_LIST_LIMIT)
+_search_limit = _whole_number("--limit", MAX_SEARCH_LIMIT)
+_turns = _whole_number("--max-turns", MAX_TURNS)
 
 
 TERMINAL_NOTICE = (

@@ -11,6 +11,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
 from seri_lsp.lsp.protocol import REQUEST_FAILED
+from seri_lsp.store.migrations import MIGRATIONS
 from tests.harness import command
 
 
@@ -39,13 +40,23 @@ async def refused(client: LanguageClient, name: str, args: dict[str, Any]) -> st
     return caught.value.message
 
 
-def rows(profile_root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Rows of a query on the profile's seri.db, read straight from the file."""
+def older_database(profile_root: Path, last_migration: int) -> sqlite3.Connection:
+    """A seri.db as a release that knew migrations up to `last_migration` left it (the
+    profile root made), open for the test to fill; the test commits and closes it."""
+    profile_root.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(profile_root / "seri.db")
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+    conn.execute(
+        "CREATE TABLE schema_migrations ("
+        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    for version, name, migration in MIGRATIONS:
+        if version <= last_migration:
+            migration(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01T00:00:00.000000Z')",
+                (version, name),
+            )
+    return conn
 
 
 def assert_index_agrees(profile_root: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ import pytest
 from pytest_lsp import LanguageClient
 
 from seri_lsp.faults import CRASH_EXIT_CODE
-from seri_lsp.store.migrations import MIGRATIONS
 from tests.agent_helpers import SUMMARY, prompt
 from tests.harness import command, seri, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
@@ -27,11 +25,12 @@ from tests.session_helpers import (
     assert_index_agrees,
     found,
     invalid,
+    older_database,
     refused,
-    rows,
     search,
 )
 from tests.test_legacy import good_session, write_legacy
+from tests.trajectory_helpers import rows
 
 LOGIN = "def check_password(user, given):\n    return user.password != given  # inverted\n"
 
@@ -256,19 +255,7 @@ async def test_legacy_sessions_are_found_once_imported(
 def older_profile(profile_root: Path, workspace: Path, messages: int) -> None:
     """A seri.db as the release before search left it (migrations 1 to 7), holding one
     session of `messages` messages that mention a kiwi every tenth."""
-    profile_root.mkdir()
-    conn = sqlite3.connect(profile_root / "seri.db")
-    conn.execute(
-        "CREATE TABLE schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    for version, name, migration in MIGRATIONS:
-        if version <= 7:
-            migration(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01T00:00:00.000000Z')",
-                (version, name),
-            )
+    conn = older_database(profile_root, 7)
     at = "2025-01-01T00:00:00.000000Z"
     conn.execute(
         "INSERT INTO sessions (id, project, title, created_at, updated_at, message_count)"

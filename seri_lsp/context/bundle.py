@@ -44,7 +44,7 @@ from seri_lsp.store.messages import (
     chars_of,
     tokens_for_chars,
 )
-from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.sessions import SessionInfo, SessionStore, make_title
 from seri_lsp.store.trajectories import TrajectoryStore
 
 FORMAT = "seri-session"
@@ -84,7 +84,7 @@ def export_session(
         "version": VERSION,
         "sessionId": info.id,
         "project": PurePath(info.project).name,
-        "title": text_filter.text(info.title),
+        "title": _title_of(info.title, messages, exported, text_filter),
         "createdAt": info.created_at,
         "updatedAt": info.updated_at,
         "messages": exported,
@@ -104,6 +104,22 @@ def export_session(
     else:
         text = markdown.transcript(bundle, model=_recorded_model(store, session_id))
     return Exported(export_format, text, text_filter.redactions)
+
+
+def _title_of(
+    title: str,
+    messages: list[dict[str, Any]],
+    exported: list[dict[str, Any]],
+    text_filter: ExportFilter,
+) -> str:
+    """The title, filtered. One made from the first prompt is made again from the prompt as
+    exported: cut short, it may end in the middle of a path, which no filter would find."""
+    first = next(
+        (i for i, m in enumerate(messages) if m["role"] == "user" and not m.get("kind")), None
+    )
+    if first is not None and title == make_title(messages[first]["content"]):
+        return make_title(exported[first]["content"])
+    return text_filter.text(title)
 
 
 def _chars(messages: list[dict[str, Any]]) -> int:

@@ -57,16 +57,23 @@ _SNIPPET_TOKENS = 24
 # replaced); the snippet shows «» instead, and a «» of the text itself as single angle
 # quotation marks.
 _OPEN, _CLOSE = "\x02", "\x03"
-_SINGLE_QUOTES = str.maketrans({"«": "\u2039", "»": "\u203a"})
 _MARKS = re.compile("[\x02\x03]")
 # Control characters in a query separate words, as in the text.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
+# A message's searchable text (`search_text`), in SQL: only a message with tool calls
+# needs Python (to decode its arguments); the others are their text, which SQLite's
+# replace() clears of the snippet markers much faster than a call into Python would.
+_TEXT = (
+    "CASE WHEN {row}.tool_calls IS NULL"
+    " THEN replace(replace({row}.content, char(2), ' '), char(3), ' ')"
+    " ELSE seri_search_text({row}.content, {row}.tool_calls) END"
+)
 _TRIGGERS = (
     "CREATE TEMP TRIGGER IF NOT EXISTS seri_index_message AFTER INSERT ON main.messages"
     " WHEN new.kind IS NOT 'rule'"
     " BEGIN INSERT INTO message_search (rowid, text)"
-    " VALUES (new.id, seri_search_text(new.content, new.tool_calls)); END",
+    f" VALUES (new.id, {_TEXT.format(row='new')}); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS seri_unindex_message AFTER DELETE ON main.messages"
     " BEGIN DELETE FROM message_search WHERE rowid = old.id; END",
 )
@@ -162,9 +169,10 @@ def search_text(content: str | None, tool_calls: str | None) -> str:
         for call in json.loads(tool_calls) if tool_calls else ():
             parts.append(str(call.get("name", "")))
             parts.extend(argument_values(str(call.get("arguments", ""))))
-        return clean_text(_MARKS.sub(" ", "\n".join(part for part in parts if part)))
+        text = "\n".join(part for part in parts if part)
     except Exception:  # stored by seri, so never expected; the message is what matters
-        return clean_text(_MARKS.sub(" ", content or ""))
+        text = content or ""
+    return clean_text(_MARKS.sub(" ", text))
 
 
 def argument_values(arguments: str) -> list[str]:
@@ -235,9 +243,8 @@ def index_some(db: Database, limit: int = BACKFILL_BATCH) -> Backlog:
         ).fetchone()[0]
         last = total if last is None else last
         tx.execute(
-            "INSERT INTO message_search (rowid, text)"
-            " SELECT id, seri_search_text(content, tool_calls) FROM messages"
-            " WHERE id > ? AND id <= ? AND kind IS NOT 'rule'",
+            f"INSERT INTO message_search (rowid, text) SELECT m.id, {_TEXT.format(row='m')}"
+            " FROM messages m WHERE m.id > ? AND m.id <= ? AND m.kind IS NOT 'rule'",
             (done, last),
         )
         tx.execute("UPDATE search_index SET backfilled = ?", (last,))
@@ -392,7 +399,9 @@ def search(
 def shown_snippet(raw: str) -> str:
     """A snippet as a hit shows it: one line, the matches marked «like this», at most
     SNIPPET_CHARS characters around the first match (… where it was cut)."""
-    text = raw.translate(_SINGLE_QUOTES).replace(_OPEN, "«").replace(_CLOSE, "»")
+    # str.replace: str.translate is ten times slower, and a search shows 50 snippets.
+    text = raw.replace("«", "\u2039").replace("»", "\u203a")
+    text = text.replace(_OPEN, "«").replace(_CLOSE, "»")
     text = " ".join(text.split())
     if len(text) <= SNIPPET_CHARS:
         return text
