@@ -39,7 +39,7 @@ from seri_lsp.profile import DB_NAME
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import Database, utc_now
 from seri_lsp.store.legacy import find_pending, import_files
-from seri_lsp.store.search import FTS5_ENV
+from seri_lsp.store.search_index import FTS5_ENV
 from seri_lsp.store.sessions import SessionStore
 
 

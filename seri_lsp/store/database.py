@@ -11,7 +11,7 @@ create (inspected read-only, before the switch to WAL), or one written by a newe
 A seri database is recognised by its `schema_migrations` table and the tables its
 migrations made. The database and its `-wal` and `-shm` files are made private (0600)
 before use. Once migrated, the connection gets the triggers that keep the full-text
-index (`store/search.py`) in step with the messages.
+index (`store/search_index.py`) in step with the messages.
 
 A process may open `seri.db` more than once (the ACP agent opens it for each session
 it serves). Closing any file descriptor of a file drops every POSIX lock the process
@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.errors import StoreBusy
-from seri_lsp.store import search
+from seri_lsp.store import search_index
 from seri_lsp.store.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -130,7 +130,7 @@ class Database:
         self._lock = threading.RLock()
         self._conn = self._connect()
         self._file = _open_here.add(path)
-        # Why this process cannot search (`store/search.py`), or None when it can.
+        # Why this process cannot search (`store/search_index.py`), or None when it can.
         self.search_unavailable: str | None = None
 
     @classmethod
@@ -157,7 +157,7 @@ class Database:
             db._use_wal()
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._migrate()
-            db.search_unavailable = search.prepare(db._conn, db.transaction)
+            db.search_unavailable = search_index.prepare(db._conn, db.transaction)
         except (StoreBusy, sqlite3.OperationalError) as exc:
             db.close()
             if isinstance(exc, StoreBusy) or is_busy(exc):
