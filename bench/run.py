@@ -24,7 +24,7 @@ figures and their baselines:
   byte of the answer), just after the session was opened: `{limit: 100}`, and all of
   it, against raw SELECT + decode + JSON encode of the same messages.
 - import: legacy import of 31 files of 2,000 messages (31 MB) against raw json.loads +
-  executemany, as a throughput.
+  executemany (and an INSERT ... SELECT into the search index), as a throughput.
 - memory: peak RSS of the server after resuming the 10,000-message session and reading
   it as the editors do (the newest page of 200, then each earlier page on demand, back
   to the first message) against a bare pygls server's after its first answer; and after

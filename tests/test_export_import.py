@@ -19,7 +19,7 @@ from seri_lsp.context.markdown import RESULT_CHARS
 from tests.agent_helpers import prompt
 from tests.harness import command, seri, stop_server
 from tests.scripted_provider import Calls, ScriptedProvider, Text, usage
-from tests.session_helpers import invalid
+from tests.session_helpers import assert_index_agrees, invalid, search
 from tests.trajectory_helpers import rows
 
 API_KEY = "my-configured-key-0123456789"
@@ -152,7 +152,7 @@ async def test_export_arguments_are_checked(lsp, workspace: Path) -> None:
 
 
 async def test_an_import_is_a_new_session_here_and_importing_it_again_answers_that_one(
-    agent, provider: ScriptedProvider, workspace: Path, tmp_path: Path
+    agent, provider: ScriptedProvider, workspace: Path, tmp_path: Path, profile_root: Path
 ) -> None:
     client, _ = await carried_session(agent, provider, workspace)
     text = (await export(client, "json"))["text"]
@@ -170,6 +170,10 @@ async def test_an_import_is_a_new_session_here_and_importing_it_again_answers_th
     assert (again["session"]["id"], again["alreadyImported"]) == (session["id"], True)
     listed = (await command(other, "seri.session.list"))["sessions"]
     assert [s["id"] for s in listed] == [session["id"]]
+    # Indexed for search as it was stored.
+    [hit] = (await search(other, "leaked"))["hits"]
+    assert hit["sessionId"] == session["id"]
+    assert_index_agrees(profile_root)
     # Exporting it gives the same conversation.
     round_trip = json.loads((await export(other, "json", sessionId=session["id"]))["text"])
     assert without_ids(round_trip) == without_ids(json.loads(text))

@@ -29,8 +29,8 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from seri_lsp.limits import clean_text
@@ -49,9 +49,11 @@ INDEXED_TEXT = (
     " THEN replace(replace({row}.content, char(2), ' '), char(3), ' ')"
     " ELSE seri_search_text({row}.content, {row}.tool_calls) END"
 )
-_TRIGGERS = (
+# The triggers, and the table whose one row says "not one by one now" (`indexed_after`).
+_CONNECTION_SETUP = (
+    "CREATE TEMP TABLE IF NOT EXISTS seri_index_later (later INTEGER)",
     "CREATE TEMP TRIGGER IF NOT EXISTS seri_index_message AFTER INSERT ON main.messages"
-    " WHEN new.kind IS NOT 'rule'"
+    " WHEN new.kind IS NOT 'rule' AND NOT EXISTS (SELECT 1 FROM temp.seri_index_later)"
     " BEGIN INSERT INTO message_search (rowid, text)"
     f" VALUES (new.id, {INDEXED_TEXT.format(row='new')}); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS seri_unindex_message AFTER DELETE ON main.messages"
@@ -83,9 +85,38 @@ def prepare(
             # Looked at again inside the write lock: another process may have made it.
             if not _has_index(tx) or _state(tx) != "ready":
                 _make_index(tx)
-    for trigger in _TRIGGERS:
-        conn.execute(trigger)
+    for statement in _CONNECTION_SETUP:
+        conn.execute(statement)
     return None
+
+
+@contextmanager
+def indexed_after(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> Iterator[None]:
+    """Inside an open transaction: the messages stored in the block are indexed at its
+    end, with one statement, not each by its own (FTS5 writes out what it holds at every
+    statement of a transaction: one message at a time, thousands of them, make thousands
+    of small segments to merge). `where` (on `messages m`) picks them. Without FTS5, the
+    block runs as it is."""
+    if not _has_trigger(conn):
+        yield
+        return
+    conn.execute("INSERT INTO temp.seri_index_later VALUES (1)")
+    try:
+        yield
+    finally:
+        conn.execute("DELETE FROM temp.seri_index_later")
+    conn.execute(
+        f"INSERT INTO message_search (rowid, text) SELECT m.id, {INDEXED_TEXT.format(row='m')}"
+        f" FROM messages m WHERE ({where}) AND m.kind IS NOT 'rule'",
+        params,
+    )
+
+
+def _has_trigger(conn: sqlite3.Connection) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM temp.sqlite_master WHERE type = 'trigger' AND name = 'seri_index_message'"
+    ).fetchone()
+    return row is not None
 
 
 def _fts5_missing(conn: sqlite3.Connection) -> str | None:

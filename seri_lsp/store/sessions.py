@@ -26,6 +26,7 @@ from seri_lsp.store.messages import (
     wire_message,
 )
 from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
+from seri_lsp.store.search_index import indexed_after
 
 TITLE_LENGTH = 80
 
@@ -466,7 +467,8 @@ class SessionStore:
                 return self._info(known[0], tx), False
             created = created_at or utc_now()
             info = self.create(project, title=title, created_at=created, conn=tx)
-            append_messages(tx, info.id, messages)
+            with indexed_after(tx, "m.session_id = ?", (info.id,)):
+                append_messages(tx, info.id, messages)
             note_paths(tx, info.id, read, modified)
             tx.execute(
                 "UPDATE sessions SET updated_at = ?, last_input_tokens = ? WHERE id = ?",
@@ -635,10 +637,14 @@ def insert_new_messages(
 ) -> None:
     """Insert the messages of a session that has none yet, in one statement, all created
     at `created_at` (an import): no per-row sequence query, clock read or object."""
-    conn.executemany(
-        _INSERT_MESSAGE,
-        [(session_id, seq, *fields, created_at) for seq, fields in enumerate(messages, start=1)],
-    )
+    with indexed_after(conn, "m.session_id = ?", (session_id,)):
+        conn.executemany(
+            _INSERT_MESSAGE,
+            [
+                (session_id, seq, *fields, created_at)
+                for seq, fields in enumerate(messages, start=1)
+            ],
+        )
     conn.execute(
         "UPDATE sessions SET message_count = message_count + ?, total_chars = total_chars + ?"
         " WHERE id = ?",
