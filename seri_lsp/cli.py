@@ -470,6 +470,8 @@ def _import(args: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InvalidArgument("FILE", f"{path} is not UTF-8 text, so not a bundle") from None
+    except OSError as exc:
+        raise InvalidArgument("FILE", f"{path} cannot be read: {exc.strerror}") from None
     bundle = read_bundle(text)
     project = _here(args.workspace)
     store = _open_store(args)
