@@ -25,8 +25,8 @@ from seri_lsp.store.messages import (
     prompt_words,
     wire_message,
 )
-from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
 from seri_lsp.store.search_index import indexed_after
+from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
 
 TITLE_LENGTH = 80
 
