@@ -89,7 +89,11 @@ async def test_a_hit_says_where_it_is_and_leads_to_its_message(
         "projectPath": str(workspace),
         "messagesAfter": 2,
     }
-    # The newest page of messagesAfter + 1 messages starts with the hit.
+    await assert_leads_to(client, hit)
+
+
+async def assert_leads_to(client: LanguageClient, hit: dict[str, Any]) -> None:
+    """The newest page of messagesAfter + 1 messages of the hit's session starts with it."""
     page = await command(
         client,
         "seri.session.get",
@@ -217,10 +221,13 @@ async def test_what_a_compaction_evicted_is_no_longer_found_but_its_recap_is(
     assert len(await found(client, "aardvark")) == 3
     provider.script(Text(SUMMARY))
     assert (await prompt(client, "/compact"))["compacted"] is True
-    assert await found(client, "aardvark") == ["prompt 2 about the «aardvark»"]
+    [kept] = (await search(client, "aardvark"))["hits"]
+    assert kept["snippet"] == "prompt 2 about the «aardvark»"
     [recap] = (await search(client, "README"))["hits"]
     assert (recap["role"], recap["kind"]) == ("user", "recap")
     assert "«README»" in recap["snippet"]
+    for hit in (kept, recap):
+        await assert_leads_to(client, hit)
     assert_index_agrees(profile_root)
 
 
@@ -235,6 +242,10 @@ async def test_a_rewind_removes_what_it_took_back_from_search(
     assert (await command(client, "seri.rewind", {}))["rewound"] == 1
     assert await found(client, "okapi") == []
     assert await found(client, "first") == ["«first» question", "«first» answer"]
+    provider.script(Text("third answer"))
+    assert (await prompt(client, "third question"))["status"] == "done"
+    for hit in (await search(client, "question"))["hits"]:
+        await assert_leads_to(client, hit)
     assert_index_agrees(profile_root)
 
 

@@ -166,6 +166,9 @@ class SearchHit:
     project: str
     # Messages of the session that come after this one in the conversation: with
     # `seri.session.get {sessionId, limit: messagesAfter + 1}` the page starts with it.
+    # Read from positions (`seq`), not counted: what follows a stored message has no gap
+    # in them (a compaction's recap takes the last evicted position, a rewind cuts the
+    # tail and the next message takes the next position), and an index gives the last.
     messages_after: int
 
     def to_wire(self) -> dict[str, Any]:
@@ -188,8 +191,7 @@ class SearchHit:
 _SEARCH = f"""
     SELECT f.rowid, snippet(message_search, 0, char(2), char(3), '…', {_SNIPPET_TOKENS}),
         m.session_id, m.role, m.kind, m.created_at, s.title, s.project,
-        (SELECT COUNT(*) FROM messages later
-            WHERE later.session_id = m.session_id AND later.seq > m.seq)
+        (SELECT MAX(last.seq) FROM messages last WHERE last.session_id = m.session_id) - m.seq
     FROM message_search f
     JOIN messages m ON m.id = f.rowid
     JOIN sessions s ON s.id = m.session_id
