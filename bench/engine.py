@@ -88,6 +88,7 @@ class ToolTurn:
             )
         assert (self.engine.db.search_unavailable is None) is search_index
         self.bodies: list[dict[str, Any]] = []
+        self.cpu = 0.0
         self.first_task_connections = -1
         self.connections = -1
         self.bare_db = self._bare_database()
@@ -114,9 +115,12 @@ class ToolTurn:
         await self.engine.new_session()
         self.provider.script()
         connections, busy, _ = self.provider.stats()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outcome = await self.engine.prompt("Why does every handler answer 200?")
         took = time.perf_counter() - started
+        # The CPU the task took in this process, every thread of it (the provider runs in
+        # a process of its own): what the engine did, whatever else ran on the machine.
+        self.cpu = time.process_time() - cpu_started
         assert outcome["status"] == "done" and outcome["turns"] == CALLS, outcome
         now_connections, now_busy, requests = self.provider.stats()
         self.connections = now_connections - connections
