@@ -12,7 +12,9 @@ connection, runs the tool (reads the file) and INSERTs and COMMITs each step's r
 reply, the tool result) with raw sqlite3 on a database of the same schema and settings,
 keeping that blocking work off the event loop as seri must (`asyncio.to_thread`). With
 no target: httpx's own CPU time per streamed call (the request sent, the reply's lines
-read), the provider's process left out.
+read), the provider's process left out. And the cost of the search index: the same task
+by an engine that keeps none (as on a SQLite without FTS5) on a profile of its own, in
+wall time and, for comparison, in CPU time of the process.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -228,15 +231,23 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
             await bench.ours()  # the first task: connections counted, bodies recorded
             await unindexed.ours()
             await bench.baseline()
-            mine, theirs = [], []
+            sides: dict[str, Callable[[], Awaitable[float]]] = {
+                "ours": bench.ours,
+                "bare": bench.baseline,
+                "ours without the search index": unindexed.ours,
+            }
+            times: dict[str, list[float]] = {name: [] for name in sides}
+            # The CPU each engine's task took (the bare turn's is not compared).
+            cpu_of = {"ours": bench, "ours without the search index": unindexed}
+            engine_cpu: dict[str, list[float]] = {name: [] for name in cpu_of}
+            order = list(sides)
             for index in range(repetitions):
-                # Each side goes first equally often.
-                if index % 2 == 0:
-                    mine.append(await bench.ours() / CALLS)
-                    theirs.append(await bench.baseline() / CALLS)
-                else:
-                    theirs.append(await bench.baseline() / CALLS)
-                    mine.append(await bench.ours() / CALLS)
+                # Each side goes first, second and third equally often.
+                shift = index % len(order)
+                for name in order[shift:] + order[:shift]:
+                    times[name].append(await sides[name]() / CALLS)
+                    if name in cpu_of:
+                        engine_cpu[name].append(cpu_of[name].cpu / CALLS)
             await bench.ours()
             later = bench.connections
             cpu = statistics.median([await bench.httpx_cpu() for _ in range(5)])
@@ -256,8 +267,8 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         turn = ratio_figure(
             "engine time per tool turn, model time excluded / the same turn done bare (the"
             " same httpx client, its read and writes off the event loop)",
-            mine,
-            theirs,
+            times["ours"],
+            times["bare"],
             unit="s",
             limit=1.2,
         )
@@ -270,7 +281,28 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
             None,
             text=f"{cpu * 1000:.2f} ms",
         )
-        return [connections, turn, httpx_cpu]
+        indexed = ratio_figure(
+            "engine time per tool turn with the search index kept / without it (no FTS5)",
+            times["ours"],
+            times["ours without the search index"],
+            unit="s",
+            limit=1.15,
+        )
+        # The same in CPU time, which a busy machine disturbs far less than the wall clock.
+        indexed_cpu = ratio_figure(
+            "(no target) the same in CPU time of the engine's process",
+            engine_cpu["ours"],
+            engine_cpu["ours without the search index"],
+            unit="s",
+            limit=1.15,
+        )
+        return [
+            connections,
+            turn,
+            httpx_cpu,
+            indexed,
+            Figure(**{**indexed_cpu.__dict__, "target": "-", "met": None}),
+        ]
 
     return asyncio.run(run())
 

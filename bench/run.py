@@ -14,7 +14,9 @@ figures and their baselines:
 - tool turn: engine time per model call of that task, the provider's time left out,
   against the same turns done bare with the same httpx client, keeping the read and
   writes off the event loop as seri must (see `bench/engine.py`); and, with no target,
-  httpx's own CPU time per streamed call.
+  httpx's own CPU time per streamed call. Then the same task by an engine that keeps no
+  search index (as on a SQLite without FTS5), in wall time and, for comparison, in CPU
+  time of the process.
 - start-up: process start to the answer of the first command (`seri.session.list`, in
   a project without sessions, the profile's database already made) against a bare
   pygls server answering its one command (`bench/bare_server.py`).
