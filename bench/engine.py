@@ -12,18 +12,23 @@ connection, runs the tool (reads the file) and INSERTs and COMMITs each step's r
 reply, the tool result) with raw sqlite3 on a database of the same schema and settings,
 keeping that blocking work off the event loop as seri must (`asyncio.to_thread`). With
 no target: httpx's own CPU time per streamed call (the request sent, the reply's lines
-read), the provider's process left out.
+read), the provider's process left out. And the cost of the search index: the same task
+by an engine that keeps none (as on a SQLite without FTS5) on a profile of its own, in
+wall time and, for comparison, in CPU time of the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +42,32 @@ from seri_lsp.profile import DB_NAME
 from seri_lsp.settings import load_settings
 from seri_lsp.store.database import Database, utc_now
 from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.search_index import FTS5_ENV
 from seri_lsp.store.sessions import SessionStore
 
 
 class ToolTurn:
-    """The engine and the bare client, each against the same scripted provider."""
+    """The engine and the bare client, each against the same scripted provider.
 
-    def __init__(self, root: Path) -> None:
+    With `search_index=False` the engine behaves as on a SQLite without FTS5: no search
+    index is kept (`SERI_FTS5=off` while it opens its own profile), for the figure of
+    what the index costs a turn; it shares `provider` with the engine it is compared to.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        search_index: bool = True,
+        provider: ProviderProcess | None = None,
+    ) -> None:
         self.root = root
-        self.profile = root / "engine-profile"
+        self.profile = root / ("engine-profile" if search_index else "engine-profile-no-index")
         self.workspace = root / "engine-workspace"
         (self.workspace / "src").mkdir(parents=True, exist_ok=True)
         (self.workspace / "src" / "app.py").write_text(SOURCE)
-        self.provider = ProviderProcess()
+        self.provider = provider or ProviderProcess()
+        self._owns_provider = provider is None
         options = {
             "provider": {
                 "baseUrl": self.provider.base_url,
@@ -63,21 +81,24 @@ class ToolTurn:
         }
         settings, problems = load_settings(self.profile, options)
         assert not problems, problems
-        self.engine = Engine.open(
-            profile_root=self.profile,
-            settings=settings,
-            project=str(self.workspace.resolve()),
-            workspace_roots=[self.workspace.resolve()],
-            host=Host(),
-        )
+        with _environment(FTS5_ENV, None if search_index else "off"):
+            self.engine = Engine.open(
+                profile_root=self.profile,
+                settings=settings,
+                project=str(self.workspace.resolve()),
+                workspace_roots=[self.workspace.resolve()],
+                host=Host(),
+            )
+        assert (self.engine.db.search_unavailable is None) is search_index
         self.bodies: list[dict[str, Any]] = []
+        self.cpu = 0.0
         self.first_task_connections = -1
         self.connections = -1
         self.bare_db = self._bare_database()
         self.bare_client: Any = None
 
     def _bare_database(self) -> sqlite3.Connection:
-        folder = self.root / "bare-profile"
+        folder = self.root / f"bare-{self.profile.name}"
         folder.mkdir(parents=True, exist_ok=True)
         Database.open(folder / DB_NAME).close()  # seri's schema
         # Used from a thread too (the comparison that keeps blocking work off the loop).
@@ -97,9 +118,12 @@ class ToolTurn:
         await self.engine.new_session()
         self.provider.script()
         connections, busy, _ = self.provider.stats()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         outcome = await self.engine.prompt("Why does every handler answer 200?")
         took = time.perf_counter() - started
+        # The CPU the task took in this process, every thread of it (the provider runs in
+        # a process of its own): what the engine did, whatever else ran on the machine.
+        self.cpu = time.process_time() - cpu_started
         assert outcome["status"] == "done" and outcome["turns"] == CALLS, outcome
         now_connections, now_busy, requests = self.provider.stats()
         self.connections = now_connections - connections
@@ -179,7 +203,22 @@ class ToolTurn:
             await self.bare_client.aclose()
         await self.engine.close()
         self.bare_db.close()
-        self.provider.stop()
+        if self._owns_provider:
+            self.provider.stop()
+
+
+@contextlib.contextmanager
+def _environment(name: str, value: str | None) -> Iterator[None]:
+    """`name` set to `value` (unset when None) for the duration of the block."""
+    before = os.environ.pop(name, None)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        os.environ.pop(name, None)
+        if before is not None:
+            os.environ[name] = before
 
 
 def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
@@ -187,22 +226,33 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
 
     async def run() -> list[Figure]:
         bench = ToolTurn(root)
+        unindexed = ToolTurn(root, search_index=False, provider=bench.provider)
         try:
             await bench.ours()  # the first task: connections counted, bodies recorded
+            await unindexed.ours()
             await bench.baseline()
-            mine, theirs = [], []
+            sides: dict[str, Callable[[], Awaitable[float]]] = {
+                "ours": bench.ours,
+                "bare": bench.baseline,
+                "ours without the search index": unindexed.ours,
+            }
+            times: dict[str, list[float]] = {name: [] for name in sides}
+            # The CPU each engine's task took (the bare turn's is not compared).
+            cpu_of = {"ours": bench, "ours without the search index": unindexed}
+            engine_cpu: dict[str, list[float]] = {name: [] for name in cpu_of}
+            order = list(sides)
             for index in range(repetitions):
-                # Each side goes first equally often.
-                if index % 2 == 0:
-                    mine.append(await bench.ours() / CALLS)
-                    theirs.append(await bench.baseline() / CALLS)
-                else:
-                    theirs.append(await bench.baseline() / CALLS)
-                    mine.append(await bench.ours() / CALLS)
+                # Each side goes first, second and third equally often.
+                shift = index % len(order)
+                for name in order[shift:] + order[:shift]:
+                    times[name].append(await sides[name]() / CALLS)
+                    if name in cpu_of:
+                        engine_cpu[name].append(cpu_of[name].cpu / CALLS)
             await bench.ours()
             later = bench.connections
             cpu = statistics.median([await bench.httpx_cpu() for _ in range(5)])
         finally:
+            await unindexed.close()
             await bench.close()
         opened = bench.first_task_connections
         connections = Figure(
@@ -217,8 +267,8 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         turn = ratio_figure(
             "engine time per tool turn, model time excluded / the same turn done bare (the"
             " same httpx client, its read and writes off the event loop)",
-            mine,
-            theirs,
+            times["ours"],
+            times["bare"],
             unit="s",
             limit=1.2,
         )
@@ -231,7 +281,28 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
             None,
             text=f"{cpu * 1000:.2f} ms",
         )
-        return [connections, turn, httpx_cpu]
+        indexed = ratio_figure(
+            "engine time per tool turn with the search index kept / without it (no FTS5)",
+            times["ours"],
+            times["ours without the search index"],
+            unit="s",
+            limit=1.15,
+        )
+        # The same in CPU time, which a busy machine disturbs far less than the wall clock.
+        indexed_cpu = ratio_figure(
+            "(no target) the same in CPU time of the engine's process",
+            engine_cpu["ours"],
+            engine_cpu["ours without the search index"],
+            unit="s",
+            limit=1.15,
+        )
+        return [
+            connections,
+            turn,
+            httpx_cpu,
+            indexed,
+            Figure(**{**indexed_cpu.__dict__, "target": "-", "met": None}),
+        ]
 
     return asyncio.run(run())
 
@@ -243,8 +314,9 @@ IMPORT_FILES, IMPORT_MESSAGES = 31, 2_000
 
 
 def import_figure(root: Path, repetitions: int) -> Figure:
-    """Legacy import throughput against raw json.loads + executemany: 31 files of 2,000
-    messages (31 MB)."""
+    """Legacy import throughput against raw json.loads + executemany (and one INSERT ...
+    SELECT into the search index, as the import indexes what it stores): 31 files of
+    2,000 messages (31 MB)."""
     sources = root / "import-sources"
     project = root / "import-project"
     project.mkdir(parents=True, exist_ok=True)
@@ -312,6 +384,13 @@ def import_figure(root: Path, repetitions: int) -> Figure:
                     " tool_call_id, chars, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
+                # The import indexes what it stores for search: so does the baseline.
+                conn.execute(
+                    "INSERT INTO message_search (rowid, text) SELECT id,"
+                    " content || ' ' || COALESCE(tool_calls, '') FROM messages"
+                    " WHERE session_id = ?",
+                    (session,),
+                )
                 conn.execute("COMMIT")
             took = time.perf_counter() - started
         finally:
@@ -323,7 +402,7 @@ def import_figure(root: Path, repetitions: int) -> Figure:
     ours()
     mine, theirs = interleaved(ours, baseline, repetitions)
     return ratio_figure(
-        "legacy import throughput / raw json.loads + executemany",
+        "legacy import throughput / raw json.loads + executemany + FTS5 INSERT ... SELECT",
         [total / took for took in mine],
         [total / took for took in theirs],
         unit="msg/s",

@@ -14,7 +14,9 @@ figures and their baselines:
 - tool turn: engine time per model call of that task, the provider's time left out,
   against the same turns done bare with the same httpx client, keeping the read and
   writes off the event loop as seri must (see `bench/engine.py`); and, with no target,
-  httpx's own CPU time per streamed call.
+  httpx's own CPU time per streamed call. Then the same task by an engine that keeps no
+  search index (as on a SQLite without FTS5), in wall time and, for comparison, in CPU
+  time of the process.
 - start-up: process start to the answer of the first command (`seri.session.list`, in
   a project without sessions, the profile's database already made) against a bare
   pygls server answering its one command (`bench/bare_server.py`).
@@ -24,11 +26,13 @@ figures and their baselines:
   byte of the answer), just after the session was opened: `{limit: 100}`, and all of
   it, against raw SELECT + decode + JSON encode of the same messages.
 - import: legacy import of 31 files of 2,000 messages (31 MB) against raw json.loads +
-  executemany, as a throughput.
+  executemany (and an INSERT ... SELECT into the search index), as a throughput.
 - memory: peak RSS of the server after resuming the 10,000-message session and reading
   it as the editors do (the newest page of 200, then each earlier page on demand, back
   to the first message) against a bare pygls server's after its first answer; and after
   one `seri.session.get` of all 10,000.
+- search: `seri.session.search` round trip over 100,000 messages in 1,000 sessions
+  against the raw FTS5 query of the same words (`bench/search.py`).
 - estimate: `bench/estimate.py`, the pre-call token estimate against re-counting.
 """
 
@@ -43,11 +47,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import engine, estimate, server
+from bench import engine, estimate, search, server
 from bench.measure import Figure, render
 
-FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11}
-QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3}
+FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11, "search": 31}
+QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3, "search": 5}
+FIGURES = ["turn", "start", "history", "import", "memory", "search", "estimate"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,13 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
         "--only",
-        choices=["turn", "start", "history", "import", "memory", "estimate"],
+        choices=FIGURES,
         action="append",
         help="run only these figures (repeatable)",
     )
     args = parser.parse_args(argv)
     reps = QUICK if args.quick else FULL
-    wanted = set(args.only or ["turn", "start", "history", "import", "memory", "estimate"])
+    wanted = set(args.only or FIGURES)
     figures: list[Figure] = []
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seri-bench-") as folder:
@@ -84,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         if "memory" in wanted:
             step(f"peak memory ({reps['memory']} processes each side)")
             figures += server.memory(setup, reps["memory"])
+        if "search" in wanted:
+            step(f"search over 100,000 messages ({reps['search']} rounds of 6 queries)")
+            figures += search.search_figures(root, reps["search"])
     print()
     print(render(figures))
     print("\nmedians of interleaved repetitions; spread: lowest-highest per-repetition ratio")

@@ -4,6 +4,9 @@ seri-lsp [--stdio | --tcp --port N] [--profile-root DIR] [--max-turns N]
          [--continue | --resume ID]
 seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
+seri-lsp search QUERY... [--all] [--limit N] [--json]
+seri-lsp export ID [--format markdown|json] [-o FILE]
+seri-lsp import FILE [--workspace DIR]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
 seri-lsp trajectory list [--json] [--session ID] [--limit N]
 seri-lsp trajectory show ID [--json]
@@ -23,7 +26,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +36,15 @@ from seri_lsp.context.reports import spend_words
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.events import Delta, Event, MessageStored
+from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Level
 from seri_lsp.limits import (
+    DEFAULT_SEARCH_LIMIT,
+    EXPORT_FORMATS,
+    MAX_BUNDLE_BYTES,
     MAX_LIST_LIMIT,
     MAX_PROMPT_CHARS,
+    MAX_SEARCH_LIMIT,
     MAX_TURNS,
     check_session_id,
     check_text,
@@ -45,6 +53,7 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.signals import on_stop_signals
+from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
@@ -61,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.log_level = getattr(args, "log_level", "warning")
     if args.continue_ and args.resume is not None:
         parser.error("--continue and --resume cannot be used together")
-    if args.command in ("sessions", "show", "trajectory", "acp") and (
+    if args.command in ("sessions", "show", "search", "export", "import", "trajectory", "acp") and (
         args.continue_ or args.resume is not None
     ):
         parser.error(
@@ -75,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sessions(args)
         if args.command == "show":
             return _show(args)
+        if args.command == "search":
+            return _search(args)
+        if args.command == "export":
+            return _export(args)
+        if args.command == "import":
+            return _import(args)
         if args.command == "run":
             return asyncio.run(_run(args))
         if args.command == "trajectory":
@@ -150,6 +165,44 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("session_id", metavar="ID", help="session id (or a unique prefix)")
     show.add_argument("--json", action="store_true", help="print JSON")
 
+    finding = commands.add_parser(
+        "search", parents=[common], help="find the messages of stored sessions that match words"
+    )
+    finding.add_argument(
+        "query", metavar="QUERY", nargs="+", help='words (all must match), "a phrase", a path'
+    )
+    finding.add_argument("--all", action="store_true", help="every project, not just this one")
+    finding.add_argument(
+        "--limit",
+        type=_search_limit,
+        metavar="N",
+        default=DEFAULT_SEARCH_LIMIT,
+        help=f"at most N hits, 1 to {MAX_SEARCH_LIMIT} (default {DEFAULT_SEARCH_LIMIT})",
+    )
+    finding.add_argument("--json", action="store_true", help="print the hits as JSON")
+    finding.add_argument("--project", metavar="DIR", help="the project (default: this folder)")
+
+    exporting = commands.add_parser(
+        "export",
+        parents=[common],
+        help="write a session as markdown (to read) or as a JSON bundle (to import elsewhere)",
+    )
+    exporting.add_argument("session_id", metavar="ID", help="session id (or a unique prefix)")
+    exporting.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        help="markdown or json (default: from -o's extension, .json for json; else markdown)",
+    )
+    exporting.add_argument("-o", "--output", metavar="FILE", help="write here, not to stdout")
+
+    importing = commands.add_parser(
+        "import", parents=[common], help="import an exported JSON bundle as a new session"
+    )
+    importing.add_argument("file", metavar="FILE", help="a bundle made by `seri-lsp export`")
+    importing.add_argument(
+        "--workspace", metavar="DIR", help="the project to import into (default: here)"
+    )
+
     run = commands.add_parser("run", parents=[common], help="run one prompt without an editor")
     run.add_argument("prompt", metavar="PROMPT")
     # SUPPRESS: not given here, the same flag before `run` still counts.
@@ -209,18 +262,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _limit(text: str) -> int:
-    try:
-        return parse_whole_number("--limit", text, 1, MAX_LIST_LIMIT)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--limit ")) from None
+def _whole_number(flag: str, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to `maximum`, refused in `flag`'s words."""
+
+    def parse(text: str) -> int:
+        try:
+            return parse_whole_number(flag, text, 1, maximum)
+        except InvalidArgument as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+
+    return parse
 
 
-def _turns(text: str) -> int:
-    try:
-        return parse_whole_number("--max-turns", text, 1, MAX_TURNS)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--max-turns ")) from None
+_limit = _whole_number("--limit", MAX_LIST_LIMIT)
+_search_limit = _whole_number("--limit", MAX_SEARCH_LIMIT)
+_turns = _whole_number("--max-turns", MAX_TURNS)
 
 
 TERMINAL_NOTICE = (
@@ -335,6 +391,98 @@ def _show(args: argparse.Namespace) -> int:
     print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
     for message in messages:
         print(format_message(message))
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    """`seri-lsp search`: as `seri.session.search`, `--json` printing its result."""
+    expression = search.parse_query(" ".join(args.query))
+    store = _open_store(args)
+    if store.db.search_unavailable is not None:
+        raise search.SearchUnavailable(store.db.search_unavailable)
+    hits: list[search.SearchHit] = []
+    more = False
+    if expression is not None:
+        start = search.backlog(store.db)
+        for done in search.index_backlog(store.db):
+            if not done.finished:
+                print(
+                    f"seri-lsp: indexing the stored sessions for search "
+                    f"({done.percentage(start.done)}%)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        project = None if args.all else _here(args.project)
+        hits, more = search.search(store.db, expression, project, args.limit)
+    if args.json:
+        result = {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return 0
+    if not hits:
+        print("No match." if args.all else "No match in this project (--all searches every one).")
+    for hit in hits:
+        where = f"  {hit.project}" if args.all else ""
+        print(f"{hit.session_id}  {hit.created_at[:19]}  {hit.role:<9}  {hit.title}{where}")
+        print(f"    {hit.snippet}")
+    if more:
+        print(f"(more than {len(hits)}; --limit shows more)")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    """`seri-lsp export`: as `seri.session.export`, to stdout or a file."""
+    from seri_lsp.context.bundle import export_session
+    from seri_lsp.context.redaction import configured_secrets
+
+    check_session_id("ID", args.session_id)
+    export_format = args.format
+    if export_format is None:
+        wants_json = args.output is not None and args.output.lower().endswith(".json")
+        export_format = "json" if wants_json else "markdown"
+    store = _open_store(args)
+    info = store.resolve(args.session_id)
+    root = resolve_profile_root(args.profile_root, None)
+    secrets = configured_secrets(load_settings(root)[0].provider.api_key)
+    exported = export_session(store, info.id, export_format, secrets)
+    if exported.redactions:
+        print(f"seri-lsp: {exported.redactions} secret(s) replaced by [redacted].", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(exported.text)
+        return 0
+    atomic_write_text(args.output, exported.text)
+    print(f"Exported session {info.id} ({export_format}) to {args.output}.")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    """`seri-lsp import FILE`: as `seri.session.import`, into this folder's project."""
+    from seri_lsp.context.bundle import import_bundle, read_bundle
+
+    path = Path(args.file)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BUNDLE_BYTES:
+            raise InvalidArgument(
+                "FILE",
+                f"{path} is {size / 2**20:,.1f} MiB; at most {MAX_BUNDLE_BYTES // 2**20} MiB "
+                "can be imported",
+            )
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument("FILE", f"{path} is not UTF-8 text, so not a bundle") from None
+    except OSError as exc:
+        raise InvalidArgument("FILE", f"{path} cannot be read: {exc.strerror}") from None
+    bundle = read_bundle(text)
+    project = _here(args.workspace)
+    store = _open_store(args)
+    info, made = import_bundle(store, bundle, project)
+    if made:
+        print(f"Imported as session {info.id} ({info.title or 'untitled'}) in {project}.")
+    else:
+        print(
+            f"Already imported: session {info.id} ({info.title or 'untitled'}) in {project} "
+            "holds this bundle."
+        )
     return 0
 
 

@@ -14,6 +14,7 @@ shows one and is closed again never loads it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -27,12 +28,17 @@ from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.limits import (
+    DEFAULT_SEARCH_LIMIT,
+    EXPORT_FORMATS,
     MAX_MESSAGE_ID,
     MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
+    MAX_SEARCH_LIMIT,
+    MAX_SEARCH_OFFSET,
     MAX_TURNS,
     check_session_id,
     check_text,
+    check_title,
     check_whole_number,
     parse_whole_number,
     shorten,
@@ -40,6 +46,7 @@ from seri_lsp.limits import (
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
 from seri_lsp.slash import SlashCommand, parse_slash, usage
+from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
@@ -111,6 +118,9 @@ class Engine:
             on_open=self._retain_checkpoints,
         )
         self.last_import: ImportReport | None = None
+        # Indexing the messages stored before the search index was made (once per
+        # profile): started after the legacy import, awaited by a search.
+        self._indexing: asyncio.Future[None] | None = None
 
     @property
     def provider(self) -> Provider:
@@ -259,11 +269,17 @@ class Engine:
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
         await self.import_legacy()
+        self._start_indexing()
         if self.settings.resume_on_open:
             await self.continue_session(or_new=True)
 
     async def close(self) -> None:
-        """Stop any task; release the provider connection, the database and the sessions."""
+        """Stop any task and the indexing; release the provider connection, the database
+        and the sessions."""
+        if self._indexing is not None and not self._indexing.done():
+            self._indexing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._indexing
         if self._tasks is not None:
             await self._tasks.close()
         if self._provider is not None:
@@ -426,6 +442,104 @@ class Engine:
         check_whole_number("n", n, 1, MAX_TURNS)
         return await self.sessions.set_max_turns(n)
 
+    # --- finding, naming and carrying sessions -----------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        all_projects: bool = False,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """The messages of this project's sessions (every project's with `all_projects`)
+        that match `query`, best first: `{hits, hasMore}` (`store/search.py` says what is
+        searched and how a query reads). SearchUnavailable without FTS5."""
+        expression = search.parse_query(query)
+        check_whole_number("limit", limit, 1, MAX_SEARCH_LIMIT)
+        check_whole_number("offset", offset, 0, MAX_SEARCH_OFFSET)
+        if self.db.search_unavailable is not None:
+            raise search.SearchUnavailable(self.db.search_unavailable)
+        if expression is None:  # only quotes: no word to look for
+            return {"hits": [], "hasMore": False}
+        await self.index_backlog()
+        project = None if all_projects else self.project
+        hits, more = await self.io(search.search, self.db, expression, project, limit, offset)
+        return {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
+
+    async def index_backlog(self) -> None:
+        """Index what was stored before the search index was made, reporting progress:
+        once per profile (at start-up, or at the first search)."""
+        self._start_indexing()
+        assert self._indexing is not None
+        await asyncio.shield(self._indexing)
+
+    def _start_indexing(self) -> None:
+        indexing = self._indexing
+        if indexing is None or (
+            indexing.done() and (indexing.cancelled() or indexing.exception() is not None)
+        ):
+            self._indexing = asyncio.ensure_future(self._index_backlog())
+            self._indexing.add_done_callback(self._indexing_ended)
+
+    def _indexing_ended(self, indexing: asyncio.Future[None]) -> None:
+        if not indexing.cancelled() and indexing.exception() is not None:
+            # A search waiting for it answers the error; the next one tries again.
+            self.host.log(
+                "warning", f"Indexing the sessions for search failed: {indexing.exception()}"
+            )
+
+    async def _index_backlog(self) -> None:
+        start = await self.io(search.backlog, self.db)
+        if start.finished:
+            return
+        async with self.host.progress("seri: indexing sessions for search") as progress:
+            while not (done := await self.io(search.index_some, self.db)).finished:
+                percentage = done.percentage(start.done)
+                progress.report(f"{percentage}%", percentage)
+        self.host.log("info", "The sessions stored before are indexed for search.")
+
+    async def rename_session(self, session_id: str | None, title: str) -> dict[str, Any]:
+        """Give a session (the open one by default) the user's title, kept from now on."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        return await self.sessions.rename(session_id, check_title("title", title))
+
+    async def export_session(self, session_id: str | None, export_format: str) -> dict[str, Any]:
+        """A session (the open one by default) as `{format, text, redactions}`: a JSON
+        bundle or a markdown transcript with no absolute path of the workspace and no
+        secret (`context/bundle.py`)."""
+        from seri_lsp.context.bundle import export_session
+        from seri_lsp.context.redaction import configured_secrets
+
+        if export_format not in EXPORT_FORMATS:
+            raise InvalidArgument(
+                "format",
+                f'format must be "markdown" or "json", got {shorten(str(export_format))!r}',
+            )
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+            target = (await self.io(self.store.resolve, session_id)).id
+        elif self.sessions.conversation is not None:
+            target = self.sessions.conversation.id
+        else:
+            raise InvalidArgument(
+                "sessionId", "No session is open; give the sessionId of the session to export"
+            )
+        secrets = configured_secrets(self.settings.provider.api_key)
+        exported = await self.io(export_session, self.store, target, export_format, secrets)
+        return exported.to_wire()
+
+    async def import_session(self, text: str) -> dict[str, Any]:
+        """A new session of this project holding an exported bundle's conversation:
+        `{session, alreadyImported}` (the session made the first time when this bundle
+        was imported here before). A bad bundle is refused and nothing is written."""
+        from seri_lsp.context.bundle import import_bundle, read_bundle
+
+        bundle = await asyncio.to_thread(read_bundle, text)
+        info, made = await self.io(import_bundle, self.store, bundle, self.project)
+        return {"session": self.sessions.wire(info), "alreadyImported": not made}
+
     # --- recordings (trajectories) ---------------------------------------------------
 
     async def trajectory(self, enabled: bool | None) -> dict[str, Any]:
@@ -539,6 +653,11 @@ class Engine:
 
             result = await self.rewinder.rewind(parse_rewind(argument))
             return {"status": "done", "command": name, **result}
+        if name == "rename":
+            if not argument:
+                raise InvalidArgument("text", "/rename needs a title: /rename TITLE")
+            session = await self.sessions.rename(None, check_title("text", argument))
+            return {"status": "done", "command": name, "session": session}
         if name == "max-turns":
             turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
             result = await self.set_max_turns(turns)

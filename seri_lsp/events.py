@@ -16,7 +16,7 @@ from seri_lsp.store.messages import Message, ToolCall
 
 @dataclass(frozen=True)
 class SessionChanged:
-    """The open session changed: new, continued, resumed, cleared (or later rewound)."""
+    """The open session changed: new, continued, resumed, cleared, rewound or renamed."""
 
     session: dict[str, Any]
     reason: str

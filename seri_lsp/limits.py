@@ -8,6 +8,7 @@ commands, settings), so every way in refuses the same values with the same words
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from seri_lsp.errors import InvalidArgument
@@ -30,10 +31,25 @@ MAX_FOCUS_CHARS = 10_000
 MAX_REWIND_STEPS = 10_000
 # A word picked from a few (seri.rewind {restore}).
 MAX_CHOICE_CHARS = 100
+# A session's title (seri.session.rename {title}, /rename TITLE).
+MAX_TITLE_CHARS = 200
+# What a search may hold (seri.session.search {query}), and how many hits one page has
+# (`limit`, 50 unless told) and may skip (`offset`).
+MAX_QUERY_CHARS = 1_000
+MAX_SEARCH_LIMIT = 200
+DEFAULT_SEARCH_LIMIT = 50
+MAX_SEARCH_OFFSET = 100_000
+# What seri.session.export {format} (and `seri-lsp export --format`) can write.
+EXPORT_FORMATS = ("markdown", "json")
+# An exported session to import (seri.session.import {text}, `seri-lsp import FILE`), in
+# bytes of UTF-8.
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
 
 # Plain ASCII digits: str.isdigit() and int() also accept "²" or "٣".
 _DIGITS = re.compile(r"[0-9]+")
 _SHOWN_CHARS = 40
+# Control characters (tabs and line feeds among them) and line or paragraph separators.
+_NOT_IN_A_TITLE = frozenset({"Cc", "Zl", "Zp"})
 
 
 def check_text(field: str, value: str, max_chars: int) -> str:
@@ -82,6 +98,23 @@ def lone_surrogate(value: Any) -> str | None:
             except UnicodeEncodeError as exc:
                 return item[exc.start].encode("ascii", "backslashreplace").decode("ascii")
     return None
+
+
+def check_title(field: str, value: str) -> str:
+    """A session title: one line of 1 to MAX_TITLE_CHARS characters, surrounding spaces
+    dropped."""
+    title = check_text(field, value.strip(), MAX_TITLE_CHARS)
+    if not title:
+        raise InvalidArgument(
+            field, f"The title is empty; give one line of 1 to {MAX_TITLE_CHARS} characters"
+        )
+    if any(unicodedata.category(char) in _NOT_IN_A_TITLE for char in title):
+        raise InvalidArgument(
+            field,
+            f"The title must be one line of text, without line breaks, tabs or control "
+            f"characters; got {shorten(title)!r}",
+        )
+    return title
 
 
 def check_session_id(field: str, value: str) -> str:

@@ -16,6 +16,7 @@ COMMANDS = {
     "fork": "/fork",
     "cost": "/cost",
     "context": "/context",
+    "rename": "/rename TITLE",
 }
 
 # A slash command is "/" and a word, alone or followed by a space; "/src/app.py is

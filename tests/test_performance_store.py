@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from seri_lsp.faults import CRASH_EXIT_CODE
-from seri_lsp.store.migrations import MIGRATIONS
 from tests.agent_helpers import events, messages, prompt
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Calls, Hang, ScriptedProvider, Text, usage
+from tests.session_helpers import older_database
 
 NOTES = "hello from the notes\n"
 
@@ -240,19 +240,7 @@ async def test_an_older_database_gets_its_running_totals(
 ) -> None:
     """A seri.db from before the totals (schema 6): migration 7 counts what is there."""
     project = str(workspace.resolve())
-    profile_root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(profile_root / "seri.db")
-    conn.execute(
-        "CREATE TABLE schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    for version, name, migration in MIGRATIONS:
-        if version < 7:
-            migration(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01T00:00:00.000000Z')",
-                (version, name),
-            )
+    conn = older_database(profile_root, 6)
     conn.execute(
         "INSERT INTO sessions (id, project, title, created_at, updated_at, last_input_tokens)"
         " VALUES ('old', ?, 'old one', '2025-01-01T00:00:00Z', '2025-01-01T00:00:00Z', NULL)",

@@ -6,10 +6,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from seri_lsp.store.migrations import MIGRATIONS
 from tests.agent_helpers import prompt
 from tests.harness import command, seri, stop_server
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
+from tests.session_helpers import older_database
 from tests.trajectory_helpers import SUMMARY, json_lines, recording
 
 
@@ -179,19 +179,7 @@ def test_session_events_of_an_earlier_release_become_legacy_recordings(
     profile_root: Path, workspace: Path
 ) -> None:
     # A seri.db as the release before recordings left it: migrations 1 to 4.
-    profile_root.mkdir()
-    conn = sqlite3.connect(profile_root / "seri.db")
-    conn.execute(
-        "CREATE TABLE schema_migrations ("
-        " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    for version, name, migration in MIGRATIONS:
-        if version <= 4:
-            migration(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations VALUES (?, ?, '2025-01-01T00:00:00.000000Z')",
-                (version, name),
-            )
+    conn = older_database(profile_root, 4)
     for session in ("s1", "s2"):
         conn.execute(
             "INSERT INTO sessions (id, project, title, created_at, updated_at)"

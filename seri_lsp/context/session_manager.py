@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,20 @@ class SessionManager:
         self._budgets_set_here.add(conversation.id)
         await conversation.record_event("budget", {"maxTurns": n})
         return {"maxTurns": n, "session": self.wire(conversation.info)}
+
+    async def rename(self, session_id: str | None, title: str) -> dict[str, Any]:
+        """Give a session (the open one, started if none is, when `session_id` is None)
+        the user's title. Renaming the open session is announced (reason `renamed`)."""
+        if session_id is None:
+            target = (await self.ensure_open()).id
+        else:
+            target = (await self.io(self.store.resolve, session_id)).id
+        info = await self.io(self.store.rename, target, title)
+        conversation = self.conversation
+        if conversation is not None and conversation.id == info.id:
+            conversation.info = replace(conversation.info, title=info.title)
+            return self._announce(conversation.info, "renamed", None)
+        return self.wire(info)
 
     # --- opening --------------------------------------------------------------------------
 

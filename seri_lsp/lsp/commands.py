@@ -19,14 +19,20 @@ from seri_lsp import faults
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError, store_failure_message
 from seri_lsp.limits import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_BUNDLE_BYTES,
     MAX_CHOICE_CHARS,
     MAX_FOCUS_CHARS,
     MAX_LIST_LIMIT,
     MAX_MESSAGE_ID,
     MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
+    MAX_QUERY_CHARS,
     MAX_REWIND_STEPS,
+    MAX_SEARCH_LIMIT,
+    MAX_SEARCH_OFFSET,
     MAX_SESSION_ID_CHARS,
+    MAX_TITLE_CHARS,
     MAX_TURNS,
 )
 from seri_lsp.lsp.arguments import (
@@ -88,6 +94,32 @@ async def session_usage(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
 async def session_context(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.session_context(session_id or None)
+
+
+async def session_search(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.search(
+        required_text(args, "query", MAX_QUERY_CHARS),
+        all_projects=bool(optional_bool(args, "allProjects")),
+        limit=optional_int(args, "limit", 1, MAX_SEARCH_LIMIT) or DEFAULT_SEARCH_LIMIT,
+        offset=optional_int(args, "offset", 0, MAX_SEARCH_OFFSET) or 0,
+    )
+
+
+async def session_rename(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    # Surrounding spaces are dropped: the bound is checked on what is kept.
+    title = required_text(args, "title", MAX_TITLE_CHARS + 1_000)
+    return {"session": await engine.rename_session(session_id or None, title)}
+
+
+async def session_export(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    export_format = required_text(args, "format", MAX_CHOICE_CHARS)
+    return await engine.export_session(session_id or None, export_format)
+
+
+async def session_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return await engine.import_session(required_text(args, "text", MAX_BUNDLE_BYTES))
 
 
 async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
@@ -154,6 +186,10 @@ COMMANDS: dict[str, Handler] = {
     "seri.session.fork": session_fork,
     "seri.session.usage": session_usage,
     "seri.session.context": session_context,
+    "seri.session.search": session_search,
+    "seri.session.rename": session_rename,
+    "seri.session.export": session_export,
+    "seri.session.import": session_import,
     "seri.prompt": prompt,
     "seri.compact": compact,
     "seri.clear": clear,

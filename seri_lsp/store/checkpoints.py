@@ -444,8 +444,10 @@ def _snapshot(tx: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 
 
 def _restore_snapshot(tx: sqlite3.Connection, session_id: str, state: dict[str, Any]) -> None:
+    # A title the user gave stays: it was given to the session, not to a prompt.
     tx.execute(
-        "UPDATE sessions SET title = ?, last_input_tokens = ?, updated_at = ? WHERE id = ?",
+        "UPDATE sessions SET title = CASE WHEN title_by_user THEN title ELSE ? END,"
+        " last_input_tokens = ?, updated_at = ? WHERE id = ?",
         (state.get("title", ""), state.get("lastInputTokens"), utc_now(), session_id),
     )
     # A snapshot taken before forks existed has no positions: NULL, kept by every fork.

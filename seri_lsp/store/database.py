@@ -10,7 +10,8 @@ stays byte-for-byte as it was: one that is not SQLite, a SQLite database seri di
 create (inspected read-only, before the switch to WAL), or one written by a newer seri.
 A seri database is recognised by its `schema_migrations` table and the tables its
 migrations made. The database and its `-wal` and `-shm` files are made private (0600)
-before use.
+before use. Once migrated, the connection gets the triggers that keep the full-text
+index (`store/search_index.py`) in step with the messages.
 
 A process may open `seri.db` more than once (the ACP agent opens it for each session
 it serves). Closing any file descriptor of a file drops every POSIX lock the process
@@ -45,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.errors import StoreBusy
+from seri_lsp.store import search_index
 from seri_lsp.store.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -128,6 +130,8 @@ class Database:
         self._lock = threading.RLock()
         self._conn = self._connect()
         self._file = _open_here.add(path)
+        # Why this process cannot search (`store/search_index.py`), or None when it can.
+        self.search_unavailable: str | None = None
 
     @classmethod
     def open(cls, path: Path) -> Database:
@@ -153,6 +157,7 @@ class Database:
             db._use_wal()
             db._conn.execute("PRAGMA synchronous=NORMAL")
             db._migrate()
+            db.search_unavailable = search_index.prepare(db._conn, db.transaction)
         except (StoreBusy, sqlite3.OperationalError) as exc:
             db.close()
             if isinstance(exc, StoreBusy) or is_busy(exc):

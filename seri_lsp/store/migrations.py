@@ -273,6 +273,41 @@ def m008_rules_fired_by_message(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM session_rules_fired WHERE message_id IS NULL")
 
 
+def m009_search_titles_and_imports(conn: sqlite3.Connection) -> None:
+    # A title the user gave (seri.session.rename, /rename) is never replaced: not by the
+    # first prompt's, not by a rewind to before the rename.
+    conn.execute("ALTER TABLE sessions ADD COLUMN title_by_user INTEGER NOT NULL DEFAULT 0")
+    # Imported bundles, by the digest of their content, so that importing the same one
+    # again into the same project answers the session made the first time.
+    conn.execute(
+        """
+        CREATE TABLE session_imports (
+            digest TEXT NOT NULL,
+            project TEXT NOT NULL,
+            session_id TEXT NOT NULL REFERENCES sessions(id),
+            imported_at TEXT NOT NULL,
+            PRIMARY KEY (digest, project)
+        )
+        """
+    )
+    # Where the full-text index (store/search.py) stands. The index itself is no part of
+    # the schema: a SQLite without FTS5 cannot make it, so it is made (and filled from
+    # the messages already stored) when a process that has FTS5 opens the profile. One
+    # row: the messages up to `backfill_to` are indexed by the backfill, whose cursor is
+    # `backfilled`, later ones as they are stored; `stale` says a process without FTS5
+    # wrote here since, so the index is rebuilt.
+    conn.execute(
+        """
+        CREATE TABLE search_index (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            backfill_to INTEGER NOT NULL,
+            backfilled INTEGER NOT NULL,
+            stale INTEGER NOT NULL
+        )
+        """
+    )
+
+
 def m010_forks_and_spend(conn: sqlite3.Connection) -> None:
     # Forks. Not `parent_id`, which names a subagent's parent (and keeps the session out
     # of lists): `forked_from` is the session a fork copied, `forked_at` the id of the
@@ -325,5 +360,6 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "trajectories", m006_trajectories),
     (7, "session_totals", m007_session_totals),
     (8, "rules_fired_by_message", m008_rules_fired_by_message),
+    (9, "search_titles_and_imports", m009_search_titles_and_imports),
     (10, "forks_and_spend", m010_forks_and_spend),
 ]

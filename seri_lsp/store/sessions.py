@@ -25,6 +25,7 @@ from seri_lsp.store.messages import (
     prompt_words,
     wire_message,
 )
+from seri_lsp.store.search_index import indexed_after
 from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
 
 TITLE_LENGTH = 80
@@ -208,6 +209,15 @@ class SessionStore:
         """Mark the session as just used (so `continue` finds it) and return it."""
         with self.db.transaction() as tx:
             _touch(tx, session_id)
+        return self.get(session_id)
+
+    def rename(self, session_id: str, title: str) -> SessionInfo:
+        """Give the session the user's title: kept from now on (a first prompt or a
+        rewind does not replace it). Its last-touched time is left as it was."""
+        with self.db.transaction() as tx:
+            tx.execute(
+                "UPDATE sessions SET title = ?, title_by_user = 1 WHERE id = ?", (title, session_id)
+            )
         return self.get(session_id)
 
     def set_max_turns(self, session_id: str, max_turns: int) -> SessionInfo:
@@ -432,6 +442,45 @@ class SessionStore:
             }
         return stored, fired
 
+    def import_conversation(
+        self,
+        project: str,
+        *,
+        digest: str,
+        title: str,
+        created_at: str | None,
+        updated_at: str | None,
+        messages: Sequence[Message],
+        read: Iterable[str],
+        modified: Iterable[str],
+        last_input_tokens: int | None,
+    ) -> tuple[SessionInfo, bool]:
+        """A new session of `project` holding an imported conversation, written in one
+        transaction, and True; or, when the content with this `digest` was imported into
+        this project before, that session and False."""
+        with self.db.transaction() as tx:
+            known = tx.execute(
+                "SELECT session_id FROM session_imports WHERE digest = ? AND project = ?",
+                (digest, project),
+            ).fetchone()
+            if known is not None:
+                return self._info(known[0], tx), False
+            created = created_at or utc_now()
+            info = self.create(project, title=title, created_at=created, conn=tx)
+            with indexed_after(tx, "m.session_id = ?", (info.id,)):
+                append_messages(tx, info.id, messages)
+            note_paths(tx, info.id, read, modified)
+            tx.execute(
+                "UPDATE sessions SET updated_at = ?, last_input_tokens = ? WHERE id = ?",
+                (updated_at or created, last_input_tokens, info.id),
+            )
+            tx.execute(
+                "INSERT INTO session_imports (digest, project, session_id, imported_at)"
+                " VALUES (?, ?, ?, ?)",
+                (digest, project, info.id, utc_now()),
+            )
+            return self._info(info.id, tx), True
+
     # --- paths and rules ---------------------------------------------------------
 
     def paths(self, session_id: str) -> SessionPaths:
@@ -588,10 +637,14 @@ def insert_new_messages(
 ) -> None:
     """Insert the messages of a session that has none yet, in one statement, all created
     at `created_at` (an import): no per-row sequence query, clock read or object."""
-    conn.executemany(
-        _INSERT_MESSAGE,
-        [(session_id, seq, *fields, created_at) for seq, fields in enumerate(messages, start=1)],
-    )
+    with indexed_after(conn, "m.session_id = ?", (session_id,)):
+        conn.executemany(
+            _INSERT_MESSAGE,
+            [
+                (session_id, seq, *fields, created_at)
+                for seq, fields in enumerate(messages, start=1)
+            ],
+        )
     conn.execute(
         "UPDATE sessions SET message_count = message_count + ?, total_chars = total_chars + ?"
         " WHERE id = ?",
