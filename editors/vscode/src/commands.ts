@@ -15,6 +15,7 @@ import {
   Checkpoint,
   CheckpointList,
   CompactResult,
+  ForkResult,
   PromptContext,
   RestoreMode,
   RewindRequest,
@@ -79,6 +80,9 @@ export class CommandHandlers {
       [Commands.newSession, () => this.newSession()],
       [Commands.continueSession, () => this.continueSession()],
       [Commands.resumeSession, (sessionId?: string) => this.resumeSession(sessionId)],
+      [Commands.forkSession, (messageId?: number) => this.forkSession(messageId)],
+      // From the chat's context menu: the message's `data-vscode-context`.
+      [Commands.forkFromHere, (context?: { messageId?: number }) => this.forkSession(context?.messageId)],
       [Commands.compact, (focus?: string) => this.compact(focus)],
       [Commands.clear, () => this.clear()],
       [Commands.setMaxTurns, (n?: number) => this.setMaxTurns(n)],
@@ -152,6 +156,18 @@ export class CommandHandlers {
     const { session } = await this.server.execute<{ session: Session }>(ServerCommand.sessionResume, { sessionId: id });
     await this.openChat();
     return session;
+  }
+
+  /**
+   * Fork the open session at message `messageId` (default: its last message): a new
+   * session holding the conversation up to there opens in the chat; the original stays.
+   */
+  async forkSession(messageId?: number): Promise<ForkResult> {
+    const result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Seri: forking' }, () =>
+      this.model.fork(messageId),
+    );
+    await this.openChat();
+    return result;
   }
 
   /** The QuickPick of this project's sessions: title, relative date, message count. */
