@@ -9,7 +9,7 @@ import { ChatModel, rewindProblems } from './chat/model';
 import { Proposals } from './chat/proposals';
 import { sessionTitle } from './chat/promptText';
 import type { ChatViewProvider } from './chat/view';
-import { inEditorWords, plural, relativeTime } from './format';
+import { inEditorWords, plural, relativeTime, spendWords } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
 import {
   Checkpoint,
@@ -177,7 +177,9 @@ export class CommandHandlers {
     const items = sessions.map(
       (session): SessionPickItem => ({
         label: sessionTitle(session.title),
-        description: `${relativeTime(session.updatedAt)} · ${plural(session.messageCount, 'message')}`,
+        description: [relativeTime(session.updatedAt), plural(session.messageCount, 'message'), spendWords(session.spend)]
+          .filter(Boolean)
+          .join(' · '),
         detail: session.id === current ? `${session.id} (open now)` : session.id,
         session,
       }),
