@@ -264,11 +264,14 @@ local HEADER_LINES = 3
 ---@param n seri.ChatNotice
 ---@return seri.Block
 local function notice_block(n)
-  local b = render.notice(
-    n.text,
-    n.level,
-    n.report and "report" or (n.action == "recap" and "compaction" or nil)
-  )
+  local text, kind = n.text, n.report and "report" or nil
+  if n.action == "recap" then
+    -- In the chat only: on the command line there is no line to press it on.
+    local key = config.options.keymaps.load_earlier
+    text = key and ("%s\n%s here opens the recap."):format(text, key) or text
+    kind = "compaction"
+  end
+  local b = render.notice(text, n.level, kind)
   b.action = n.action
   return b
 end
@@ -691,9 +694,7 @@ end
 ---What a compaction did, in numbers, with the recap's lists; <CR> on it opens the recap.
 ---@param params table `seri/compacted`
 local function compacted(params)
-  local key = config.options.keymaps.load_earlier
-  local hint = key and ("\n%s here opens the recap."):format(key) or ""
-  require("seri.notice").say(render.compaction_text(params) .. hint, nil, { action = "recap" })
+  require("seri.notice").say(render.compaction_text(params), nil, { action = "recap" })
 end
 
 ---@param event seri.Event

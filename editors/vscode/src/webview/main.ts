@@ -1,8 +1,9 @@
-// The chat view's page: header (title, the context bar with what fills the context and
-// where compaction starts, the session's spend, session menu), transcript (following new
-// output), the questions the task waits on, the queue, and the input. It holds no state the extension does not also hold, except the unsent
-// draft and its attachments (kept with setState, so they survive the view being hidden
-// and the window being reloaded).
+// The chat view's page: header (title, the session's spend, the context bar with what
+// fills the context and where compaction starts, session menu), transcript (following
+// new output), the questions the task waits on, the queue, and the input. It holds no
+// state the extension does not also hold, except the unsent draft and its attachments
+// (kept with setState, so they survive the view being hidden and the window being
+// reloaded).
 
 import './style.css';
 
@@ -115,8 +116,8 @@ function applyHeader(next: HeaderState): void {
   state = next;
   const session = next.session;
   title.textContent = session ? sessionTitle(session.title) : 'Seri';
-  const origin = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
-  title.title = session ? `${sessionTitle(session.title)} (${session.id})${origin}` : '';
+  const forkedFrom = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
+  title.title = session ? `${sessionTitle(session.title)} (${session.id})${forkedFrom}` : '';
   applyUsage(next);
   spend.textContent = spendWords(session?.spend);
   spend.title = spendSentence(session?.spend);
@@ -125,7 +126,8 @@ function applyHeader(next: HeaderState): void {
   composer.setState(usable, next.running);
   // No forking while a task runs (the server refuses it).
   document.body.classList.toggle('task-running', next.running);
-  if (next.forkOrigin !== before?.forkOrigin || next.session?.createdAt !== before?.session?.createdAt) {
+  const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
+  if (origin(next) !== origin(before)) {
     placeForkMark();
   }
   menuButton.disabled = !usable;
@@ -263,8 +265,8 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       messageCount += message.messages.length;
       transcript.prepend(message.messages);
       placeForkMark();
-      revealPendingRecap();
       transcriptBox.scrollTop += transcriptBox.scrollHeight - before;
+      revealPendingRecap();
       paths.link();
       olderRequested = false;
       older.hidden = !message.hasMore;
