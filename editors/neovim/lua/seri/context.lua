@@ -109,7 +109,7 @@ function M.lines(context, root)
   local share = window > 0 and math.floor(estimate * 100 / window + 0.5) or 0
   local starts = window > 0 and math.floor(at * 100 / window + 0.5) or 0
   line(
-    ("%s of %s tokens (%d%%); compaction starts at %s (%d%%)."):format(
+    (" %s of %s tokens (%d%%); compaction starts at %s (%d%%)."):format(
       grouped(estimate),
       grouped(window),
       share,
