@@ -9,7 +9,7 @@ import { ChatModel, rewindProblems } from './chat/model';
 import { Proposals } from './chat/proposals';
 import { sessionTitle } from './chat/promptText';
 import type { ChatViewProvider } from './chat/view';
-import { inEditorWords, plural, relativeTime, spendWords } from './format';
+import { formatTokens, inEditorWords, plural, relativeTime, spendWords } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
 import {
   Checkpoint,
@@ -212,9 +212,11 @@ export class CommandHandlers {
       () => this.server.execute<CompactResult>(ServerCommand.compact, args),
     );
     if (result.compacted) {
-      void vscode.window.showInformationMessage(
-        `Seri: compacted ${plural(result.evicted, 'message')} into a recap.`,
-      );
+      const tokens =
+        result.tokensBefore !== undefined && result.tokensAfter !== undefined
+          ? ` (${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens)`
+          : '';
+      void vscode.window.showInformationMessage(`Seri: compacted ${plural(result.evicted, 'message')} into a recap${tokens}.`);
     } else {
       // The server shows the same words; an identical notification is shown once.
       void vscode.window.showInformationMessage(result.message ?? 'Nothing was compacted.');
