@@ -13,7 +13,8 @@ through this small JSON API on 127.0.0.1:
 A reply is `{"text": "...", "chunkSize"?, "chunkDelay"?, "usage"?, "stallAfter"?}`,
 `{"calls": [[id, name, arguments], ...], "text"?, "usage"?, "delay"?}` (`delay`: seconds
 before the calls stream) or `{"error": status, "body"?, "headers"?}` (`{"Retry-After":
-"3"}` makes the retry wait); `usage` is the billed input token count.
+"3"}` makes the retry wait); `usage` is the billed input token count, and `cost` (with
+`usage`) the call's cost in USD as OpenRouter reports it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tests.scripted_provider import STOP_POLL_SECONDS, Calls, Error, ScriptedPro
 
 def reply_from_json(data: dict[str, Any]) -> Text | Calls | Error:
     """One queued reply from its JSON description."""
-    billed = usage(data["usage"]) if data.get("usage") is not None else None
+    billed = usage(data["usage"], cost=data.get("cost")) if data.get("usage") is not None else None
     if "error" in data:
         headers = {str(k): str(v) for k, v in (data.get("headers") or {}).items()}
         return Error(int(data["error"]), data.get("body"), headers=headers)

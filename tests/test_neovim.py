@@ -457,3 +457,32 @@ def test_notices_never_ask_to_press_enter(scenario, provider: ScriptedProvider) 
     refused = {"error": {"message": "User not found. " + "The key was refused. " * 6}}
     provider.script(Error(401, refused), Error(401, refused))
     scenario("notices.lua")
+
+
+def test_fork_at_the_message_under_the_cursor(scenario, provider: ScriptedProvider) -> None:
+    provider.script(
+        Text("First answer."),
+        Text("Second answer."),
+        Text("Third answer."),
+    )
+    scenario("fork.lua")
+    forked = [(m["role"], m["content"]) for m in provider.requests[2]["messages"][1:]]
+    assert forked == [
+        ("user", "first question"),
+        ("assistant", "First answer."),
+        ("user", "third question"),
+    ]
+
+
+def test_spend_context_float_and_the_compaction_notice(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "AGENTS.md").write_text("# Rules\n\n" + "Keep functions short.\n" * 8)
+    (workspace / "notes.txt").write_text("Notes on parsing. " * 60 + "\n")
+    provider.script(
+        Calls([("r1", "read_file", {"path": "notes.txt"})], usage=usage(100, cost=0.0031)),
+        Text("The notes are about parsing.", usage=usage(100, cost=0.0052)),
+        Text("Then nothing more."),
+        Text(SUMMARY),
+    )
+    scenario("spend.lua")

@@ -73,6 +73,18 @@ LONG = {
 }
 # A session of a few screens, for the transcript that follows (and the queue after it).
 FOLLOW = {"count": 40, "last": "Message 040 of the long session"}
+# A session of two exchanges, forked from its first reply.
+FORK = {
+    "title": "Plan the parser",
+    "first": "Plan the parser",
+    "firstReply": "First, the grammar: expressions, then statements.",
+    "second": "Now plan the lexer",
+    "secondReply": "The lexer comes second: tokens and their positions.",
+    "forkPrompt": "Instead, plan the error recovery",
+    "forkReply": "Error recovery: synchronise on statement ends.",
+}
+AGENTS = "# Rules\n\n" + "Keep functions short. Test every parser rule.\n" * 4
+NOTES = "# Parser notes\n\n" + "The parser recovers from errors at statement ends. " * 30 + "\n"
 RESUME = {
     "otherTitle": "Tell me about the lexer",
     "otherReply": "The lexer turns characters into tokens.",
@@ -239,6 +251,13 @@ def vscode_run(
             ),
             # No server command of its own: the one the extension carries.
             "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
+            "fork": make_workspace(folders, "fork"),
+            "context": make_workspace(
+                folders,
+                "context",
+                {"seri.provider.contextWindow": 4000},
+                {"AGENTS.md": AGENTS, "docs/notes.md": NOTES},
+            ),
         }
         seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
         seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
@@ -246,6 +265,8 @@ def vscode_run(
             reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
             prompt = f"Write notes on {topic}"
             seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
+        seed(provider, profile, workspaces["fork"], FORK["first"], FORK["firstReply"], new=True)
+        seed(provider, profile, workspaces["fork"], FORK["second"], FORK["secondReply"], new=False)
         seed_long_session(profile, workspaces["long"], LONG["count"])
         seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
         seed(
@@ -279,6 +300,7 @@ def vscode_run(
                 "resume": RESUME,
                 "long": LONG,
                 "follow": FOLLOW,
+                "fork": FORK,
             },
         }
         config_file = work / "config.json"
@@ -470,3 +492,23 @@ def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_run: VSCodeRu
     assert (folder / "src" / "app.py").read_text().startswith("def main():\n")
     assert (folder / "tests" / "test_app.py").exists()
     assert "Tests run with pytest -q" in (folder / ".seri" / "memory.md").read_text()
+
+
+def test_fork_from_a_message_continues_from_there(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Fork from Here on a message")
+    asked = [
+        [(m["role"], m["content"]) for m in request.get("messages", [])[1:]]
+        for request in vscode_run.provider.requests
+        if any(m.get("content") == FORK["forkPrompt"] for m in request.get("messages", []))
+    ]
+    assert asked == [
+        [
+            ("user", FORK["first"]),
+            ("assistant", FORK["firstReply"]),
+            ("user", FORK["forkPrompt"]),
+        ]
+    ]
+
+
+def test_the_context_bar_shows_its_parts_and_the_spend(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("the context bar is a segment per part")

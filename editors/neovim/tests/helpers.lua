@@ -30,9 +30,9 @@ vim.notify = function(msg, level, opts)
 end
 local notice = require("seri.notice")
 local say = notice.say
-notice.say = function(text, level)
+notice.say = function(text, level, opts)
   table.insert(H.notes, { msg = "seri: " .. text, level = level or vim.log.levels.INFO })
-  return say(text, level)
+  return say(text, level, opts)
 end
 
 ---The server command and settings the tests use (the scripted provider).

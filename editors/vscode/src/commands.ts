@@ -9,12 +9,13 @@ import { ChatModel, rewindProblems } from './chat/model';
 import { Proposals } from './chat/proposals';
 import { sessionTitle } from './chat/promptText';
 import type { ChatViewProvider } from './chat/view';
-import { inEditorWords, plural, relativeTime } from './format';
+import { formatTokens, inEditorWords, plural, relativeTime, spendWords } from './format';
 import { Commands, FOCUS_CHAT } from './ids';
 import {
   Checkpoint,
   CheckpointList,
   CompactResult,
+  ForkResult,
   PromptContext,
   RestoreMode,
   RewindRequest,
@@ -79,6 +80,9 @@ export class CommandHandlers {
       [Commands.newSession, () => this.newSession()],
       [Commands.continueSession, () => this.continueSession()],
       [Commands.resumeSession, (sessionId?: string) => this.resumeSession(sessionId)],
+      [Commands.forkSession, (messageId?: number) => this.forkSession(messageId)],
+      // From the chat's context menu: the message's `data-vscode-context`.
+      [Commands.forkFromHere, (context?: { messageId?: number }) => this.forkSession(context?.messageId)],
       [Commands.compact, (focus?: string) => this.compact(focus)],
       [Commands.clear, () => this.clear()],
       [Commands.setMaxTurns, (n?: number) => this.setMaxTurns(n)],
@@ -154,6 +158,18 @@ export class CommandHandlers {
     return session;
   }
 
+  /**
+   * Fork the open session at message `messageId` (default: its last message): a new
+   * session holding the conversation up to there opens in the chat; the original stays.
+   */
+  async forkSession(messageId?: number): Promise<ForkResult> {
+    const result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Seri: forking' }, () =>
+      this.model.fork(messageId),
+    );
+    await this.openChat();
+    return result;
+  }
+
   /** The QuickPick of this project's sessions: title, relative date, message count. */
   async pickSession(): Promise<Session | undefined> {
     const { sessions } = await this.server.execute<{ sessions: Session[] }>(ServerCommand.sessionList, { limit: 100 });
@@ -161,7 +177,9 @@ export class CommandHandlers {
     const items = sessions.map(
       (session): SessionPickItem => ({
         label: sessionTitle(session.title),
-        description: `${relativeTime(session.updatedAt)} · ${plural(session.messageCount, 'message')}`,
+        description: [relativeTime(session.updatedAt), plural(session.messageCount, 'message'), spendWords(session.spend)]
+          .filter(Boolean)
+          .join(' · '),
         detail: session.id === current ? `${session.id} (open now)` : session.id,
         session,
       }),
@@ -194,9 +212,11 @@ export class CommandHandlers {
       () => this.server.execute<CompactResult>(ServerCommand.compact, args),
     );
     if (result.compacted) {
-      void vscode.window.showInformationMessage(
-        `Seri: compacted ${plural(result.evicted, 'message')} into a recap.`,
-      );
+      const tokens =
+        result.tokensBefore !== undefined && result.tokensAfter !== undefined
+          ? ` (${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens)`
+          : '';
+      void vscode.window.showInformationMessage(`Seri: compacted ${plural(result.evicted, 'message')} into a recap${tokens}.`);
     } else {
       // The server shows the same words; an identical notification is shown once.
       void vscode.window.showInformationMessage(result.message ?? 'Nothing was compacted.');

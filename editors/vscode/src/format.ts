@@ -1,5 +1,7 @@
 // Small formatting rules shared by the status bar, the QuickPick and the chat page.
 
+import type { CompactedParams, Spend } from './protocol';
+
 /** `estimateTokens / contextWindow` as a whole percentage (at least 1 once anything is used). */
 export function contextPercent(estimateTokens: number, contextWindow: number): number {
   if (contextWindow <= 0 || estimateTokens <= 0) {
@@ -12,8 +14,71 @@ export function formatTokens(tokens: number): string {
   return tokens.toLocaleString('en-US');
 }
 
+/** A token count in a few characters: 740, 9.1k, 128k, 1.2M. */
+export function shortTokens(tokens: number): string {
+  if (tokens < 1000) {
+    return String(Math.round(tokens));
+  }
+  if (tokens < 10_000) {
+    return `${(tokens / 1000).toFixed(1).replace(/\.0$/, '')}k`;
+  }
+  if (tokens < 1_000_000) {
+    return `${Math.round(tokens / 1000)}k`;
+  }
+  return `${(tokens / 1_000_000).toFixed(1).replace(/\.0$/, '')}M`;
+}
+
 export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/** A cost in USD as the server's `/cost` writes it: `$0.0123`, `$1.50`. */
+export function money(cost: number): string {
+  return cost >= 1
+    ? `$${cost.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+    : `$${cost.toFixed(4)}`;
+}
+
+/** A session's spend in a few words: its cost, else its tokens; '' before any model call. */
+export function spendWords(spend: Spend | undefined): string {
+  if (!spend || spend.calls <= 0 || (spend.cost === null && spend.inputTokens + spend.outputTokens === 0)) {
+    return ''; // nothing called yet, or a provider that reports neither cost nor tokens
+  }
+  return spend.cost !== null ? money(spend.cost) : `${formatTokens(spend.inputTokens + spend.outputTokens)} tokens`;
+}
+
+/**
+ * The spend in a sentence, for tooltips: "Spend: $0.0213 over 9 model calls (48,210 input
+ * tokens, 40,960 of them cached; 1,830 output)."; '' before any model call.
+ */
+export function spendSentence(spend: Spend | undefined): string {
+  const words = spendWords(spend);
+  if (!spend || !words) {
+    return '';
+  }
+  const cached = spend.cachedInputTokens > 0 ? `, ${formatTokens(spend.cachedInputTokens)} of them cached` : '';
+  const counts = `${formatTokens(spend.inputTokens)} input tokens${cached}; ${formatTokens(spend.outputTokens)} output`;
+  const noCost = spend.cost === null ? ' The provider reported no cost.' : '';
+  return `Spend: ${words} over ${plural(spend.calls, 'model call')} (${counts}).${noCost}`;
+}
+
+const COMPACTED_BY: Record<CompactedParams['trigger'], string> = {
+  auto: 'Context compacted automatically',
+  manual: 'Context compacted',
+  overflow: 'Context compacted (the request was too long for the model)',
+};
+
+/**
+ * What a compaction did, in numbers: "Context compacted automatically: 48 → 7 messages,
+ * 70,120 → 18,340 tokens." (a server that sends no figures: how many were summarised).
+ */
+export function compactionSummary(params: CompactedParams): string {
+  const head = COMPACTED_BY[params.trigger] ?? COMPACTED_BY.manual;
+  const { messagesBefore, messagesAfter, tokensBefore, tokensAfter } = params;
+  if (messagesBefore === undefined || messagesAfter === undefined || tokensBefore === undefined || tokensAfter === undefined) {
+    return `${head}: ${plural(params.evicted, 'message')} summarised into a recap.`;
+  }
+  return `${head}: ${formatTokens(messagesBefore)} → ${formatTokens(messagesAfter)} messages, ${formatTokens(tokensBefore)} → ${formatTokens(tokensAfter)} tokens.`;
 }
 
 /** "3 minutes ago", "yesterday", "2 weeks ago". */

@@ -10,6 +10,8 @@ export const Commands = {
   newSession: 'seri-vscode.newSession',
   continueSession: 'seri-vscode.continueSession',
   resumeSession: 'seri-vscode.resumeSession',
+  forkSession: 'seri-vscode.forkSession',
+  forkFromHere: 'seri-vscode.forkFromHere',
   compact: 'seri-vscode.compact',
   clear: 'seri-vscode.clear',
   setMaxTurns: 'seri-vscode.setMaxTurns',

@@ -10,6 +10,76 @@ export interface Session {
   updatedAt: string;
   maxTurns: number;
   messageCount: number;
+  /** The session a fork was forked from (or a subagent's parent); null otherwise. */
+  parentId?: string | null;
+  /** In a fork: the id, in the parent, of the last message it copied. */
+  forkedAt?: number | null;
+  /** What the session's model calls cost so far (older servers omit it). */
+  spend?: Spend;
+}
+
+/** A session's spend on model calls (`seri.session.usage` totals, `session.spend`). */
+export interface Spend {
+  /** As the provider bills them, the cached ones included. */
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
+  /** USD, summed over the calls that reported one; null when none did. */
+  cost: number | null;
+  calls: number;
+}
+
+/** `seri.session.usage`: the totals, by what the calls were for. */
+export interface SessionUsage {
+  sessionId: string | null;
+  totals: Spend;
+  byKind: { turn: Spend; compaction: Spend; subagent: Spend };
+  calls: number;
+  /** cachedInputTokens / inputTokens; null before any input token. */
+  cacheHitRate: number | null;
+}
+
+/** What a part of the context is (`seri.session.context`'s `parts[].kind`). */
+export type ContextPartKind =
+  | 'system'
+  | 'agents'
+  | 'rule'
+  | 'memory'
+  | 'recap'
+  | 'globRules'
+  | 'checks'
+  | 'user'
+  | 'assistant'
+  | 'toolCalls'
+  | 'toolResult'
+  | (string & {});
+
+export interface ContextPart {
+  kind: ContextPartKind;
+  /** A file's path, a tool's name, or what the part is (`user text`). */
+  name: string;
+  tokens: number;
+}
+
+/** `seri.session.context`: what fills the context window, by part. */
+export interface ContextBreakdown {
+  sessionId: string | null;
+  contextWindow: number;
+  compactAt: number;
+  keepTokens: number;
+  /** What the compaction trigger compares with `compactAt`: max(localTokens, lastBilledTokens). */
+  estimateTokens: number;
+  lastBilledTokens: number | null;
+  /** ceil(chars / 4) over the system message and the history; the parts add up to it. */
+  localTokens: number;
+  parts: ContextPart[];
+}
+
+/** `seri.session.fork`: the fork (now open) and the id of the last message it copied. */
+export interface ForkResult {
+  session: Session;
+  forkedAt: number;
 }
 
 export interface ToolCall {
@@ -72,13 +142,28 @@ export interface PromptResult {
   [field: string]: unknown;
 }
 
-export interface CompactResult {
+/** What a compaction did, in numbers (`seri/compacted`, and a `seri.compact` that compacted). */
+export interface CompactionFigures {
+  /** The session's messages before and after (the recap counts as one). */
+  messagesBefore: number;
+  messagesAfter: number;
+  /** The estimate that started it, and the local count after. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** The recap's Read and Modified lists. */
+  read: string[];
+  modified: string[];
+  /** The recap message's id. */
+  recapId: number;
+}
+
+export interface CompactResult extends Partial<CompactionFigures> {
   compacted: boolean;
   evicted: number;
   message?: string;
 }
 
-export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound';
+export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound' | 'forked';
 
 export interface SessionChangedParams {
   session: Session;
@@ -97,7 +182,7 @@ export interface DeltaParams {
   reset?: boolean;
 }
 
-export interface CompactedParams {
+export interface CompactedParams extends Partial<CompactionFigures> {
   sessionId: string;
   trigger: 'auto' | 'manual' | 'overflow';
   evicted: number;
@@ -235,6 +320,9 @@ export const ServerCommand = {
   sessionResume: 'seri.session.resume',
   sessionList: 'seri.session.list',
   sessionGet: 'seri.session.get',
+  sessionFork: 'seri.session.fork',
+  sessionUsage: 'seri.session.usage',
+  sessionContext: 'seri.session.context',
   prompt: 'seri.prompt',
   compact: 'seri.compact',
   clear: 'seri.clear',
@@ -273,6 +361,9 @@ export const SLASH_COMMANDS: readonly { name: string; usage: string; description
     description: 'Go back to before a prompt (alone: pick one)',
   },
   { name: 'trajectory', usage: '/trajectory [on|off]', description: 'Show or set whether runs are recorded' },
+  { name: 'fork', usage: '/fork', description: 'Continue in a copy of this session (the original stays)' },
+  { name: 'cost', usage: '/cost', description: 'What this session’s model calls cost' },
+  { name: 'context', usage: '/context', description: 'What fills the context window, by part' },
 ];
 
 /** Messages fetched per page of history. */

@@ -1,10 +1,11 @@
-// The status bar item: context use of the open session, a spinner while a task runs.
+// The status bar item: context use of the open session, a spinner while a task runs; its
+// tooltip adds where compaction starts and what the session's model calls cost.
 
 import * as vscode from 'vscode';
 
 import { ChatModel } from './chat/model';
 import { sessionTitle } from './chat/promptText';
-import { contextPercent, formatTokens } from './format';
+import { contextPercent, formatTokens, spendSentence } from './format';
 import { Commands, STATUS_ITEM_ID } from './ids';
 
 export class ContextStatusBar implements vscode.Disposable {
@@ -72,7 +73,7 @@ export class ContextStatusBar implements vscode.Disposable {
     }
     const percent = contextPercent(usage.estimateTokens, usage.contextWindow);
     this.item.text = `${icon} ${percent}%`;
-    const title = session ? sessionTitle(session.title) : 'No session';
+    const title = sessionTitle(session.title);
     const lines = [
       `Seri context: ${formatTokens(usage.estimateTokens)} / ${formatTokens(usage.contextWindow)} tokens (${percent}%)`,
     ];
@@ -82,6 +83,10 @@ export class ContextStatusBar implements vscode.Disposable {
       );
     }
     lines.push(`Session: ${title}`);
+    const spend = spendSentence(session.spend);
+    if (spend) {
+      lines.push(spend);
+    }
     if (model.running) {
       lines.push('A task is running.');
     }

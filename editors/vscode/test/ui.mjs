@@ -270,8 +270,8 @@ async function compactFromPalette({ page, config, shot }) {
   await mark.waitFor({ timeout: 10_000 });
   const left = await mark.evaluate((element) => element.style.left);
   expect(left === '50%', `the compaction mark at half the meter (${left})`);
-  const meterTitle = await view.locator('#context-meter').getAttribute('title');
-  expect(meterTitle.includes('Compaction starts at 2,000 tokens (50%)'), `the meter says where compaction starts (${meterTitle})`);
+  const meterLabel = await view.locator('#context-meter').getAttribute('aria-label');
+  expect(meterLabel.includes('Compaction starts at 2,000 tokens (50%)'), `the meter says where compaction starts (${meterLabel})`);
   await shot('compact-before');
   await provider(config).script({ text: seeded.summary });
 
@@ -294,6 +294,17 @@ async function compactFromPalette({ page, config, shot }) {
   // The recap is in view, not left above the kept messages.
   await waitUntil(() => inView(view, card.locator('.recap-title')), 'the recap to be in view');
   await shot('compact-after');
+
+  // The notice says what happened in numbers, with a way back to the recap.
+  const notice = view.locator('.notice-compaction');
+  await notice.waitFor({ timeout: 10_000 });
+  const said = await notice.locator('.notice-text').innerText();
+  expect(/^Context compacted: \d+ → \d+ messages, [\d,]+ → [\d,]+ tokens\.$/.test(said), `the notice's figures (${said})`);
+  await view.locator('#transcript').evaluate((box) => box.scrollTo(0, box.scrollHeight));
+  await waitUntil(async () => !(await inView(view, card.locator('.recap-title'))), 'the recap to be scrolled away');
+  await shot('compact-notice');
+  await notice.getByRole('button', { name: 'Show recap' }).click();
+  await waitUntil(() => inView(view, card.locator('.recap-title')), 'Show recap to bring the recap into view');
   return `context ${before}% -> ${after}%`;
 }
 
@@ -802,6 +813,174 @@ async function bundledServer({ page, config, shot }) {
   await shot('bundled-server');
 }
 
+/** The id of the open session, from the title's tooltip ("Title (id)"). */
+async function openSessionId(view) {
+  const tooltip = (await view.locator('#session-title').getAttribute('title')) ?? '';
+  return /\(([0-9a-f-]{8,})\)/.exec(tooltip)?.[1];
+}
+
+async function forkFromMessage({ page, config, shot }) {
+  const seeded = config.ui.fork;
+  await openChat(page);
+  const view = chat(page);
+  const firstReply = view.locator('.row.assistant', { hasText: seeded.firstReply });
+  await firstReply.waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant', { hasText: seeded.secondReply }).waitFor();
+  const original = await waitUntil(() => openSessionId(view), 'the open session’s id');
+
+  // Fork from Here: a button on the reply, shown on hover.
+  const button = firstReply.locator('.fork-here');
+  expect((await button.evaluate((b) => getComputedStyle(b.parentElement).opacity)) === '0', 'the fork button hides until hovered');
+  await firstReply.hover();
+  await waitUntil(async () => (await button.evaluate((b) => getComputedStyle(b.parentElement).opacity)) === '1', 'the fork button on hover');
+  await shot('fork-hover');
+  await button.click();
+  await waitUntil(async () => {
+    const id = await openSessionId(view);
+    return id && id !== original;
+  }, 'the fork to open');
+  await view.locator('#session-title', { hasText: `${seeded.title} (fork)` }).waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant', { hasText: seeded.secondReply }).waitFor({ state: 'detached', timeout: 20_000 });
+  await firstReply.waitFor();
+  // Where the copy ends, and where it comes from.
+  const mark = view.locator('#fork-mark');
+  await mark.filter({ hasText: `Forked from “${seeded.title}”` }).waitFor({ timeout: 10_000 });
+  const below = await mark.evaluate((element) => element.previousElementSibling?.textContent ?? '');
+  expect(below.includes(seeded.firstReply), `the mark follows the message forked at (${below})`);
+  await waitUntil(async () => (await view.locator('#prompt-input').evaluate((input) => document.activeElement === input)), 'the cursor in the input');
+  await shot('fork-done');
+
+  // The next prompt goes to the fork, after the copy (the provider sees only that part).
+  await provider(config).script({ text: seeded.forkReply });
+  await sendPrompt(view, seeded.forkPrompt);
+  await view.locator('.row.assistant:not(.streaming)', { hasText: seeded.forkReply }).waitFor({ timeout: 20_000 });
+  const order = await view.locator('#messages > .row').evaluateAll((found) => found.map((row) => (row.id === 'fork-mark' ? 'mark' : row.dataset.role)));
+  expect(JSON.stringify(order) === JSON.stringify(['user', 'assistant', 'mark', 'user', 'assistant']), `the rows around the mark (${order})`);
+  await shot('fork-continued');
+  const fork = await openSessionId(view);
+
+  // The view's context menu offers it too: at the first prompt.
+  await view.locator('.row.user', { hasText: seeded.first }).locator('.bubble').click({ button: 'right' });
+  const item = page.locator('.context-view .action-label', { hasText: 'Fork from Here' });
+  await item.waitFor({ timeout: 10_000 });
+  await shot('fork-context-menu');
+  await item.click();
+  await waitUntil(async () => {
+    const id = await openSessionId(view);
+    return id && id !== fork;
+  }, 'the fork of the fork to open');
+  await view.locator('[data-role="assistant"]').first().waitFor({ state: 'detached', timeout: 20_000 });
+  expect((await view.locator('.row.user').count()) === 1, 'only the first prompt was copied');
+  await mark.filter({ hasText: `Forked from “${seeded.title} (fork)”` }).waitFor({ timeout: 10_000 });
+
+  // Seri: Fork Session: at the last message.
+  const third = await openSessionId(view);
+  await runCommand(page, 'Seri: Fork Session');
+  await waitUntil(async () => {
+    const id = await openSessionId(view);
+    return id && id !== third;
+  }, 'the palette’s fork to open');
+  await view.locator('.row.user', { hasText: seeded.first }).waitFor({ timeout: 20_000 });
+
+  // "Open the original" goes back to the session forked from.
+  await mark.getByRole('button', { name: 'Open the original' }).click();
+  await waitUntil(async () => (await openSessionId(view)) === third, 'the original to open');
+}
+
+/** The header's bar: its segments against the breakdown's parts. */
+async function segmentsAgainstParts(view) {
+  return view.locator('#context-details').evaluate((details) => {
+    const summary = details.querySelector('#context-summary').textContent;
+    const window = Number(/of ([\d,]+) tokens/.exec(summary)[1].replace(/,/g, ''));
+    const parts = [...details.querySelectorAll('tr.part')].map((row) => ({
+      kind: row.dataset.kind,
+      name: row.querySelector('.part-name').textContent,
+      tokens: Number(row.querySelector('.part-tokens').textContent.replace(/,/g, '')),
+    }));
+    const segments = [...document.querySelectorAll('#context-segments .segment')].map((segment) => ({
+      kind: segment.dataset.kind,
+      width: parseFloat(segment.style.width),
+      colour: getComputedStyle(segment).backgroundColor,
+    }));
+    return { window, parts, segments };
+  });
+}
+
+async function contextBar({ page, config, shot }) {
+  await provider(config).script(
+    { calls: [['ctx-read', 'read_file', { path: 'docs/notes.md' }]], usage: 100, cost: 0.0031 },
+    { text: 'The notes describe how the parser recovers from errors.', usage: 100, cost: 0.0052 },
+  );
+  await openChat(page);
+  const view = chat(page);
+  await sendPrompt(view, 'Summarise docs/notes.md');
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'The notes describe how' }).waitFor({ timeout: 20_000 });
+  const meter = view.locator('#context-meter');
+  await view.locator('#context-segments .segment[data-kind="toolResult"]').waitFor({ timeout: 20_000 });
+  // The spend, in the header.
+  await view.locator('#session-spend', { hasText: '$0.0083' }).waitFor({ timeout: 10_000 });
+
+  // Hovering the bar shows the breakdown: each part, its tokens, where compaction starts.
+  const details = view.locator('#context-details');
+  await meter.hover();
+  await details.waitFor({ state: 'visible', timeout: 5_000 });
+  await details.locator('#context-summary', { hasText: 'Compaction starts at 2,000 tokens (50%)' }).waitFor();
+  const found = await segmentsAgainstParts(view);
+  const names = found.parts.map((part) => part.name);
+  for (const name of ['System prompt', 'AGENTS.md', 'Your prompts', 'Replies and thinking', 'Tool calls', 'read_file results']) {
+    expect(names.includes(name), `the ${name} part (${names.join(', ')})`);
+  }
+  // One segment per part, as wide as its share of the window, in its kind's colour.
+  expect(found.segments.length === found.parts.length, `a segment per part (${found.segments.length} for ${found.parts.length})`);
+  found.parts.forEach((part, index) => {
+    const segment = found.segments[index];
+    const expected = (part.tokens * 100) / found.window;
+    expect(segment.kind === part.kind && Math.abs(segment.width - expected) < 0.01, `${part.name}: ${segment.width}% for ${part.tokens} of ${found.window}`);
+  });
+  const colours = new Map(found.segments.map((segment) => [segment.kind, segment.colour]));
+  expect(new Set(colours.values()).size === colours.size, `a colour per kind (${JSON.stringify([...colours])})`);
+  const mark = await view.locator('#compact-mark').evaluate((element) => element.style.left);
+  expect(mark === '50%', `the compaction mark at half the bar (${mark})`);
+  await shot('context-breakdown');
+  // It closes when the pointer leaves; a click keeps it open until Escape.
+  await view.locator('#transcript').hover();
+  await details.waitFor({ state: 'hidden', timeout: 5_000 });
+  await meter.click();
+  await details.waitFor({ state: 'visible' });
+  await view.locator('#transcript').hover();
+  await page.waitForTimeout(600);
+  expect(await details.isVisible(), 'a clicked breakdown stays open');
+  await page.keyboard.press('Escape');
+  await details.waitFor({ state: 'hidden', timeout: 5_000 });
+
+  // /cost and /context print their reports in the chat, lines and columns kept, no toast.
+  await sendPrompt(view, '/cost');
+  const cost = view.locator('.notice-report pre', { hasText: 'Spend: $0.0083 over 2 model calls.' });
+  await cost.waitFor({ timeout: 10_000 });
+  expect((await cost.innerText()).split('\n').length >= 3, 'the report keeps its lines');
+  await sendPrompt(view, '/context');
+  const report = view.locator('.notice-report pre', { hasText: 'Context:' });
+  await report.waitFor({ timeout: 10_000 });
+  expect((await report.innerText()).includes('█'), 'the report’s bars');
+  await page.waitForTimeout(500);
+  expect((await page.locator('.notifications-toasts', { hasText: /Spend:|Context:/ }).count()) === 0, 'no toast besides');
+  await shot('context-reports');
+
+  // The status bar item's tooltip says the spend too.
+  await page.locator(STATUS_ITEM).hover();
+  await page.locator('.monaco-hover, .workbench-hover', { hasText: 'Spend: $0.0083 over 2 model calls' }).first().waitFor({ timeout: 10_000 });
+  await shot('context-status-tooltip');
+
+  // In the dark theme.
+  await pickTheme(page, 'Dark Modern', 'vs-dark');
+  await meter.click();
+  await details.waitFor({ state: 'visible' });
+  await page.waitForTimeout(300);
+  await shot('context-breakdown-dark');
+  await page.keyboard.press('Escape');
+  await pickTheme(page, 'Light Modern', 'vs');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
@@ -821,6 +1000,8 @@ const SCENARIOS = [
   ['the key bindings focus the chat and clash with no default', 'keys', keyBindings],
   ['a long task asks three times: Allow from the diff, Allow for this session, a memory line', 'questions', longTask],
   ['the server the extension carries installs itself at the first start and answers a prompt', 'bundled', bundledServer],
+  ['Fork from Here on a message opens a fork that holds the conversation up to it', 'fork', forkFromMessage],
+  ['the context bar is a segment per part, and hovering or clicking it shows the breakdown', 'context', contextBar],
 ];
 
 /**

@@ -30,6 +30,9 @@ M.SLASH = {
   { word = "/continue", info = "open the project's latest session" },
   { word = "/rewind", info = "go back to before a prompt: /rewind [n] [both|conversation|files]" },
   { word = "/trajectory", info = "show or turn recording on or off: /trajectory [on|off]" },
+  { word = "/fork", info = "continue in a copy of this session (the original stays)" },
+  { word = "/cost", info = "what this session's model calls cost" },
+  { word = "/context", info = "what fills the context window, by part" },
 }
 
 M.TOKENS = {

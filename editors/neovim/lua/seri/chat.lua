@@ -9,6 +9,11 @@
 -- message replaces the streamed lines.
 --
 -- The view follows: a window whose end is in view stays at the end as lines come.
+--
+-- Each stored message's first line carries a mark naming it, so the message under the
+-- cursor is known wherever later lines went (`:SeriFork` forks there). A fork's copied
+-- messages end with a line saying where they come from; the recap folds under its
+-- heading, and a compaction's notice opens it.
 
 local client = require("seri.client")
 local code = require("seri.code")
@@ -19,13 +24,17 @@ local view = require("seri.view")
 local M = {}
 
 local tail -- the blocks after the stored part (defined with the drawing functions)
+local action_at -- what <CR> does on a line (defined with the chat's keys)
 
 local ns = vim.api.nvim_create_namespace("seri_chat")
 -- Marks on tool-call lines, so a result arriving later goes right under its call.
 local calls_ns = vim.api.nvim_create_namespace("seri_chat_calls")
 -- The frames drawn around fenced code blocks.
 local frames_ns = vim.api.nvim_create_namespace("seri_chat_frames")
-
+-- Marks on the first line of each stored message (their ids in `state.mark_ids`).
+local ids_ns = vim.api.nvim_create_namespace("seri_chat_ids")
+-- Marks over the lines of a notice that acts on <CR> (`state.actions`).
+local actions_ns = vim.api.nvim_create_namespace("seri_chat_actions")
 
 M.CHAT_NAME = "seri://chat"
 M.INPUT_NAME = "seri://input"
@@ -49,8 +58,14 @@ M.INPUT_NAME = "seri://input"
 ---@field call_marks table<string, integer> extmark on each tool call's line, by call id
 ---@field tail_items {first: integer, last: integer, question?: seri.Question, queued?: integer}[] 0-based lines of cards and queued prompts
 ---@field highlighted boolean the buffer is highlighted by treesitter
----@field notices {text: string, level: integer?, after: integer?, session: string?}[] the plugin's lines, by the message they follow
+---@field notices seri.ChatNotice[] the plugin's lines, by the message they follow
+---@field mark_ids table<integer, integer> message id of each mark in `ids_ns`
+---@field actions table<integer, string> what <CR> does on the lines of each mark in `actions_ns`
+---@field recap_lines {first: integer, last: integer}? 1-based lines of the recap's fold
+---@field fork_origin {session: string, id: string, title: string?}? the session the open fork came from
 local state = {
+  mark_ids = {},
+  actions = {},
   call_marks = {},
   notices = {},
   tail_items = {},
@@ -111,9 +126,15 @@ local function write(first, last, blocks)
   if not valid(buf) then
     return
   end
-  local lines, marks, calls, frames = {}, {}, {}, {}
+  local lines, marks, calls, frames, ids, actions = {}, {}, {}, {}, {}, {}
   for _, b in ipairs(blocks) do
     local at = first + #lines
+    if b.id ~= nil then
+      table.insert(ids, { line = at, id = b.id })
+    end
+    if b.action and #b.lines > 0 then
+      table.insert(actions, { first = at, last = at + #b.lines - 1, action = b.action })
+    end
     for _, mark in ipairs(b.marks) do
       table.insert(marks, { line = at + mark.line, group = mark.group, end_col = mark.end_col })
     end
@@ -122,7 +143,11 @@ local function write(first, last, blocks)
     end
     for _, frame in ipairs(b.frames or {}) do
       table.insert(frames, {
-        frame = { first = at + frame.first, last = frame.last and at + frame.last, lang = frame.lang },
+        frame = {
+          first = at + frame.first,
+          last = frame.last and at + frame.last,
+          lang = frame.lang,
+        },
         stop = at + #b.lines - 1,
       })
     end
@@ -139,13 +164,22 @@ local function write(first, last, blocks)
   if last < 0 then
     last = count
   end
-  vim.api.nvim_buf_clear_namespace(buf, ns, first, last)
-  vim.api.nvim_buf_clear_namespace(buf, frames_ns, first, last)
+  for _, space in ipairs({ ns, frames_ns, ids_ns, actions_ns }) do
+    vim.api.nvim_buf_clear_namespace(buf, space, first, last)
+  end
   vim.api.nvim_buf_set_lines(buf, first, last, false, lines)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
   for id, line in pairs(calls) do
     state.call_marks[id] = vim.api.nvim_buf_set_extmark(buf, calls_ns, line, 0, {})
+  end
+  for _, item in ipairs(ids) do
+    state.mark_ids[vim.api.nvim_buf_set_extmark(buf, ids_ns, item.line, 0, {})] = item.id
+  end
+  for _, item in ipairs(actions) do
+    local mark =
+      vim.api.nvim_buf_set_extmark(buf, actions_ns, item.first, 0, { end_row = item.last })
+    state.actions[mark] = item.action
   end
   for _, mark in ipairs(marks) do
     local text = vim.api.nvim_buf_get_lines(buf, mark.line, mark.line + 1, false)[1] or ""
@@ -166,6 +200,14 @@ local function write(first, last, blocks)
     view.keep_in_view(win)
   end
 end
+
+---@class seri.ChatNotice
+---@field text string
+---@field level integer? vim.log.levels
+---@field after integer? the id of the message it follows
+---@field session string? the session it was said in
+---@field report boolean? a report (`/cost`, `/context`): aligned lines, shown as they are
+---@field action string? what <CR> on it does: "recap" opens the recap
 
 ---@return seri.Project?
 local function shown_project()
@@ -218,6 +260,41 @@ end
 -- render.header() is always this many lines.
 local HEADER_LINES = 3
 
+---A notice's lines.
+---@param n seri.ChatNotice
+---@return seri.Block
+local function notice_block(n)
+  local text, kind = n.text, n.report and "report" or nil
+  if n.action == "recap" then
+    -- In the chat only: on the command line there is no line to press it on.
+    local key = config.options.keymaps.load_earlier
+    text = key and ("%s\n%s here opens the recap."):format(text, key) or text
+    kind = "compaction"
+  end
+  local b = render.notice(text, n.level, kind)
+  b.action = n.action
+  return b
+end
+
+---The id of the last message of `state.messages` that the open fork copied (copies keep
+---their times and the fork was made after them; what it stores later is newer), nil
+---when the session is no fork.
+---@return integer?
+local function last_copied()
+  local session = state.session
+  if not session or type(session.forkedAt) ~= "number" or type(session.createdAt) ~= "string" then
+    return nil
+  end
+  local last = nil
+  for _, msg in ipairs(state.messages) do
+    -- Both are UTC times of the same form: as text, they sort as times do.
+    if type(msg.createdAt) == "string" and msg.createdAt <= session.createdAt then
+      last = msg.id
+    end
+  end
+  return last
+end
+
 ---Draw everything again from the state.
 local function redraw()
   if not valid(state.buf) then
@@ -255,13 +332,16 @@ local function redraw()
   local function add_notices(after)
     for _, n in ipairs(state.notices) do
       if after ~= nil and n.after == after then
-        local b = render.notice(n.text, n.level)
+        local b = notice_block(n)
         table.insert(blocks, b)
         count = count + #b.lines
       end
     end
   end
+  local copied = last_copied()
+  local origin = state.fork_origin
   local prev = nil
+  state.recap_lines = nil
   for _, msg in ipairs(state.messages) do
     if not (msg.role == "tool" and placed[msg.tool_call_id]) then
       local b
@@ -269,21 +349,35 @@ local function redraw()
       for id in pairs(b.calls) do
         placed[id] = results[id] ~= nil
       end
+      if msg.kind == "recap" then
+        -- The heading stays; what follows it, up to its blank line, folds.
+        state.recap_lines = { first = count + 1, last = count + #b.lines - 1 }
+      end
       table.insert(blocks, b)
       count = count + #b.lines
+    end
+    if copied ~= nil and msg.id == copied then
+      local parent = state.session.parentId
+      local title = origin and origin.session == state.session.id and origin.title or nil
+      local b = render.fork_mark(type(parent) == "string" and parent or "", title)
+      table.insert(blocks, b)
+      count = count + #b.lines
+      -- Later lines of this reply get a heading of their own after the mark.
+      prev = nil
     end
     add_notices(msg.id)
   end
   local last = state.messages[#state.messages]
   for _, n in ipairs(unplaced) do
     n.after = last and last.id
-    local b = render.notice(n.text, n.level)
+    local b = notice_block(n)
     table.insert(blocks, b)
     count = count + #b.lines
   end
   state.last_role = prev
   state.stored_end = count
   state.call_marks = {}
+  state.mark_ids, state.actions = {}, {}
   vim.api.nvim_buf_clear_namespace(state.buf, calls_ns, 0, -1)
   vim.list_extend(blocks, tail(count))
   write(0, -1, blocks)
@@ -332,6 +426,7 @@ local function on_message(params)
   local at = mark and vim.api.nvim_buf_get_extmark_by_id(state.buf, calls_ns, mark, {})[1]
   if at and at < state.stored_end then
     local b = render.result(msg)
+    b.id = msg.id
     write(at + 1, at + 1, { b })
     state.stored_end = state.stored_end + #b.lines
     state.last_role = "tool"
@@ -358,18 +453,78 @@ end
 ---they follow when the chat is drawn again, until the session changes.
 ---@param text string
 ---@param level integer? vim.log.levels
-function M.notice(text, level)
+---@param opts {report?: boolean, action?: string}? a report's aligned lines; what <CR> on it does
+function M.notice(text, level, opts)
+  opts = opts or {}
   local session = state.session
   if not session then
     local project = client.current()
     session = project and project.session
   end
   local last = state.messages[#state.messages]
-  local item = { text = text, level = level, after = last and last.id, session = session and session.id }
+  ---@type seri.ChatNotice
+  local item = {
+    text = text,
+    level = level,
+    after = last and last.id,
+    session = session and session.id,
+    report = opts.report,
+    action = opts.action,
+  }
   table.insert(state.notices, item)
   if valid(state.buf) and state.loaded then
-    append({ render.notice(text, level) })
+    append({ notice_block(item) })
   end
+end
+
+---The id of the stored message shown at 0-based line `row` of the chat (a line of the
+---streamed reply or of what waits after it: the last message); nil above the first.
+---@param row integer
+---@return integer?
+function M.message_at(row)
+  if not valid(state.buf) then
+    return nil
+  end
+  if row >= state.stored_end then
+    local last = state.messages[#state.messages]
+    return last and last.id
+  end
+  local found = vim.api.nvim_buf_get_extmarks(
+    state.buf,
+    ids_ns,
+    { row, 0 },
+    { 0, 0 },
+    { limit = 1 }
+  )
+  return found[1] and state.mark_ids[found[1][1]]
+end
+
+---The id of the message under the cursor of the chat's window (nil without one).
+---@return integer?
+function M.message_under_cursor()
+  local win = window_of(state.buf)
+  return win and M.message_at(vim.api.nvim_win_get_cursor(win)[1] - 1) or nil
+end
+
+---Show the recap, its fold open, at the top of the chat's windows; earlier pages are read
+---first when it is not loaded. False when the session has no recap shown or to load.
+---@return boolean
+function M.open_recap()
+  local recap = state.recap_lines
+  if not recap then
+    if state.has_more then
+      M.load_earlier(M.open_recap)
+      return true
+    end
+    return false
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
+    vim.api.nvim_win_call(win, function()
+      vim.fn.winrestview({ lnum = recap.first, col = 0, topline = recap.first })
+      pcall(vim.cmd, "normal! zO")
+    end)
+  end
+  return true
 end
 
 ---Fetch the newest page of the open session and draw it; `recap` puts the recap in view
@@ -402,8 +557,9 @@ function M.reload(project, opts)
     state.loaded = true
     redraw()
     if opts and opts.recap then
-      view.show_line(state.buf, "## Recap")
+      M.open_recap()
     end
+    M.look_up_origin(project)
     local backlog = state.backlog
     state.backlog = {}
     for _, params in ipairs(backlog) do
@@ -412,8 +568,45 @@ function M.reload(project, opts)
   end)
 end
 
----Fetch the page before the oldest message shown and put it on top.
-function M.load_earlier()
+---A fork names the session it came from: read that session's title for the line after
+---the copied messages (once per fork).
+---@param project seri.Project
+function M.look_up_origin(project)
+  local session = state.session
+  local parent = session and session.parentId
+  if not session or type(parent) ~= "string" or type(session.forkedAt) ~= "number" then
+    return
+  end
+  if state.fork_origin and state.fork_origin.session == session.id then
+    return
+  end
+  state.fork_origin = { session = session.id, id = parent }
+  client.execute(
+    project,
+    "seri.session.get",
+    { sessionId = parent, limit = 1 },
+    function(err, result)
+      local title = not err
+        and type(result) == "table"
+        and type(result.session) == "table"
+        and result.session.title
+      if
+        type(title) == "string"
+        and state.fork_origin
+        and state.fork_origin.session == session.id
+      then
+        state.fork_origin.title = title
+        if state.session and state.session.id == session.id and state.loaded then
+          redraw()
+        end
+      end
+    end
+  )
+end
+
+---Fetch the page before the oldest message shown and put it on top; then `done()`.
+---@param done fun()?
+function M.load_earlier(done)
   local project = state.root and client.projects[state.root]
   local oldest = state.messages[1]
   if not (project and state.has_more and state.session and oldest) then
@@ -453,6 +646,9 @@ function M.load_earlier()
     if win and cursor then
       local moved = vim.api.nvim_buf_line_count(state.buf) - before
       vim.api.nvim_win_set_cursor(win, { math.max(1, cursor[1] + moved), 0 })
+    end
+    if done and #earlier > 0 then
+      done()
     end
   end)
 end
@@ -495,6 +691,12 @@ local function task_ended(params)
   end
 end
 
+---What a compaction did, in numbers, with the recap's lists; <CR> on it opens the recap.
+---@param params table `seri/compacted`
+local function compacted(params)
+  require("seri.notice").say(render.compaction_text(params), nil, { action = "recap" })
+end
+
 ---@param event seri.Event
 ---@param project seri.Project
 ---@param params table?
@@ -502,6 +704,11 @@ local function on_event(event, project, params)
   if event == "turn_ended" and params and project.session then
     if params.sessionId == project.session.id then
       task_ended(params) -- said even while the chat is closed
+    end
+  end
+  if event == "compacted" and params and project.session then
+    if params.sessionId == project.session.id then
+      compacted(params) -- said even while the chat is closed
     end
   end
   if not valid(state.buf) or project.root ~= state.root then
@@ -631,6 +838,21 @@ local function jump_turn(direction)
   end
 end
 
+---What <CR> does on 0-based line `row` (a compaction's notice: "recap"), if anything.
+---@param row integer
+---@return string?
+function action_at(row)
+  local found = vim.api.nvim_buf_get_extmarks(state.buf, actions_ns, { row, 0 }, { row, -1 }, {
+    overlap = true,
+  })
+  for _, mark in ipairs(found) do
+    if state.actions[mark[1]] then
+      return state.actions[mark[1]]
+    end
+  end
+  return nil
+end
+
 ---Take the queued prompt under the cursor (or the last one) back into the input.
 local function drop_queued()
   local project = shown_project()
@@ -696,10 +918,12 @@ local function ensure_buffers()
       local line = vim.api.nvim_win_get_cursor(0)[1] - 1
       if state.load_line and line == state.load_line then
         M.load_earlier()
+      elseif action_at(line) == "recap" then
+        M.open_recap()
       else
         M.focus_input()
       end
-    end, "Load earlier messages, or go to the prompt")
+    end, "Load earlier messages, open the recap from its notice, or go to the prompt")
     map(buf, "n", "i", function()
       M.focus_input(true)
     end, "Type a prompt")
@@ -715,6 +939,9 @@ local function ensure_buffers()
     map(buf, "n", keys.retry, function()
       require("seri").retry()
     end, "seri: send the last prompt again")
+    map(buf, "n", keys.fork, function()
+      require("seri").fork()
+    end, "seri: fork the session at the message under the cursor")
     map(buf, "n", keys.yank_code, yank_code, "seri: yank the code block under the cursor")
     map(buf, "n", keys.next_turn, function()
       jump_turn(1)
@@ -812,13 +1039,14 @@ function M.input_winbar()
   return bar("prompt", hints)
 end
 
----The chat window's bar: the status (context use, what the task waits for), and on the
+---The chat window's bar: the status (context use, spend, what the task waits for), and on the
 ---right the keys that matter now (a question's, else the chat's main keys), as many as
 ---fit.
 ---@return string
 function M.winbar()
   local project = shown_project()
-  local text = project and require("seri.status").text(project) or "seri"
+  -- The chat's bar has the room for the session's spend too.
+  local text = project and require("seri.status").text(project, { spend = true }) or "seri"
   local keys = config.options.keymaps
   local q = require("seri.approve").pending(state.root)[1]
   local hints
@@ -1107,10 +1335,15 @@ function M.lines()
   return vim.api.nvim_buf_get_lines(state.buf, 0, -1, false)
 end
 
----'foldexpr' of the chat: tool results, thinking and attachments fold under their head.
+---'foldexpr' of the chat: tool results, thinking and attachments fold under their head;
+---the recap under its heading.
 ---@param lnum integer
 ---@return string
 function M.foldexpr(lnum)
+  local recap = state.recap_lines
+  if recap and recap.last > recap.first and lnum >= recap.first and lnum <= recap.last then
+    return lnum == recap.first and ">1" or "1"
+  end
   local line = vim.fn.getline(lnum)
   if
     vim.startswith(line, render.RESULT)

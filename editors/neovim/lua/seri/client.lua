@@ -18,6 +18,17 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field updatedAt string
 ---@field maxTurns integer
 ---@field messageCount integer
+---@field parentId string|userdata|nil the session a fork was forked from (vim.NIL: none)
+---@field forkedAt integer|userdata|nil in a fork: the parent's last message it copied
+---@field spend seri.Spend? what its model calls cost so far
+
+---@class seri.Spend a session's spend on model calls (`seri.session.usage` totals)
+---@field inputTokens integer billed input, the cached tokens included
+---@field cachedInputTokens integer
+---@field outputTokens integer
+---@field reasoningTokens integer
+---@field cost number|userdata USD, vim.NIL when no call reported one
+---@field calls integer
 
 ---@class seri.Usage
 ---@field estimateTokens integer
@@ -69,6 +80,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field last_error string? why the last task failed (shown in the chat already)
 ---@field queue {text: string, context: table[]}[] prompts sent while a task ran
 ---@field ended boolean? the last task said it ended (`seri/turnEnded`) before its answer came
+---@field reports integer? `/cost` and `/context` sent and not answered yet
 
 ---@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"
 ---@alias seri.Listener fun(event: seri.Event, project: seri.Project, params: table?)
@@ -394,6 +406,11 @@ handlers["window/showMessage"] = function(_, params, ctx)
     return vim.NIL
   end
   if project and project.last_error and params.message == project.last_error then
+    return vim.NIL
+  end
+  -- The report of a `/cost` or `/context` the chat prints from the command's answer.
+  local report = params.message:match("^Spend: ") or params.message:match("^Context: ")
+  if project and (project.reports or 0) > 0 and report then
     return vim.NIL
   end
   local level = LEVELS[params.type] or vim.log.levels.INFO

@@ -11,6 +11,9 @@ local SLASH = {
   "/continue",
   "/rewind ",
   "/trajectory ",
+  "/fork",
+  "/cost",
+  "/context",
 }
 
 ---@param lead string
@@ -102,6 +105,30 @@ M.list = {
         return require("seri").complete_sessions(lead)
       end,
     },
+  },
+  {
+    name = "SeriFork",
+    run = function()
+      require("seri").fork()
+    end,
+    opts = {
+      nargs = 0,
+      desc = "Fork the seri session at the message under the cursor (elsewhere: at the last one)",
+    },
+  },
+  {
+    name = "SeriContext",
+    run = function()
+      require("seri").context()
+    end,
+    opts = { nargs = 0, desc = "Show what fills the seri session's context window" },
+  },
+  {
+    name = "SeriCost",
+    run = function()
+      require("seri").cost()
+    end,
+    opts = { nargs = 0, desc = "Show what the seri session's model calls cost, in the chat" },
   },
   {
     name = "SeriMaxTurns",

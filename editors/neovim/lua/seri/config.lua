@@ -8,6 +8,9 @@
 ---@field open_on_prompt boolean open the chat (without moving the cursor) when a prompt is sent
 ---@field start_insert boolean start in insert mode in the input when the chat opens
 
+---@class seri.StatusOptions
+---@field spend boolean `status()` adds the session's spend (`$0.0213`, or tokens when no cost is reported)
+
 ---@class seri.Keymaps
 ---@field send string|false normal-mode key in the input that sends the prompt
 ---@field send_insert string|false insert-mode key in the input that sends the prompt
@@ -19,6 +22,7 @@
 ---@field deny string|false chat and diff key: deny it (a write asks for a note for the model)
 ---@field diff string|false chat key: show the change seri asks to make, in a diff
 ---@field retry string|false chat key: send the last prompt again (`:SeriRetry`)
+---@field fork string|false chat key: fork the session at the message under the cursor (`:SeriFork`)
 ---@field yank_code string|false chat key: yank the code block under the cursor
 ---@field next_turn string|false chat key: the next heading (prompt, reply, recap)
 ---@field prev_turn string|false chat key: the previous heading
@@ -33,6 +37,7 @@
 ---@field autostart boolean start the server for the project when Neovim opens
 ---@field attach_buffers boolean let the server see the project's file buffers (unsaved text, edits)
 ---@field chat seri.ChatOptions
+---@field status seri.StatusOptions
 ---@field keymaps seri.Keymaps
 
 local M = {}
@@ -51,6 +56,9 @@ M.defaults = {
     open_on_prompt = true,
     start_insert = false,
   },
+  status = {
+    spend = false,
+  },
   keymaps = {
     send = "<CR>",
     send_insert = "<C-s>",
@@ -62,6 +70,7 @@ M.defaults = {
     deny = "d",
     diff = "D",
     retry = "gr",
+    fork = "gb",
     yank_code = "gy",
     next_turn = "]]",
     prev_turn = "[[",
@@ -80,7 +89,7 @@ local SIDES = { right = true, left = true, top = true, bottom = true }
 ---@return seri.Options
 function M.set(opts)
   opts = opts or {}
-  for _, key in ipairs({ "cmd", "settings", "root_markers", "chat", "keymaps" }) do
+  for _, key in ipairs({ "cmd", "settings", "root_markers", "chat", "status", "keymaps" }) do
     if opts[key] ~= nil and type(opts[key]) ~= "table" then
       error(("seri: `%s` must be a table, got %s"):format(key, type(opts[key])))
     end

@@ -14,15 +14,19 @@ function M.lines()
     { keys.deny, "deny it (a write asks for a note for the model)" },
     { keys.diff, "show the change seri asks to make, in a diff" },
     { keys.retry, "send the last prompt again (:SeriRetry)" },
+    { keys.fork, "fork the session at the message under the cursor (:SeriFork)" },
     { keys.yank_code, "yank the code block under the cursor" },
     { keys.next_turn, "next prompt, reply or recap" },
     { keys.prev_turn, "previous prompt, reply or recap" },
     { keys.drop_queued, "take a queued prompt back into the input" },
-    { keys.load_earlier, "load earlier messages (on their line), else go to the prompt" },
+    {
+      keys.load_earlier,
+      "load earlier messages / open the recap (on their line), else the prompt",
+    },
     { "i", "type a prompt" },
     { keys.cancel, "stop the running task (:SeriCancel)" },
     { keys.close, "close the chat" },
-    { "zo / zc", "open / close a folded result, thinking or attachment" },
+    { "zo / zc", "open / close a folded result, thinking, attachment or the recap" },
     { keys.help, "this help" },
   }
   return vim.tbl_filter(function(item)

@@ -40,6 +40,24 @@ local HIGHLIGHTS = {
   SeriCardKeys = "Special",
   SeriDiffAdd = "DiffAdd",
   SeriDiffDelete = "DiffDelete",
+  SeriReport = "Normal",
+  SeriCompacted = "DiagnosticInfo",
+  SeriForkMark = "DiagnosticHint",
+  -- :SeriContext, a colour per kind of part.
+  SeriContextSystem = "Title",
+  SeriContextAgents = "Constant",
+  SeriContextRule = "Special",
+  SeriContextMemory = "Identifier",
+  SeriContextRecap = "DiagnosticWarn",
+  SeriContextGlobRules = "Type",
+  SeriContextChecks = "DiagnosticError",
+  SeriContextUser = "DiagnosticInfo",
+  SeriContextAssistant = "DiagnosticOk",
+  SeriContextToolCalls = "Function",
+  SeriContextToolResult = "String",
+  SeriContextOther = "Comment",
+  SeriContextTotal = "Bold",
+  SeriContextMark = "WarningMsg",
 }
 
 ---Say what went wrong, where the user looks; true when there was an error.
@@ -59,6 +77,7 @@ end
 ---  root_markers  default `{ ".git", "AGENTS.md", ".seri" }`
 ---  autostart     start the project's server when Neovim opens (default true)
 ---  chat          `{ side = "right", size = 0.4, input_height = 4, page_size = 200, ... }`
+---  status        `{ spend = false }`: whether `status()` adds the session's spend
 ---  keymaps       `{ send = "<CR>", send_insert = "<C-s>", cancel = "<C-c>", close = "q" }`
 ---@param opts table?
 function M.setup(opts)
@@ -173,10 +192,94 @@ local function rewound(current, text, result)
   rewind.done(current, request, result)
 end
 
+---`/cost` or `/context`: a slash command that prints a report and runs no task.
+---@param text string
+---@return boolean
+local function is_report(text)
+  local name = vim.trim(text):lower()
+  return name == "/cost" or name == "/context"
+end
+
+---Print the report of `/cost` or `/context` in the chat (opened without the cursor when
+---it is closed), its lines as the server wrote them; at once, also while a task runs.
+---@param command string "/cost" or "/context"
+function M.report(command)
+  local current = project()
+  if not current then
+    return
+  end
+  if not chat.is_open() then
+    chat.open(current, { focus = false })
+  else
+    chat.bind(current)
+  end
+  chat.follow()
+  -- The server also shows the report as a message: the chat holds it already.
+  current.reports = (current.reports or 0) + 1
+  client.execute(current, "seri.prompt", { text = command }, function(err, result)
+    current.reports = current.reports - 1
+    if not report(err, command) and type(result) == "table" and type(result.text) == "string" then
+      notice.say(result.text, nil, { report = true })
+    end
+  end)
+end
+
+---What the open session's model calls cost, in the chat (`/cost`).
+function M.cost()
+  M.report("/cost")
+end
+
+---What fills the open session's context window, in a float: a bar per part and where
+---compaction starts.
+function M.context()
+  local current = project()
+  if current then
+    require("seri.context").open(current)
+  end
+end
+
+---Fork the open session: in the chat, at the message under the cursor; elsewhere (or
+---with `opts.last`) at its last message. The fork, a new session holding the
+---conversation up to there, opens in the chat; the original is left as it was.
+---@param opts {last?: boolean}?
+function M.fork(opts)
+  local current = project()
+  if not current then
+    return
+  end
+  local args = nil
+  if not (opts and opts.last) and vim.api.nvim_get_current_buf() == chat.state.buf then
+    local id = chat.message_under_cursor()
+    if not id then
+      notice.say(
+        "Put the cursor on a message to fork there (:SeriFork outside the chat forks at the last one).",
+        vim.log.levels.WARN
+      )
+      return
+    end
+    args = { messageId = id }
+  end
+  client.execute(current, "seri.session.fork", args, function(err, result)
+    if report(err, "could not fork") or type(result) ~= "table" then
+      return
+    end
+    if not chat.is_open() and type(result.session) == "table" then
+      local parent = result.session.parentId
+      notice.say(
+        ("Forked: session %s holds the conversation up to there; %s is as it was."):format(
+          tostring(result.session.id):sub(1, 8),
+          type(parent) == "string" and parent:sub(1, 8) or "the original"
+        )
+      )
+    end
+  end)
+end
+
 ---Send a prompt (slash commands pass through: `/compact tests`). Returns at once; the
 ---reply streams into the chat. `#buffer` and `#selection` become mentions of what they
 ---stand for, and what the prompt mentions is attached (`seri.attach`). While a task
----runs, the prompt is queued: shown in the chat and sent when the task ends.
+---runs, the prompt is queued: shown in the chat and sent when the task ends. `/cost`
+---and `/context` are answered at once (`M.report`).
 ---@param text string
 ---@param opts {context?: seri.ContextEntry[], on_error?: fun(err: lsp.ResponseError)}|fun(err: lsp.ResponseError)|nil
 ---  `context`: entries attached besides the mentions; `on_error`: the server refused it
@@ -188,6 +291,10 @@ function M.prompt(text, opts)
   text = vim.trim(text or "")
   if text == "" then
     notice.say("the prompt is empty", vim.log.levels.WARN)
+    return
+  end
+  if is_report(text) then
+    M.report(text)
     return
   end
   local current = project()
@@ -283,11 +390,10 @@ function M.compact(focus)
   focus = vim.trim(focus or "")
   local args = focus ~= "" and { focus = focus } or nil
   current.activity = { sessionId = "", state = "compacting" }
-  client.execute_task(current, "seri.compact", args, function(err, result)
+  -- What it did is said by its `seri/compacted` notice, in numbers.
+  client.execute_task(current, "seri.compact", args, function(err)
     current.activity = nil
-    if not report(err, "compaction failed") and type(result) == "table" and result.compacted then
-      notice.say(("compacted %d messages into a recap"):format(result.evicted or 0))
-    end
+    report(err, "compaction failed")
   end)
 end
 
@@ -319,6 +425,10 @@ function M.format_session(session, open_id)
   local date = require("seri.time").local_minute(session.updatedAt)
   local count = tonumber(session.messageCount) or 0
   local text = ("%s · %s · %d message%s"):format(title, date, count, count == 1 and "" or "s")
+  local spend = status.spend(session)
+  if spend then
+    text = text .. " · " .. spend
+  end
   if session.id == open_id then
     text = text .. " · open"
   end
@@ -523,12 +633,13 @@ function M.install()
   })
 end
 
-
----A short string for statuslines: `seri 34% (44k/128k) ▏compacts at 64k`, plus what a
----running task waits for (`· waiting for your approval`); "" when no server runs.
+---A short string for statuslines: `seri 34% (44k/128k) ▏compacts at 64k`, plus the
+---session's spend (`· $0.0213`) with `opts.spend` or the `status.spend` option, and what
+---a running task waits for (`· waiting for your approval`); "" when no server runs.
+---@param opts {spend?: boolean}?
 ---@return string
-function M.status()
-  return status.text(status.project())
+function M.status(opts)
+  return status.text(status.project(), opts)
 end
 
 return M

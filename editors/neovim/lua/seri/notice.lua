@@ -15,6 +15,9 @@ local COMMANDS = {
   ["seri.session.list"] = ":SeriResume",
   ["seri.session.resume"] = ":SeriResume",
   ["seri.session.new"] = ":SeriNew",
+  ["seri.session.fork"] = ":SeriFork",
+  ["seri.session.usage"] = ":SeriCost",
+  ["seri.session.context"] = ":SeriContext",
   ["seri.clear"] = ":SeriClear",
   ["seri.trajectory"] = ":SeriTrajectory",
 }
@@ -73,12 +76,13 @@ end
 ---opened otherwise), else also on the command line, on one line.
 ---@param text string
 ---@param level integer? vim.log.levels (INFO by default)
-function M.say(text, level)
+---@param opts {report?: boolean, action?: string}? how the chat shows it (`seri.chat.notice`)
+function M.say(text, level, opts)
   level = level or vim.log.levels.INFO
   text = M.editor_words(text):gsub("^seri: ", "")
   local chat = require("seri.chat")
   local shown = chat.is_open()
-  chat.notice(text, level)
+  chat.notice(text, level, opts)
   if shown then
     return
   end

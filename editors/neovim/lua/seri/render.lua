@@ -32,6 +32,8 @@ M.LOAD_EARLIER = "↑ load earlier messages"
 ---@field marks seri.Mark[]
 ---@field calls table<string, integer> 0-based line of each tool call, by call id
 ---@field frames seri.Frame[] fenced code blocks
+---@field id integer? the stored message it shows (its first line is that message's)
+---@field action string? what <CR> on its lines does (`recap`: open the recap)
 
 ---@return seri.Block
 local function block()
@@ -139,7 +141,11 @@ function M.header(session, reason)
     local title = session.title ~= nil and session.title ~= "" and session.title or "new session"
     add(b, "# seri: " .. shorten(title, 80), "SeriHeader")
     local details = { "session " .. session.id }
-    if reason and reason ~= "" then
+    local fork = type(session.forkedAt) == "number" and type(session.parentId) == "string"
+    if fork then
+      table.insert(details, "fork of " .. session.parentId:sub(1, 8))
+    end
+    if reason and reason ~= "" and not (fork and reason == "forked") then
       table.insert(details, reason)
     end
     add(b, table.concat(details, " · "), "SeriNotice")
@@ -317,6 +323,7 @@ end
 ---@return string role what `prev` is for the next message
 function M.message(msg, prev, results)
   local b = block()
+  b.id = msg.id
   if msg.role == "user" and msg.kind == "recap" then
     local evicted = type(msg.recap) == "table" and tonumber(msg.recap.evicted) or nil
     add(b, "## Recap", "SeriRecapTitle")
@@ -400,13 +407,78 @@ local NOTICE_GROUPS = {
 ---Lines of the plugin's own (a task was cancelled, failed, the server stopped...).
 ---@param text string
 ---@param level integer? vim.log.levels: errors and warnings stand out
+---@param kind "report"|"compaction"|nil a report (`/cost`, `/context`: its lines as they are), a compaction's notice
 ---@return seri.Block
-function M.notice(text, level)
+function M.notice(text, level, kind)
   local b = block()
-  local group = NOTICE_GROUPS[level] or "SeriNotice"
-  for _, line in ipairs(split(vim.trim(text))) do
+  local group = NOTICE_GROUPS[level]
+    or (kind == "report" and "SeriReport")
+    or (kind == "compaction" and "SeriCompacted")
+    or "SeriNotice"
+  local lines = split(kind == "report" and text:gsub("%s+$", "") or vim.trim(text))
+  for _, line in ipairs(lines) do
     add(b, line, group)
   end
+  add(b, "")
+  return b
+end
+
+---@param n number
+---@return string
+local function grouped(n)
+  local digits = tostring(math.floor(tonumber(n) or 0))
+  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+local COMPACTED_BY = {
+  auto = "Context compacted automatically",
+  manual = "Context compacted",
+  overflow = "Context compacted (the request was too long for the model)",
+}
+
+---What a compaction did (`seri/compacted`), in numbers: `Context compacted automatically:
+---48 → 7 messages, 70,120 → 18,340 tokens.`, then the recap's Read and Modified lists.
+---@param params table
+---@return string
+function M.compaction_text(params)
+  local head = COMPACTED_BY[params.trigger] or COMPACTED_BY.manual
+  local numbers = { "messagesBefore", "messagesAfter", "tokensBefore", "tokensAfter" }
+  local known = vim.iter(numbers):all(function(key)
+    return type(params[key]) == "number"
+  end)
+  local lines = {}
+  if known then
+    table.insert(
+      lines,
+      ("%s: %s → %s messages, %s → %s tokens."):format(
+        head,
+        grouped(params.messagesBefore),
+        grouped(params.messagesAfter),
+        grouped(params.tokensBefore),
+        grouped(params.tokensAfter)
+      )
+    )
+  else
+    local evicted = tonumber(params.evicted) or 0
+    table.insert(lines, ("%s: %d messages summarised into a recap."):format(head, evicted))
+  end
+  for _, field in ipairs({ { "read", "Read" }, { "modified", "Modified" } }) do
+    local paths = params[field[1]]
+    if type(paths) == "table" and #paths > 0 then
+      table.insert(lines, ("%s: %s"):format(field[2], table.concat(paths, ", ")))
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+---The line after a fork's copied messages: where they come from.
+---@param parent string the session forked from
+---@param title string? its title, once known
+---@return seri.Block
+function M.fork_mark(parent, title)
+  local b = block()
+  local from = title and ("“%s”"):format(shorten(title, 50)) or ("session " .. parent:sub(1, 8))
+  add(b, ("── forked here from %s ──"):format(from), "SeriForkMark")
   add(b, "")
   return b
 end

@@ -1,20 +1,49 @@
 -- The short status for statuslines: context use of the open session, where automatic
--- compaction starts, and what a running task waits for. Refreshed after every model
--- call, turn and compaction (the client fetches the usage) and at each `seri/status`.
+-- compaction starts, what its model calls cost (on request), and what a running task
+-- waits for. Refreshed after every model call, turn and compaction (the client fetches
+-- the usage and the session) and at each `seri/status`.
 
 local client = require("seri.client")
+local config = require("seri.config")
 
 local M = {}
 
+---A token count in a few characters: `740`, `9.1k`, `128k`.
 ---@param n number
 ---@return string
-local function tokens(n)
+function M.tokens(n)
   if n < 1000 then
     return tostring(math.floor(n))
   elseif n < 10000 then
     return (("%.1fk"):format(n / 1000):gsub("%.0k$", "k"))
   end
   return ("%dk"):format(math.floor(n / 1000 + 0.5))
+end
+
+---A cost in USD as the server's `/cost` writes it: `$0.0123`, `$1.50`.
+---@param cost number
+---@return string
+function M.money(cost)
+  if cost >= 1 then
+    return ("$%.2f"):format(cost)
+  end
+  return ("$%.4f"):format(cost)
+end
+
+---What a session's model calls cost: `$0.0213`, else its tokens (`50k tok`) when the
+---provider reports no cost; nil before any call (or when it reports neither).
+---@param session seri.Session?
+---@return string?
+function M.spend(session)
+  local spend = session and session.spend
+  if type(spend) ~= "table" or (tonumber(spend.calls) or 0) <= 0 then
+    return nil
+  end
+  if type(spend.cost) == "number" then
+    return M.money(spend.cost)
+  end
+  local used = (tonumber(spend.inputTokens) or 0) + (tonumber(spend.outputTokens) or 0)
+  return used > 0 and (M.tokens(used) .. " tok") or nil
 end
 
 ---The project a statusline talks about: the only one running, else the current buffer's.
@@ -71,11 +100,13 @@ function M.activity(project)
 end
 
 ---`seri 34% (44k/128k) ▏compacts at 64k`: the open session's context use, where
----automatic compaction starts, and `· <activity>` while a task runs (`M.activity`);
----"" when no server runs.
+---automatic compaction starts, `· $0.0213` (its spend) with `spend` (default: the
+---`status.spend` option), and `· <activity>` while a task runs (`M.activity`); "" when
+---no server runs.
 ---@param project seri.Project?
+---@param opts {spend?: boolean}?
 ---@return string
-function M.text(project)
+function M.text(project, opts)
   if not project then
     return ""
   end
@@ -84,12 +115,20 @@ function M.text(project)
   if type(usage) == "table" and tonumber(usage.contextWindow) and usage.contextWindow > 0 then
     local used = tonumber(usage.estimateTokens) or 0
     table.insert(parts, ("%d%%"):format(math.floor(used * 100 / usage.contextWindow + 0.5)))
-    table.insert(parts, ("(%s/%s)"):format(tokens(used), tokens(usage.contextWindow)))
+    table.insert(parts, ("(%s/%s)"):format(M.tokens(used), M.tokens(usage.contextWindow)))
     if tonumber(usage.compactAt) then
-      table.insert(parts, "▏compacts at " .. tokens(usage.compactAt))
+      table.insert(parts, "▏compacts at " .. M.tokens(usage.compactAt))
     end
   end
   local text = table.concat(parts, " ")
+  local with_spend = opts and opts.spend
+  if with_spend == nil then
+    with_spend = config.options.status.spend
+  end
+  local spend = with_spend and M.spend(project.session)
+  if spend then
+    text = text .. " · " .. spend
+  end
   local activity = M.activity(project)
   if activity then
     text = text .. " · " .. activity

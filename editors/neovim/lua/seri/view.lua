@@ -50,20 +50,4 @@ function M.keep_in_view(win)
   end
 end
 
----Put the line `text` (the recap's heading) at the top of every window of `buf`.
----@param buf integer
----@param text string
-function M.show_line(buf, text)
-  for i, line in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
-    if line == text then
-      for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-        vim.api.nvim_win_call(win, function()
-          vim.fn.winrestview({ lnum = i, col = 0, topline = i })
-        end)
-      end
-      return
-    end
-  end
-end
-
 return M

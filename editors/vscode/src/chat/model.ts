@@ -2,12 +2,14 @@
 // task runs, and the context use. Fed by the server's notifications and results; read by
 // the chat view and the status bar. No `vscode` import, so it is testable in plain Node.
 
-import { inEditorWords } from '../format';
+import { compactionSummary, inEditorWords } from '../format';
 import {
   ApproveParams,
   ApproveResult,
   CompactedParams,
+  ContextBreakdown,
   DeltaParams,
+  ForkResult,
   MessageParams,
   PAGE_SIZE,
   PromptContext,
@@ -23,6 +25,7 @@ import {
   Usage,
   WireMessage,
 } from '../protocol';
+import { ForkOrigin } from './fork';
 
 /** How the model reaches the server: `workspace/executeCommand` with one argument. */
 export interface ServerLink {
@@ -50,6 +53,10 @@ export interface ChatSnapshot {
   questions: Question[];
   /** Prompts sent while a task ran, sent in order once it ends. */
   queued: QueuedPrompt[];
+  /** What fills the open session's context, by part; null until the server said. */
+  context: ContextBreakdown | null;
+  /** The session the open one was forked from; null when it is no fork. */
+  forkOrigin: ForkOrigin | null;
 }
 
 /** A line the chat shows without storing it: how a task ended, a refused command. */
@@ -61,7 +68,14 @@ export interface Notice {
   afterId: number | null;
   /** The prompt a Retry button sends again (a failed task's, a refused one's). */
   retry?: PromptRequest;
+  /** A report (`/cost`, `/context`): aligned lines, shown as they are. */
+  report?: boolean;
+  /** A compaction's notice: the recap (a button shows it) and its Read/Modified lists. */
+  compaction?: { recapId?: number; read: string[]; modified: string[] };
 }
+
+/** What a notice may carry besides its text. */
+export type NoticeExtras = Pick<Notice, 'retry' | 'report' | 'compaction'>;
 
 /** What the chat input sends: the text and what the user attached. */
 export interface PromptRequest {
@@ -137,8 +151,15 @@ export class ChatModel {
   private queue: QueuedPrompt[] = [];
   // Ids for notices, questions and queued prompts (the webview acts on them by id).
   private lastId = 0;
-  // A compaction happened: the next page read with its recap shows the recap.
+  // A compaction asked for by the user: the next page read with its recap shows the recap.
   private revealRecap = false;
+  private context: ContextBreakdown | null = null;
+  // Bumped by every context read: an answer to an older one is dropped.
+  private contextReads = 0;
+  private forkOrigin: ForkOrigin | null = null;
+  // `/cost` and `/context` sent and not answered: the server also shows their text as a
+  // message, which the chat shows already.
+  private reportsPending = 0;
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
 
@@ -161,6 +182,8 @@ export class ChatModel {
       activity: this.activity,
       questions: [...this.questions],
       queued: [...this.queue],
+      context: this.context,
+      forkOrigin: this.forkOrigin,
     };
   }
 
@@ -174,6 +197,10 @@ export class ChatModel {
 
   get currentUsage(): Usage | null {
     return this.usage;
+  }
+
+  get currentContext(): ContextBreakdown | null {
+    return this.context;
   }
 
   get state(): ServerState {
@@ -267,7 +294,6 @@ export class ChatModel {
     }
     if (message.kind === 'recap') {
       // A compaction replaced the start of the history: read it again.
-      this.revealRecap = true;
       void this.load();
       return;
     }
@@ -298,11 +324,20 @@ export class ChatModel {
     }
   }
 
+  /**
+   * A compaction: a notice says what it did in numbers (with a button that shows the
+   * recap), and the history is read again. A compaction the user asked for shows its
+   * recap at once; an automatic one leaves the view following the task.
+   */
   compacted(params: CompactedParams): void {
-    if (this.session !== null && params.sessionId === this.session.id) {
-      this.revealRecap = true;
-      void this.load();
+    if (this.session === null || params.sessionId !== this.session.id) {
+      return;
     }
+    this.addNotice('info', compactionSummary(params), {
+      compaction: { recapId: params.recapId, read: params.read ?? [], modified: params.modified ?? [] },
+    });
+    this.revealRecap = params.trigger === 'manual';
+    void this.load();
   }
 
   turnEnded(params: TurnEndedParams): void {
@@ -325,6 +360,9 @@ export class ChatModel {
   /** Whether a message the server shows says what the chat shows already: why the open
    * session's task failed or stopped (each such message is held back once). */
   showsInChat(message: string): boolean {
+    if (this.reportsPending > 0 && /^(Spend|Context): /.test(message)) {
+      return true; // the report of a `/cost` or `/context` the chat prints
+    }
     return this.endedWith.delete(message);
   }
 
@@ -392,6 +430,11 @@ export class ChatModel {
    * sent when it ends. Never throws: a refusal is shown in the chat, with a Retry.
    */
   async submit(request: PromptRequest): Promise<void> {
+    if (isReport(request.text)) {
+      // It runs no task: answered at once, also while one runs.
+      await this.report(request.text.trim());
+      return;
+    }
     if (this.running || this.queue.length > 0) {
       this.queue.push({ id: ++this.lastId, ...request });
       this.emit({ kind: 'state' });
@@ -400,8 +443,38 @@ export class ChatModel {
     try {
       await this.send(request.text, request.context);
     } catch (error) {
-      this.addNotice('error', inEditorWords(describe(error)), request);
+      this.addNotice('error', inEditorWords(describe(error)), { retry: request });
     }
+  }
+
+  /**
+   * `/cost` or `/context`: the server's report, printed in the transcript as it is
+   * (aligned lines); `/context` also refreshes the context bar.
+   */
+  async report(text: string): Promise<void> {
+    this.reportsPending++;
+    try {
+      const result = await this.requireServer().execute<PromptResult>(ServerCommand.prompt, { text });
+      if (typeof result.text === 'string') {
+        this.addNotice('info', result.text, { report: true });
+      }
+      if (result.command === 'context') {
+        this.setContext(result);
+      }
+    } catch (error) {
+      this.addNotice('error', inEditorWords(describe(error)));
+    } finally {
+      this.reportsPending--;
+    }
+  }
+
+  /**
+   * Fork the open session at message `messageId` (default: its last one) and open the
+   * fork; the chat shows it once the server says it changed session (reason `forked`).
+   */
+  async fork(messageId?: number): Promise<ForkResult> {
+    const args = messageId !== undefined ? { messageId } : {};
+    return this.requireServer().execute<ForkResult>(ServerCommand.sessionFork, args);
   }
 
   /** Take a queued prompt back before it is sent. */
@@ -469,9 +542,9 @@ export class ChatModel {
   }
 
   /** Show a line in the transcript that is not stored (a refused command, say). */
-  addNotice(level: Notice['level'], text: string, retry?: PromptRequest): void {
+  addNotice(level: Notice['level'], text: string, extras: NoticeExtras = {}): void {
     const last = this.messages[this.messages.length - 1];
-    const notice: Notice = { id: ++this.lastId, level, text, afterId: last ? last.id : null, retry };
+    const notice: Notice = { id: ++this.lastId, level, text, afterId: last ? last.id : null, ...extras };
     this.notices.push(notice);
     this.emit({ kind: 'notice', notice });
   }
@@ -575,6 +648,27 @@ export class ChatModel {
       this.session = view.session;
     }
     this.emit({ kind: 'state' });
+    await this.refreshContext();
+  }
+
+  /** Read what fills the open session's context (the header's bar and its breakdown). */
+  async refreshContext(): Promise<void> {
+    const server = this.server;
+    const session = this.session;
+    if (!server || !session) {
+      return;
+    }
+    const generation = this.generation;
+    const read = ++this.contextReads;
+    let context: ContextBreakdown;
+    try {
+      context = await server.execute<ContextBreakdown>(ServerCommand.sessionContext, { sessionId: session.id });
+    } catch {
+      return; // an older server, or a busy store: the bar shows the plain use meanwhile
+    }
+    if (generation === this.generation && read === this.contextReads && this.session?.id === session.id) {
+      this.setContext(context);
+    }
   }
 
   // --- internals -------------------------------------------------------------------
@@ -618,6 +712,45 @@ export class ChatModel {
     }
   }
 
+  /** Take a context breakdown the server sent, if it is one (and of the open session). */
+  private setContext(context: Partial<ContextBreakdown>): void {
+    const fits =
+      Array.isArray(context.parts) &&
+      typeof context.contextWindow === 'number' &&
+      typeof context.estimateTokens === 'number' &&
+      (context.sessionId === undefined || context.sessionId === (this.session?.id ?? null));
+    if (fits) {
+      this.context = context as ContextBreakdown;
+      this.emit({ kind: 'state' });
+    }
+  }
+
+  /** A fork names its parent: read the parent's title for the chat (once per fork). */
+  private async lookUpOrigin(): Promise<void> {
+    const server = this.server;
+    const session = this.session;
+    const parent = session?.parentId;
+    if (!server || !session || !parent || session.forkedAt === null || session.forkedAt === undefined) {
+      this.forkOrigin = null;
+      return;
+    }
+    if (this.forkOrigin?.id === parent) {
+      return;
+    }
+    this.forkOrigin = { id: parent, title: null };
+    let title: string | null = null;
+    try {
+      const view = await server.execute<SessionView>(ServerCommand.sessionGet, { sessionId: parent, limit: 1 });
+      title = view.session?.title ?? null;
+    } catch {
+      // Deleted since, say: the chat names it by id.
+    }
+    if (this.session?.id === session.id) {
+      this.forkOrigin = { id: parent, title };
+      this.emit({ kind: 'state' });
+    }
+  }
+
   private apply(view: SessionView): void {
     const switched = view.session?.id !== this.session?.id;
     this.session = view.session;
@@ -634,6 +767,7 @@ export class ChatModel {
     if (switched) {
       this.notices = [];
       this.streaming = '';
+      this.context = null;
     }
     // Shown once the page read holds the recap (a read already under way may not).
     const reveal = this.revealRecap && this.messages[0]?.kind === 'recap';
@@ -641,6 +775,8 @@ export class ChatModel {
       this.revealRecap = false;
     }
     this.emit(reveal ? { kind: 'reset', reveal: 'recap' } : { kind: 'reset' });
+    void this.lookUpOrigin();
+    void this.refreshContext();
   }
 
   private flushArrived(): void {
@@ -672,6 +808,8 @@ export class ChatModel {
     this.streaming = '';
     this.notices = [];
     this.arrivedWhileLoading = [];
+    this.context = null;
+    this.forkOrigin = null;
   }
 
   private noteOutcome(result: PromptResult, request: PromptRequest): void {
@@ -687,7 +825,7 @@ export class ChatModel {
       const error = result.error ?? 'no reason given';
       // A provider that refuses the key says 401; point at where the key is set.
       const hint = /\b401\b|unauthori[sz]ed|api key/i.test(error) ? ' Set the key with “Seri: Set API Key”.' : '';
-      this.addNotice('error', `The task failed: ${inEditorWords(error)}${hint}`, request);
+      this.addNotice('error', `The task failed: ${inEditorWords(error)}${hint}`, { retry: request });
     } else if (result.status === 'max_turns') {
       this.addNotice('warning', result.error ?? 'The task used its whole turn budget.');
     } else if (result.status === 'cancelled') {
@@ -749,6 +887,11 @@ function answered(question: ApproveParams, choice: string, note: string | undefi
       about = (question as { message: string }).message;
   }
   return `“${choice}”: ${about}${note ? ` (${note})` : ''}.`;
+}
+
+/** `/cost` or `/context`: a slash command that prints a report and runs no task. */
+function isReport(text: string): boolean {
+  return /^\/(cost|context)$/i.test(text.trim());
 }
 
 /** A prompt the user typed (not a recap, a loaded rule or failing checks). */

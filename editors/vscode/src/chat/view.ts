@@ -11,6 +11,7 @@ import { ChatChange, ChatModel } from './model';
 import { Proposals } from './proposals';
 import { FromWebview, MenuAction, ToWebview } from './webviewProtocol';
 import { bufferContext, editorForAttaching, selectionContext } from '../attachments';
+import { inEditorWords } from '../format';
 import { Commands, FOCUS_CHAT } from '../ids';
 import type { PromptContext } from '../protocol';
 import { describe } from '../server';
@@ -25,6 +26,7 @@ const MENU_COMMANDS: Record<MenuAction, string> = {
   compact: Commands.compact,
   maxTurns: Commands.setMaxTurns,
   rewind: Commands.rewind,
+  fork: Commands.forkSession,
 };
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
@@ -201,6 +203,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case 'retry':
           await this.model.retry(message.id);
           break;
+        case 'fork':
+          await this.model.fork(message.id);
+          this.focusInput();
+          break;
+        case 'resume':
+          await vscode.commands.executeCommand(Commands.resumeSession, message.sessionId);
+          break;
         case 'findFiles':
           this.post({ type: 'files', seq: message.seq, paths: await this.files.find(message.query) });
           break;
@@ -219,7 +228,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       }
     } catch (error) {
       this.log.error(`Chat view: ${describe(error)}`);
-      this.model.addNotice('error', describe(error));
+      this.model.addNotice('error', inEditorWords(describe(error)));
     }
   }
 

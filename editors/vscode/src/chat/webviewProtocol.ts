@@ -24,7 +24,7 @@ export type ToWebview =
   | { type: 'resolvedPaths'; resolved: Record<string, string | null> };
 
 /** Header menu entries; each runs the palette command of the same name. */
-export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns' | 'rewind';
+export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns' | 'rewind' | 'fork';
 
 /** Webview to extension. */
 export type FromWebview =
@@ -43,6 +43,10 @@ export type FromWebview =
   | { type: 'review'; id: number }
   | { type: 'unqueue'; id: number }
   | { type: 'retry'; id: number }
+  /** Fork the session at this message (Fork from Here). */
+  | { type: 'fork'; id: number }
+  /** Open another session of the project (a fork's original). */
+  | { type: 'resume'; sessionId: string }
   | { type: 'findFiles'; seq: number; query: string }
   | { type: 'resolvePaths'; paths: string[] }
   | { type: 'attach'; what: 'selection' | 'buffer' };

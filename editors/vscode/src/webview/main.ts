@@ -1,15 +1,18 @@
-// The chat view's page: header (title, context use with where compaction starts, session
-// menu), transcript (following new output), the questions the task waits on, the queue,
-// and the input. It holds no state the extension does not also hold, except the unsent
-// draft and its attachments (kept with setState, so they survive the view being hidden
-// and the window being reloaded).
+// The chat view's page: header (title, the session's spend, the context bar with what
+// fills the context and where compaction starts, session menu), transcript (following
+// new output), the questions the task waits on, the queue, and the input. It holds no
+// state the extension does not also hold, except the unsent draft and its attachments
+// (kept with setState, so they survive the view being hidden and the window being
+// reloaded).
 
 import './style.css';
 
+import { lastCopied } from '../chat/fork';
 import { sessionTitle } from '../chat/promptText';
 import type { FromWebview, HeaderState, MenuAction, ToWebview } from '../chat/webviewProtocol';
-import { contextPercent, describeActivity, formatTokens } from '../format';
+import { contextPercent, describeActivity, formatTokens, shortTokens, spendSentence, spendWords } from '../format';
 import { Composer, Draft } from './composer';
+import { ContextBar } from './contextBar';
 import { Icons, h, icon } from './dom';
 import { Follower } from './follow';
 import { renderMarkdown } from './markdown';
@@ -41,15 +44,15 @@ const MENU: { action: MenuAction; label: string }[] = [
   { action: 'clear', label: 'Clear conversation' },
   { action: 'maxTurns', label: 'Set max turns…' },
   { action: 'rewind', label: 'Rewind…' },
+  { action: 'fork', label: 'Fork session' },
 ];
 
 // --- layout -------------------------------------------------------------------------
 
 const title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
 const subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
-const meterFill = h('span', { class: 'meter-fill' });
-const meterMark = h('span', { class: 'meter-mark', id: 'compact-mark' });
-const meter = h('span', { class: 'meter', id: 'context-meter', hidden: true, role: 'img' }, meterFill, meterMark);
+const spend = h('span', { class: 'spend', id: 'session-spend', hidden: true });
+const contextBar = new ContextBar(() => post({ type: 'menu', action: 'compact' }));
 const menuButton = h(
   'button',
   { class: 'icon-button', id: 'session-menu-button', type: 'button', title: 'Session menu', 'aria-label': 'Session menu', 'aria-haspopup': 'menu', 'aria-expanded': 'false' },
@@ -63,9 +66,10 @@ const menu = h(
 const header = h(
   'header',
   { class: 'header' },
-  h('div', { class: 'title-block' }, title, h('div', { class: 'subtitle' }, meter, subtitle)),
+  h('div', { class: 'title-block' }, title, h('div', { class: 'subtitle' }, subtitle, spend), contextBar.meter),
   menuButton,
   menu,
+  contextBar.details,
 );
 
 const older = h('button', { class: 'older', type: 'button', hidden: true }, 'Load earlier messages');
@@ -112,10 +116,20 @@ function applyHeader(next: HeaderState): void {
   state = next;
   const session = next.session;
   title.textContent = session ? sessionTitle(session.title) : 'Seri';
-  title.title = session ? `${sessionTitle(session.title)} (${session.id})` : '';
+  const forkedFrom = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
+  title.title = session ? `${sessionTitle(session.title)} (${session.id})${forkedFrom}` : '';
   applyUsage(next);
+  spend.textContent = spendWords(session?.spend);
+  spend.title = spendSentence(session?.spend);
+  spend.hidden = spend.textContent === '';
   const usable = next.serverState === 'running';
   composer.setState(usable, next.running);
+  // No forking while a task runs (the server refuses it).
+  document.body.classList.toggle('task-running', next.running);
+  const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
+  if (origin(next) !== origin(before)) {
+    placeForkMark();
+  }
   menuButton.disabled = !usable;
   older.hidden = !next.hasMore;
   renderQuestions(questions, next.questions, session?.project ?? '', post);
@@ -137,26 +151,31 @@ function applyHeader(next: HeaderState): void {
   }
 }
 
-/** The meter with the compaction mark, then "12% · 15,360 / 128,000 tokens". */
+/** "12% · 15k / 128k tokens", then the context bar (its parts, the compaction mark). */
 function applyUsage(next: HeaderState): void {
   if (!next.usage || !next.session) {
     subtitle.textContent = '';
-    meter.hidden = true;
+    contextBar.update(null, null, '');
     return;
   }
-  const { estimateTokens, contextWindow, compactAt } = next.usage;
+  const { estimateTokens, contextWindow } = next.usage;
   const percent = contextPercent(estimateTokens, contextWindow);
-  subtitle.textContent = `${percent}% · ${formatTokens(estimateTokens)} / ${formatTokens(contextWindow)} tokens`;
-  meter.hidden = contextWindow <= 0;
-  meterFill.style.width = `${Math.min(100, (estimateTokens * 100) / Math.max(1, contextWindow))}%`;
-  const where = compactAt !== undefined && contextWindow > 0 ? (compactAt * 100) / contextWindow : undefined;
-  meterMark.hidden = where === undefined;
-  meterMark.style.left = `${where ?? 0}%`;
-  const compaction =
-    compactAt !== undefined ? `\nCompaction starts at ${formatTokens(compactAt)} tokens (${contextPercent(compactAt, contextWindow)}%).` : '';
-  meter.title = `${formatTokens(estimateTokens)} of ${formatTokens(contextWindow)} tokens used.${compaction}`;
-  meter.setAttribute('aria-label', meter.title);
-  meter.classList.toggle('near', compactAt !== undefined && estimateTokens >= compactAt * 0.8);
+  subtitle.textContent = `${percent}% · ${shortTokens(estimateTokens)} / ${shortTokens(contextWindow)} tokens`;
+  subtitle.title = `${formatTokens(estimateTokens)} of ${formatTokens(contextWindow)} tokens`;
+  contextBar.update(next.usage, next.context, next.session.project);
+}
+
+/** “The parent’s title”, or its id when its title could not be read. */
+function originName(next: HeaderState): string {
+  const origin = next.forkOrigin!;
+  return origin.title ? `“${sessionTitle(origin.title)}”` : `session ${origin.id}`;
+}
+
+/** After a fork's copied messages: a line saying where they come from. */
+function placeForkMark(): void {
+  const next = state;
+  const after = next?.forkOrigin ? lastCopied(next.session, transcript.shown) : null;
+  transcript.markFork(after, after !== null && next ? originName(next) : '', next?.forkOrigin?.id ?? '');
 }
 
 function updateWorking(): void {
@@ -218,6 +237,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       olderRequested = false;
       transcript.reset(messages, notices);
       applyHeader(header);
+      placeForkMark();
       setStreaming(streaming);
       paths.link();
       const recap = message.reveal === 'recap' ? rows.querySelector<HTMLElement>('.recap') : null;
@@ -244,7 +264,9 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       const before = transcriptBox.scrollHeight;
       messageCount += message.messages.length;
       transcript.prepend(message.messages);
+      placeForkMark();
       transcriptBox.scrollTop += transcriptBox.scrollHeight - before;
+      revealPendingRecap();
       paths.link();
       olderRequested = false;
       older.hidden = !message.hasMore;
@@ -283,6 +305,29 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
 
 // --- history paging -----------------------------------------------------------------
 
+// A "Show recap" asked for a recap not loaded yet (0: any recap): earlier pages come first.
+let recapWanted: number | undefined;
+
+/** Show the recap a compaction notice names, reading earlier pages until it is there. */
+function revealPendingRecap(): void {
+  if (recapWanted === undefined) {
+    return;
+  }
+  const card =
+    rows.querySelector<HTMLElement>(`.recap[data-id="${recapWanted}"]`) ?? rows.querySelector<HTMLElement>('.recap');
+  if (card) {
+    recapWanted = undefined;
+    follower.reveal(card);
+    card.classList.remove('flash');
+    void card.offsetWidth; // restart the animation
+    card.classList.add('flash');
+  } else if (state?.hasMore) {
+    requestOlder();
+  } else {
+    recapWanted = undefined;
+  }
+}
+
 function requestOlder(): void {
   if (state?.hasMore && !olderRequested) {
     olderRequested = true;
@@ -307,6 +352,22 @@ transcriptBox.addEventListener('click', (event) => {
     post({ type: 'copy', text: code?.textContent ?? '' });
     copy.textContent = 'Copied';
     setTimeout(() => (copy.textContent = 'Copy'), 1200);
+    return;
+  }
+  const fork = target.closest<HTMLButtonElement>('.fork-here');
+  if (fork?.dataset.messageId) {
+    post({ type: 'fork', id: Number(fork.dataset.messageId) });
+    return;
+  }
+  const original = target.closest<HTMLButtonElement>('.fork-original');
+  if (original?.dataset.sessionId) {
+    post({ type: 'resume', sessionId: original.dataset.sessionId });
+    return;
+  }
+  const showRecap = target.closest<HTMLButtonElement>('.notice-show-recap');
+  if (showRecap) {
+    recapWanted = Number(showRecap.dataset.recapId) || 0;
+    revealPendingRecap();
     return;
   }
   const retry = target.closest<HTMLButtonElement>('.notice-retry');

@@ -1,12 +1,13 @@
 // The transcript: messages as rows. Tool calls are collapsible rows inside the assistant
 // message that made them, with their result (from the matching `tool` message) inside;
 // a recap is a card of its own; loaded rules and failing checks handed back to the model
-// are folded blocks, not the user's words.
+// are folded blocks, not the user's words. Prompts, replies and recaps offer "Fork from
+// here" (a button on hover, and the view's context menu through `data-vscode-context`).
 
 import type { Notice } from '../chat/model';
 import { ContextBlock, Mention, mentionLabel, splitPrompt } from '../chat/promptText';
 import type { Recap, ToolCall, WireMessage } from '../protocol';
-import { checksHeading } from '../format';
+import { checksHeading, plural } from '../format';
 import { Icons, h, icon } from './dom';
 import { renderMarkdown } from './markdown';
 import { textWithPaths } from './paths';
@@ -58,6 +59,42 @@ export class Transcript {
 
   get count(): number {
     return this.messages.length;
+  }
+
+  /** The messages shown, oldest first. */
+  get shown(): readonly WireMessage[] {
+    return this.messages;
+  }
+
+  /**
+   * The line after a fork's copied messages (after message `afterId`), naming the session
+   * they were copied from (`origin`, whose id `originId` opens it); none for null.
+   */
+  markFork(afterId: number | null, origin: string, originId: string): void {
+    this.root.querySelector(':scope > .fork-mark')?.remove();
+    const row = afterId === null ? null : this.rowOf(afterId);
+    if (!row) {
+      return;
+    }
+    row.after(
+      h(
+        'div',
+        { class: 'row fork-mark', role: 'note', id: 'fork-mark' },
+        icon(Icons.fork),
+        h('span', { class: 'fork-text' }, `Forked from ${origin}: the messages above are a copy. The original is unchanged.`),
+        h('button', { class: 'fork-original link-button', type: 'button', 'data-session-id': originId, title: 'Resume the session this one was forked from' }, 'Open the original'),
+      ),
+    );
+  }
+
+  /** The row that shows message `id` (a tool result's: its call's reply). */
+  private rowOf(id: number): HTMLElement | null {
+    const message = this.messages.find((m) => m.id === id);
+    const call = message?.role === 'tool' && message.tool_call_id ? this.callRows.get(message.tool_call_id) : undefined;
+    if (call) {
+      return call.closest<HTMLElement>('.row.assistant');
+    }
+    return this.root.querySelector<HTMLElement>(`:scope > [data-id="${id}"]`);
   }
 
   reset(messages: WireMessage[], notices: Notice[]): void {
@@ -137,7 +174,8 @@ export class Transcript {
       return renderPrompt(message);
     }
     if (message.role === 'assistant') {
-      const row = h('div', { class: 'row assistant', 'data-id': String(message.id), 'data-role': 'assistant' });
+      const row = h('div', { class: 'row assistant', 'data-id': String(message.id), 'data-role': 'assistant', ...forkable(message) });
+      row.append(forkButton(message.id));
       if (message.thinking) {
         const thinking = h('details', { class: 'thinking' }, h('summary', {}, 'Thinking'));
         const body = h('div', { class: 'markdown' });
@@ -267,9 +305,34 @@ function renderChecks(message: WireMessage): HTMLElement {
   );
 }
 
+/** Where the view's context menu offers "Fork from Here" (`webview/context` in package.json). */
+function forkable(message: WireMessage): Record<string, string> {
+  return { 'data-vscode-context': JSON.stringify({ webviewSection: 'message', messageId: message.id }) };
+}
+
+/** The hover action of a prompt, a reply or a recap. */
+function forkButton(id: number): HTMLElement {
+  return h(
+    'div',
+    { class: 'row-actions' },
+    h(
+      'button',
+      {
+        class: 'icon-button fork-here',
+        type: 'button',
+        'data-message-id': String(id),
+        title: 'Fork from here: continue in a new session holding the conversation up to this message (this one stays as it is)',
+        'aria-label': 'Fork from here',
+      },
+      icon(Icons.fork),
+    ),
+  );
+}
+
 function renderRecap(message: WireMessage): HTMLElement {
   const recap: Recap | undefined = message.recap;
-  const card = h('section', { class: 'row recap', 'data-id': String(message.id), 'aria-label': 'Recap' });
+  const card = h('section', { class: 'row recap', 'data-id': String(message.id), 'aria-label': 'Recap', ...forkable(message) });
+  card.append(forkButton(message.id));
   const evicted = recap?.evicted;
   card.append(
     h(
@@ -324,7 +387,7 @@ function renderPrompt(message: WireMessage): HTMLElement {
   if (mentions.length > 0 || blocks.length > 0) {
     bubble.append(h('div', { class: 'chips prompt-attachments' }, ...mentions.map(mentionChip), ...blocks.map(blockChip)));
   }
-  return h('div', { class: 'row user', 'data-id': String(message.id), 'data-role': 'user' }, bubble);
+  return h('div', { class: 'row user', 'data-id': String(message.id), 'data-role': 'user', ...forkable(message) }, forkButton(message.id), bubble);
 }
 
 function mentionChip(mention: Mention): HTMLElement {
@@ -346,13 +409,51 @@ function blockChip(block: ContextBlock): HTMLElement {
   );
 }
 
+// Paths a compaction notice lists before "and N more".
+const NOTICE_PATHS = 8;
+
 function renderNotice(notice: Notice): HTMLElement {
-  return h(
+  const attributes = { role: notice.level === 'error' ? 'alert' : 'status', 'data-notice-id': String(notice.id) };
+  if (notice.report) {
+    // `/cost`, `/context`: aligned columns and text bars, as the server wrote them.
+    return h('div', { class: 'row notice notice-report', ...attributes }, h('pre', { class: 'report-text' }, notice.text));
+  }
+  const row = h(
     'div',
-    { class: `row notice notice-${notice.level}`, role: notice.level === 'error' ? 'alert' : 'status', 'data-notice-id': String(notice.id) },
+    { class: `row notice notice-${notice.level}`, ...attributes },
     h('span', { class: 'notice-text' }, notice.text),
     notice.retry
       ? h('button', { class: 'notice-retry secondary', type: 'button', title: 'Send the prompt again', 'data-notice-id': String(notice.id) }, 'Retry')
       : null,
   );
+  const compaction = notice.compaction;
+  if (compaction) {
+    row.classList.add('notice-compaction');
+    row.prepend(icon(Icons.recap));
+    row.append(
+      h(
+        'button',
+        { class: 'notice-show-recap secondary', type: 'button', 'data-recap-id': String(compaction.recapId ?? ''), title: 'Scroll to the recap' },
+        'Show recap',
+      ),
+    );
+    for (const [label, paths] of [
+      ['Read', compaction.read],
+      ['Modified', compaction.modified],
+    ] as const) {
+      if (paths.length > 0) {
+        const more = paths.length - NOTICE_PATHS;
+        row.append(
+          h(
+            'div',
+            { class: 'recap-paths notice-paths' },
+            h('span', { class: 'recap-paths-label' }, `${label}:`),
+            ...paths.slice(0, NOTICE_PATHS).map((p) => h('a', { class: 'chip file-link', href: '#', 'data-path': p, title: `Open ${p}` }, p)),
+            more > 0 ? h('span', { class: 'recap-paths-label' }, `and ${plural(more, 'more')}`) : null,
+          ),
+        );
+      }
+    }
+  }
+  return row;
 }

@@ -41,6 +41,8 @@ suite('Activation', () => {
       'New Session',
       'Continue Last Session',
       'Resume Session...',
+      'Fork Session',
+      'Fork from Here',
       'Compact Context...',
       'Clear Conversation',
       'Set Max Turns...',

@@ -40,6 +40,8 @@ export interface Reply {
   text?: string;
   calls?: [string, string, object][];
   usage?: number;
+  /** The call's cost in USD (with `usage`), as OpenRouter reports it. */
+  cost?: number;
   chunkSize?: number;
   chunkDelay?: number;
   stallAfter?: number;

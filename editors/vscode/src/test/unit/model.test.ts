@@ -22,6 +22,10 @@ function view(open: Session | null, messages: WireMessage[], extra: Partial<Sess
 /** A server that answers `seri.session.get` from a function and records every call. */
 class FakeServer implements ServerLink {
   calls: { command: string; args: object }[] = [];
+  /** The reads of the session (`seri.session.get`), not of what fills its context. */
+  get reads(): { command: string; args: object }[] {
+    return this.calls.filter((c) => c.command === 'seri.session.get');
+  }
   constructor(private readonly answer: (command: string, args: Record<string, unknown>) => unknown) {}
   async execute<T>(command: string, args: object = {}): Promise<T> {
     this.calls.push({ command, args });
@@ -140,7 +144,7 @@ suite('ChatModel', () => {
     model.message({ sessionId: 's1', message: message(1, 'assistant', 'Hi') });
     model.detach('stopped');
     await new Promise((resolve) => setTimeout(resolve, 40));
-    assert.strictEqual(server.calls.length, 1, 'only the load at attach');
+    assert.strictEqual(server.reads.length, 1, 'only the load at attach');
   });
 
   test('a session change clears the transcript and loads the new session', async () => {
@@ -163,7 +167,7 @@ suite('ChatModel', () => {
     const first = new Promise<SessionView>((resolve) => (release = resolve));
     const stored = [message(1, 'user', 'first'), message(2, 'assistant', 'in both')];
     const model = new ChatModel();
-    const server: FakeServer = new FakeServer((): unknown => (server.calls.length === 1 ? first : view(open, stored)));
+    const server: FakeServer = new FakeServer((): unknown => (server.reads.length === 1 ? first : view(open, stored)));
     const attached = model.attach(server);
     model.sessionChanged({ session: open, reason: 'continued' });
     model.message({ sessionId: 's1', message: message(2, 'assistant', 'in both') });
@@ -198,14 +202,14 @@ suite('ChatModel', () => {
     assert.strictEqual(model.snapshot().messages.length, 200);
     assert.strictEqual(model.snapshot().hasMore, true);
     await model.loadOlder();
-    assert.deepStrictEqual(server.calls.at(-1)?.args, { sessionId: 's1', limit: 200, before: 251 });
+    assert.deepStrictEqual(server.reads.at(-1)?.args, { sessionId: 's1', limit: 200, before: 251 });
     assert.strictEqual(model.snapshot().messages[0].id, 51);
     await model.loadOlder();
     const snapshot = model.snapshot();
     assert.deepStrictEqual(snapshot.messages.map((m) => m.id), all.map((m) => m.id));
     assert.strictEqual(snapshot.hasMore, false);
     await model.loadOlder();
-    assert.strictEqual(server.calls.length, 3, 'no request once everything is shown');
+    assert.strictEqual(server.reads.length, 3, 'no request once everything is shown');
   });
 
   test('a page holding the recap, numbered after the messages it kept, is shown', async () => {
@@ -232,7 +236,7 @@ suite('ChatModel', () => {
     const model = new ChatModel();
     await model.attach(server);
     await model.loadOlder();
-    assert.strictEqual(server.calls.length, 1);
+    assert.strictEqual(server.reads.length, 1);
   });
 
   test('how a task ended shows as a notice; slash commands add none', async () => {
@@ -438,20 +442,167 @@ suite('ChatModel', () => {
     assert.deepStrictEqual(notice.retry, { text: 'hi' });
   });
 
-  test('after a compaction the page with the recap is drawn with the recap revealed', async () => {
+  test('after a compaction the user asked for, the page with the recap is drawn with the recap revealed', async () => {
     let messages = [message(1, 'user', 'a'), message(2, 'assistant', 'b')];
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, messages)));
     const resets: ChatChange[] = [];
     model.onDidChange((change) => change.kind === 'reset' && resets.push(change));
     messages = [message(7, 'user', 'recap', { kind: 'recap' }), message(2, 'assistant', 'b')];
-    model.compacted({ sessionId: 's1', trigger: 'auto', evicted: 1 });
+    model.compacted({ sessionId: 's1', trigger: 'manual', evicted: 1 });
     await model.load();
     assert.deepStrictEqual(resets[0], { kind: 'reset', reveal: 'recap' });
     await model.load();
     assert.deepStrictEqual(resets.slice(1), resets.slice(1).map(() => ({ kind: 'reset' })), 'revealed once');
   });
+
+  test('an automatic compaction leaves the view where it is, and says what it did in numbers', async () => {
+    let messages = [message(1, 'user', 'a'), message(2, 'assistant', 'b')];
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, messages)));
+    const resets: ChatChange[] = [];
+    model.onDidChange((change) => change.kind === 'reset' && resets.push(change));
+    messages = [message(7, 'user', 'recap', { kind: 'recap' }), message(2, 'assistant', 'b')];
+    model.compacted({
+      sessionId: 's1',
+      trigger: 'auto',
+      evicted: 1,
+      messagesBefore: 48,
+      messagesAfter: 7,
+      tokensBefore: 70120,
+      tokensAfter: 18340,
+      read: ['src/app.py'],
+      modified: [],
+      recapId: 7,
+    });
+    await model.load();
+    assert.deepStrictEqual(resets, resets.map(() => ({ kind: 'reset' })));
+    const [notice] = model.snapshot().notices;
+    assert.strictEqual(notice.text, 'Context compacted automatically: 48 → 7 messages, 70,120 → 18,340 tokens.');
+    assert.deepStrictEqual(notice.compaction, { recapId: 7, read: ['src/app.py'], modified: [] });
+    assert.strictEqual(notice.afterId, 2, 'shown where the compaction happened');
+  });
 });
+
+suite('ChatModel: forks, reports and the context', () => {
+  const open = session('s1', 'Parser work');
+  const breakdown = {
+    sessionId: 's1',
+    contextWindow: 1000,
+    compactAt: 500,
+    keepTokens: 100,
+    estimateTokens: 120,
+    lastBilledTokens: null,
+    localTokens: 120,
+    parts: [{ kind: 'user', name: 'user text', tokens: 120 }],
+  };
+
+  test('what fills the context is read with the session, and again with the usage', async () => {
+    const server = new FakeServer((command) => (command === 'seri.session.context' ? breakdown : view(open, [])));
+    const model = new ChatModel();
+    await model.attach(server);
+    await waitUntil(() => model.snapshot().context !== null);
+    assert.deepStrictEqual(model.snapshot().context, breakdown);
+    const asked = server.calls.filter((c) => c.command === 'seri.session.context');
+    assert.deepStrictEqual(asked.map((c) => c.args), [{ sessionId: 's1' }]);
+    await model.refreshUsage();
+    assert.strictEqual(server.calls.filter((c) => c.command === 'seri.session.context').length, 2);
+  });
+
+  test('a breakdown of another session, or none at all (an older server), leaves the bar plain', async () => {
+    let answer: unknown = { ...breakdown, sessionId: 'other' };
+    const model = new ChatModel();
+    await model.attach(
+      new FakeServer((command) => {
+        if (command !== 'seri.session.context') {
+          return view(open, []);
+        }
+        if (answer instanceof Error) {
+          throw answer;
+        }
+        return answer;
+      }),
+    );
+    await model.refreshContext();
+    assert.strictEqual(model.snapshot().context, null);
+    answer = new Error('Unknown command seri.session.context');
+    await model.refreshContext();
+    assert.strictEqual(model.snapshot().context, null);
+  });
+
+  test('/cost prints its report in the chat at once, also while a task runs, and the server’s copy is held back', async () => {
+    const text = 'Spend: $0.0213 over 9 model calls.\nInput 48,210 tokens.';
+    const prompts: string[] = [];
+    const model = new ChatModel();
+    let showsWhileAsked: boolean | undefined;
+    await model.attach(
+      new FakeServer((command, args) => {
+        if (command !== 'seri.prompt') {
+          return view(open, []);
+        }
+        prompts.push(String(args.text));
+        showsWhileAsked = model.showsInChat(text); // the server's showMessage comes first
+        return { status: 'done', command: 'cost', text, totals: {} };
+      }),
+    );
+    model.delta({ sessionId: 's1', text: 'a task streams' });
+    assert.ok(model.running);
+    await model.submit({ text: '/cost' });
+    assert.deepStrictEqual(prompts, ['/cost'], 'sent, not queued');
+    assert.strictEqual(showsWhileAsked, true);
+    assert.strictEqual(model.showsInChat(text), false, 'only while it is asked');
+    const notice = model.snapshot().notices.at(-1)!;
+    assert.strictEqual(notice.text, text);
+    assert.strictEqual(notice.report, true);
+  });
+
+  test('/context prints its report and redraws the bar from its figures', async () => {
+    const model = new ChatModel();
+    await model.attach(
+      new FakeServer((command) =>
+        command === 'seri.prompt' ? { status: 'done', command: 'context', text: 'Context: 120 of 1,000 tokens', ...breakdown } : view(open, []),
+      ),
+    );
+    await model.submit({ text: '/Context ' });
+    assert.strictEqual(model.snapshot().notices.at(-1)?.text, 'Context: 120 of 1,000 tokens');
+    assert.deepStrictEqual(model.snapshot().context?.parts, breakdown.parts);
+  });
+
+  test('a fork is asked at the message given (else at the last), and its origin is named', async () => {
+    const parent = session('p1', 'Parser work');
+    const fork: Session = { ...session('f1', 'Parser work (fork)'), parentId: 'p1', forkedAt: 2 };
+    let current: Session = parent;
+    const server = new FakeServer((command, args) => {
+      if (command === 'seri.session.fork') {
+        current = fork;
+        model.sessionChanged({ session: fork, reason: 'forked' });
+        return { session: fork, forkedAt: 2 };
+      }
+      if (command === 'seri.session.get' && args.sessionId === 'p1') {
+        return view(parent, []);
+      }
+      return view(current, []);
+    });
+    const model = new ChatModel();
+    await model.attach(server);
+    assert.strictEqual(model.snapshot().forkOrigin, null);
+    const result = await model.fork(2);
+    assert.deepStrictEqual(result, { session: fork, forkedAt: 2 });
+    await waitUntil(() => model.snapshot().forkOrigin?.title);
+    assert.deepStrictEqual(model.snapshot().forkOrigin, { id: 'p1', title: 'Parser work' });
+    assert.strictEqual(model.currentSession?.id, 'f1');
+    await model.fork();
+    const forks = server.calls.filter((c) => c.command === 'seri.session.fork').map((c) => c.args);
+    assert.deepStrictEqual(forks, [{ messageId: 2 }, {}]);
+  });
+});
+
+async function waitUntil(check: () => unknown): Promise<void> {
+  for (let i = 0; i < 100 && !check(); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.ok(check(), 'timed out');
+}
 
 function writeQuestion(): ApproveParams {
   return {
@@ -486,11 +637,11 @@ class FakeCancellation {
 /** A server whose tasks end when the test says (`finish`), recording each prompt. */
 class PromptServer implements ServerLink {
   prompts: { text: string; context?: unknown }[] = [];
-  /** Every command but the reads of the session. */
+  /** Every command but the reads of the session and of what fills its context. */
   commands: string[] = [];
   private pending: ((result: PromptResult) => void)[] = [];
   async execute<T>(command: string, args: object = {}): Promise<T> {
-    if (command !== 'seri.session.get') {
+    if (command !== 'seri.session.get' && command !== 'seri.session.context') {
       this.commands.push(command);
     }
     if (command !== 'seri.prompt') {
