@@ -273,6 +273,12 @@ export class ChatModel {
   // --- notifications -------------------------------------------------------------------
 
   sessionChanged(params: SessionChangedParams): void {
+    if (this.session?.id === params.session.id && params.reason === 'renamed') {
+      // Only the title changed: the pages read stay, and the reader where they were.
+      this.session = params.session;
+      this.emit({ kind: 'state' });
+      return;
+    }
     if (this.session?.id !== params.session.id) {
       this.session = params.session;
       this.clearTranscript();

@@ -330,8 +330,9 @@ function revealWanted(): void {
     ? (rows.querySelector<HTMLElement>(`.recap[data-id="${wanted.id}"]`) ?? rows.querySelector<HTMLElement>('.recap'))
     : transcript.rowFor(wanted.id);
   if (target) {
+    const block = wanted.recap ? 'start' : 'center';
     wanted = undefined;
-    follower.reveal(target);
+    follower.reveal(target, block);
     target.classList.remove('flash');
     void target.offsetWidth; // restart the animation
     target.classList.add('flash');
