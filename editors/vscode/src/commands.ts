@@ -216,7 +216,7 @@ export class CommandHandlers {
 
   /** Whether `projectPath` (a session's project) is the folder open in this window. */
   private isThisProject(projectPath: string): boolean {
-    const here = [this.model.currentSession?.project, projectFolder()?.uri.fsPath].filter((p): p is string => !!p);
+    const folder = projectFolder()?.uri.fsPath;
     const real = (p: string): string => {
       try {
         return fs.realpathSync(p);
@@ -224,7 +224,7 @@ export class CommandHandlers {
         return path.resolve(p);
       }
     };
-    return here.some((p) => p === projectPath || real(p) === real(projectPath));
+    return folder !== undefined && (folder === projectPath || real(folder) === real(projectPath));
   }
 
   /** Give the open session a title of the user's (asked for, the current one to edit). */

@@ -1056,6 +1056,9 @@ async function renameSession({ page, config, shot }) {
   await shot('rename-box');
   await page.keyboard.press('Enter');
   await view.locator('#session-title', { hasText: seeded.renamed }).waitFor({ timeout: 20_000 });
+  // Only the title changed: the earlier page read for the search hit is still there.
+  await page.waitForTimeout(500);
+  expect((await view.locator('.row.user', { hasText: 'Message 001 of the tokenizer session' }).count()) === 1, 'the earlier page is kept');
   await shot('rename-done');
 }
 
