@@ -1065,10 +1065,19 @@ async function renameSession({ page, config, shot }) {
 /** Type a path into the workbench's own file dialog (a quick input here) and accept it. */
 async function fileDialog(page, file) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
-  await input.waitFor({ timeout: 10_000 });
-  await input.fill(file);
-  await page.waitForTimeout(300);
+  // The dialog fills in its folder (and, to save, a name) once it has read the folder: a
+  // path typed before that is replaced.
+  await pickRows(page).filter({ hasText: '..' }).first().waitFor({ timeout: 10_000 });
+  await waitUntil(async () => {
+    if ((await input.inputValue()) !== file) {
+      await input.fill(file);
+      await page.waitForTimeout(300);
+      return false;
+    }
+    return true;
+  }, `the file dialog to hold ${file}`);
   await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
 }
 
 async function exportThenImport({ page, config, shot }) {
