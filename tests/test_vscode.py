@@ -91,6 +91,21 @@ RESUME = {
     "latestTitle": "Tell me about the parser",
     "latestReply": "The parser turns tokens into a tree.",
 }
+# A long session with a rare word on its first page, and a short latest one; the other
+# project's stored session is found only with "all projects".
+SEARCH = {
+    "title": "Port the tokenizer",
+    "count": 250,
+    "question": "Where does the tokenizer handle zeppelin escapes?",
+    "answer": "The zeppelin escapes are decoded in src/lexer.py, before the tokens.",
+    "secret": "Use the key sk-" + "a1b2c3d4e5" * 3 + " for the staging server.",
+    "query": "zeppelin esc",
+    "latestTitle": "Tell me about the parser",
+    "latestReply": "The parser turns tokens into a tree.",
+    "otherProjectQuery": "tokenizer splits",
+    "renamed": "Tokenizer: zeppelin escapes",
+    "bundle": "tokenizer-bundle.json",
+}
 
 
 @dataclass
@@ -157,6 +172,23 @@ def seed_long_session(profile: Path, workspace: Path, count: int) -> None:
         for number in range(1, count + 1):
             role = "user" if number % 2 else "assistant"
             text = f"Message {number:03d} of the long session"
+            store.append(session.id, Message(role=role, content=text))
+    finally:
+        db.close()
+
+
+def seed_search_session(profile: Path, workspace: Path) -> None:
+    """A session of `SEARCH["count"]` messages whose rare words (and a key) are in its
+    first page (the chat shows the newest 200 first), stored directly like the long one."""
+    profile.mkdir(parents=True, exist_ok=True)
+    db = Database.open(profile / DB_NAME)
+    try:
+        store = SessionStore(db)
+        session = store.create(str(workspace), title=SEARCH["title"])
+        special = {3: SEARCH["question"], 4: SEARCH["answer"], 5: SEARCH["secret"]}
+        for number in range(1, SEARCH["count"] + 1):
+            role = "user" if number % 2 else "assistant"
+            text = special.get(number, f"Message {number:03d} of the tokenizer session")
             store.append(session.id, Message(role=role, content=text))
     finally:
         db.close()
@@ -252,6 +284,9 @@ def vscode_run(
             # No server command of its own: the one the extension carries.
             "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
             "fork": make_workspace(folders, "fork"),
+            "search": make_workspace(
+                folders, "search", files={"notes/other.json": '{"format": "notes", "items": []}\n'}
+            ),
             "context": make_workspace(
                 folders,
                 "context",
@@ -268,6 +303,15 @@ def vscode_run(
         seed(provider, profile, workspaces["fork"], FORK["first"], FORK["firstReply"], new=True)
         seed(provider, profile, workspaces["fork"], FORK["second"], FORK["secondReply"], new=False)
         seed_long_session(profile, workspaces["long"], LONG["count"])
+        seed_search_session(profile, workspaces["search"])
+        seed(
+            provider,
+            profile,
+            workspaces["search"],
+            SEARCH["latestTitle"],
+            SEARCH["latestReply"],
+            new=True,
+        )
         seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
         seed(
             provider,
@@ -301,6 +345,7 @@ def vscode_run(
                 "long": LONG,
                 "follow": FOLLOW,
                 "fork": FORK,
+                "search": SEARCH,
             },
         }
         config_file = work / "config.json"
@@ -512,3 +557,22 @@ def test_fork_from_a_message_continues_from_there(vscode_run: VSCodeRun) -> None
 
 def test_the_context_bar_shows_its_parts_and_the_spend(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("the context bar is a segment per part")
+
+
+def test_search_sessions_opens_the_hit_in_an_earlier_page(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Search Sessions... searches as you type")
+
+
+def test_rename_session_shows_the_new_title_in_the_header(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Rename Session... shows the new title")
+
+
+def test_export_then_import_makes_a_new_session_with_the_conversation(
+    vscode_run: VSCodeRun,
+) -> None:
+    vscode_run.check_scenario("Export Session... to a .json file, then Import Session...")
+    bundle = json.loads((vscode_run.work / "workspaces" / "search" / SEARCH["bundle"]).read_text())
+    assert bundle["format"] == "seri-session"
+    assert bundle["title"] == SEARCH["renamed"]
+    assert len(bundle["messages"]) == SEARCH["count"]
+    assert "sk-a1b2" not in json.dumps(bundle), "the key left in the bundle"

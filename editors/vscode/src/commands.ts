@@ -1,5 +1,7 @@
 // The palette commands (category "Seri"); their ids are in ids.ts.
 
+import * as fs from 'fs';
+import * as path from 'path';
 import * as vscode from 'vscode';
 import { ResponseError } from 'vscode-languageclient/node';
 
@@ -15,16 +17,22 @@ import {
   Checkpoint,
   CheckpointList,
   CompactResult,
+  ExportResult,
   ForkResult,
+  ImportResult,
   PromptContext,
   RestoreMode,
   RewindRequest,
   RewindResult,
+  SearchHit,
   ServerCommand,
   Session,
   TrajectoryState,
 } from './protocol';
 import { SeriServer, describe } from './server';
+import { projectFolder } from './settings';
+import { EXPORT_FILTERS, exportName, formatFor, readBundle, redactionWords, writeWhole } from './sessionFiles';
+import { SessionSearch } from './sessionSearch';
 
 export interface SessionPickItem extends vscode.QuickPickItem {
   session: Session;
@@ -61,6 +69,20 @@ function onOff(state: TrajectoryState): string {
   return `${state.enabled ? 'on' : 'off'} (${TRAJECTORY_SOURCES[state.source] ?? state.source})`;
 }
 
+/** A session title as the server takes it: one line of 1..200 characters. */
+export function titleProblem(value: string): string | undefined {
+  const title = value.trim();
+  if (!title) {
+    return 'A title needs at least one character.';
+  }
+  if (/[\u0000-\u001f\u007f]/.test(title)) {
+    return 'A title is one line: no line breaks or tabs.';
+  }
+  return title.length > 200 ? `At most 200 characters (this is ${title.length}).` : undefined;
+}
+
+export const OPEN_FOLDER = 'Open Its Folder';
+export const OPEN_HERE = 'Open Here Anyway';
 export const OVERWRITE = 'Overwrite';
 export const LEAVE_ALONE = 'Leave Them Alone';
 
@@ -80,6 +102,10 @@ export class CommandHandlers {
       [Commands.newSession, () => this.newSession()],
       [Commands.continueSession, () => this.continueSession()],
       [Commands.resumeSession, (sessionId?: string) => this.resumeSession(sessionId)],
+      [Commands.searchSessions, (query?: string, allProjects?: boolean) => this.searchSessions(query, allProjects)],
+      [Commands.renameSession, (title?: string) => this.renameSession(title)],
+      [Commands.exportSession, (target?: vscode.Uri) => this.exportSession(target)],
+      [Commands.importSession, (source?: vscode.Uri) => this.importSession(source)],
       [Commands.forkSession, (messageId?: number) => this.forkSession(messageId)],
       // From the chat's context menu: the message's `data-vscode-context`.
       [Commands.forkFromHere, (context?: { messageId?: number }) => this.forkSession(context?.messageId)],
@@ -156,6 +182,137 @@ export class CommandHandlers {
     const { session } = await this.server.execute<{ session: Session }>(ServerCommand.sessionResume, { sessionId: id });
     await this.openChat();
     return session;
+  }
+
+  /**
+   * Search what the sessions hold (a QuickPick that searches as the user types, starting
+   * from `query`) and open the hit picked: its session resumed, the chat scrolled to its
+   * message. A hit of another project is not opened here unless the user says so.
+   */
+  async searchSessions(query?: string, allProjects?: boolean): Promise<SearchHit | undefined> {
+    const hit = await new SessionSearch(this.server, (projectPath) => this.isThisProject(projectPath)).pick(query, allProjects);
+    if (!hit) {
+      return undefined;
+    }
+    if (!this.isThisProject(hit.projectPath)) {
+      const answer = await vscode.window.showWarningMessage(
+        `Seri: “${sessionTitle(hit.title)}” belongs to another project, ${hit.projectPath}. Its tools would work in the folder open here; open its own folder to go on with it.`,
+        OPEN_FOLDER,
+        OPEN_HERE,
+      );
+      if (answer === OPEN_FOLDER) {
+        await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(hit.projectPath), { forceNewWindow: true });
+        return hit;
+      }
+      if (answer !== OPEN_HERE) {
+        return undefined;
+      }
+    }
+    await this.server.execute<{ session: Session }>(ServerCommand.sessionResume, { sessionId: hit.sessionId });
+    await this.openChat();
+    await this.model.reveal(hit.sessionId, hit.messageId);
+    return hit;
+  }
+
+  /** Whether `projectPath` (a session's project) is the folder open in this window. */
+  private isThisProject(projectPath: string): boolean {
+    const folder = projectFolder()?.uri.fsPath;
+    const real = (p: string): string => {
+      try {
+        return fs.realpathSync(p);
+      } catch {
+        return path.resolve(p);
+      }
+    };
+    return folder !== undefined && (folder === projectPath || real(folder) === real(projectPath));
+  }
+
+  /** Give the open session a title of the user's (asked for, the current one to edit). */
+  async renameSession(title?: string): Promise<Session | undefined> {
+    let chosen = title;
+    if (chosen === undefined) {
+      const current = this.model.currentSession;
+      chosen = await vscode.window.showInputBox({
+        title: 'Seri: Rename Session',
+        prompt: 'The session’s title (one line, at most 200 characters)',
+        value: current ? sessionTitle(current.title) : '',
+        validateInput: titleProblem,
+      });
+      if (chosen === undefined) {
+        return undefined;
+      }
+    }
+    // The chat's header follows from seri/sessionChanged (reason `renamed`).
+    const { session } = await this.server.execute<{ session: Session }>(ServerCommand.sessionRename, { title: chosen.trim() });
+    return session;
+  }
+
+  /**
+   * Save the open session to a file (asked for): `.md` a transcript for people, `.json` a
+   * bundle to import elsewhere; says how many secrets were redacted. Undefined when
+   * cancelled.
+   */
+  async exportSession(target?: vscode.Uri): Promise<ExportResult | undefined> {
+    const session = this.model.currentSession;
+    if (!session) {
+      void vscode.window.showInformationMessage('Seri: no session is open to export; resume one first.');
+      return undefined;
+    }
+    let uri = target;
+    if (uri === undefined) {
+      const folder = projectFolder()?.uri;
+      uri = await vscode.window.showSaveDialog({
+        title: 'Seri: Export Session',
+        saveLabel: 'Export',
+        defaultUri: folder ? vscode.Uri.joinPath(folder, exportName(sessionTitle(session.title), 'md')) : undefined,
+        filters: EXPORT_FILTERS,
+      });
+      if (uri === undefined) {
+        return undefined;
+      }
+    }
+    const name = path.posix.basename(uri.path);
+    const format = formatFor(name);
+    if (format === undefined) {
+      throw new Error(`${name} names no format: export to a .md file (a transcript to read) or a .json file (a bundle to import).`);
+    }
+    const result = await this.server.execute<ExportResult>(ServerCommand.sessionExport, { sessionId: session.id, format });
+    await writeWhole(uri, result.text);
+    const what = format === 'json' ? 'as a bundle' : 'as a transcript';
+    void vscode.window.showInformationMessage(`Seri: exported “${sessionTitle(session.title)}” to ${name} ${what}; ${redactionWords(result.redactions)}.`);
+    return result;
+  }
+
+  /**
+   * Import a session bundle (a `.json` export, asked for) as a new session of this
+   * project, and open it in the chat. Undefined when cancelled.
+   */
+  async importSession(source?: vscode.Uri): Promise<ImportResult | undefined> {
+    let uri = source;
+    if (uri === undefined) {
+      const picked = await vscode.window.showOpenDialog({
+        title: 'Seri: Import Session',
+        openLabel: 'Import',
+        canSelectMany: false,
+        defaultUri: projectFolder()?.uri,
+        filters: { 'Seri session bundle': ['json'] },
+      });
+      uri = picked?.[0];
+      if (uri === undefined) {
+        return undefined;
+      }
+    }
+    const text = await readBundle(uri);
+    const result = await this.server.execute<ImportResult>(ServerCommand.sessionImport, { text });
+    await this.server.execute<{ session: Session }>(ServerCommand.sessionResume, { sessionId: result.session.id });
+    await this.openChat();
+    const title = sessionTitle(result.session.title);
+    void vscode.window.showInformationMessage(
+      result.alreadyImported
+        ? `Seri: ${path.posix.basename(uri.path)} was imported before: opened “${title}”, the session it made then.`
+        : `Seri: imported “${title}” as a new session of this project (${plural(result.session.messageCount, 'message')}).`,
+    );
+    return result;
   }
 
   /**

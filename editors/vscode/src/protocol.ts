@@ -163,7 +163,7 @@ export interface CompactResult extends Partial<CompactionFigures> {
   message?: string;
 }
 
-export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound' | 'forked';
+export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound' | 'forked' | 'renamed';
 
 export interface SessionChangedParams {
   session: Session;
@@ -313,6 +313,43 @@ export interface TrajectoryState {
   warning?: string;
 }
 
+/** One hit of `seri.session.search`: a stored message that matches, and its session. */
+export interface SearchHit {
+  sessionId: string;
+  title: string;
+  messageId: number;
+  role: 'user' | 'assistant' | 'tool';
+  /** `recap` or `check`, when the message has one. */
+  kind?: string;
+  /** The matching part on one line, each matched word between `«` and `»`; `…` where cut. */
+  snippet: string;
+  createdAt: string;
+  projectPath: string;
+  /** Messages of the session after this one (a page of `messagesAfter + 1` starts with it). */
+  messagesAfter?: number;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  hasMore: boolean;
+}
+
+export type ExportFormat = 'markdown' | 'json';
+
+/** `seri.session.export`: the session as text, with secrets replaced by `[redacted]`. */
+export interface ExportResult {
+  format: ExportFormat;
+  text: string;
+  /** How many secrets were replaced. */
+  redactions: number;
+}
+
+/** `seri.session.import`: the new session (not opened), or the one made by an earlier import. */
+export interface ImportResult {
+  session: Session;
+  alreadyImported?: boolean;
+}
+
 /** Server commands (`workspace/executeCommand`), each with one JSON object argument. */
 export const ServerCommand = {
   sessionNew: 'seri.session.new',
@@ -323,6 +360,10 @@ export const ServerCommand = {
   sessionFork: 'seri.session.fork',
   sessionUsage: 'seri.session.usage',
   sessionContext: 'seri.session.context',
+  sessionSearch: 'seri.session.search',
+  sessionRename: 'seri.session.rename',
+  sessionExport: 'seri.session.export',
+  sessionImport: 'seri.session.import',
   prompt: 'seri.prompt',
   compact: 'seri.compact',
   clear: 'seri.clear',

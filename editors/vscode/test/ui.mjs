@@ -981,6 +981,140 @@ async function contextBar({ page, config, shot }) {
   await pickTheme(page, 'Light Modern', 'vs');
 }
 
+/** The QuickPick's rows. */
+function pickRows(page) {
+  return page.locator('.quick-input-list .monaco-list-row');
+}
+
+async function searchSessions({ page, config, shot }) {
+  const seeded = config.ui.search;
+  await openChat(page);
+  const view = chat(page);
+  await view.locator('#session-title', { hasText: seeded.latestTitle }).waitFor({ timeout: 20_000 });
+
+  // Searched as it is typed: the last word is a prefix.
+  await runCommand(page, 'Seri: Search Sessions...');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.locator('.quick-input-widget', { hasText: 'Search Sessions' }).waitFor({ timeout: 10_000 });
+  await input.pressSequentially(seeded.query, { delay: 40 });
+  const answer = pickRows(page).filter({ hasText: 'decoded in src/lexer.py' });
+  await answer.waitFor({ timeout: 20_000 });
+  await pickRows(page).filter({ hasText: 'Where does the tokenizer handle' }).waitFor();
+  const shown = await answer.innerText();
+  expect(shown.includes(seeded.title), `the hit names its session (${shown})`);
+  expect(shown.includes('«zeppelin»') && shown.includes('«escapes»'), `the snippet marks the words found (${shown})`);
+  expect(/seri · (now|\d+ \w+ ago|yesterday)/.test(shown), `the hit says who wrote it and when (${shown})`);
+  expect((await pickRows(page).count()) === 2, `one row per message that matches (${await pickRows(page).count()})`);
+  await shot('search-as-you-type');
+
+  // The button searches every project: another project's session, said to be so.
+  const everywhere = page.locator('.quick-input-widget .quick-input-titlebar .action-label[aria-label="Search all projects"]');
+  await everywhere.click();
+  await input.fill(seeded.otherProjectQuery);
+  const other = pickRows(page).filter({ hasText: '(another project)' });
+  await other.first().waitFor({ timeout: 20_000 });
+  expect((await other.first().innerText()).includes('stored'), 'the other project is named by its folder');
+  await shot('search-all-projects');
+  await page.locator('.quick-input-widget .quick-input-titlebar .action-label[aria-label="Search this project only"]').click();
+  await pickRows(page).filter({ hasText: 'No message of this project matches.' }).waitFor({ timeout: 20_000 });
+
+  // Picking a hit of the first page (the chat shows the newest 200 of 250 messages).
+  await input.fill(seeded.query);
+  await answer.waitFor({ timeout: 20_000 });
+  await answer.click();
+  await view.locator('#session-title', { hasText: seeded.title }).waitFor({ timeout: 20_000 });
+  const row = view.locator('.row.assistant', { hasText: seeded.answer });
+  await row.waitFor({ timeout: 20_000 });
+  await waitUntil(() => inView(view, row), 'the hit’s message to be in view');
+  expect(await row.evaluate((element) => element.classList.contains('flash')), 'the message is highlighted');
+  expect((await view.locator('.row.user', { hasText: 'Message 001 of the tokenizer session' }).count()) === 1, 'the earlier page was read');
+  await shot('search-hit-in-chat');
+
+  // The same in the dark theme.
+  await pickTheme(page, 'Dark Modern', 'vs-dark');
+  await runCommand(page, 'Seri: Search Sessions...');
+  await input.pressSequentially(seeded.query, { delay: 40 });
+  await answer.waitFor({ timeout: 20_000 });
+  await shot('search-as-you-type-dark');
+  await page.keyboard.press('Escape');
+  await pickTheme(page, 'Light Modern', 'vs');
+}
+
+async function renameSession({ page, config, shot }) {
+  const seeded = config.ui.search;
+  const view = chat(page);
+  await view.locator('#session-title', { hasText: seeded.title }).waitFor({ timeout: 10_000 });
+  await runCommand(page, 'Seri: Rename Session...');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await page.locator('.quick-input-widget', { hasText: 'Rename Session' }).waitFor({ timeout: 10_000 });
+  await waitUntil(async () => (await input.inputValue()) === seeded.title, 'the current title in the box');
+  // A blank title is refused before it is sent.
+  await input.fill('   ');
+  await page.locator('.quick-input-message', { hasText: 'at least one character' }).waitFor({ timeout: 10_000 });
+  await shot('rename-refused');
+  await input.fill(seeded.renamed);
+  await shot('rename-box');
+  await page.keyboard.press('Enter');
+  await view.locator('#session-title', { hasText: seeded.renamed }).waitFor({ timeout: 20_000 });
+  // Only the title changed: the earlier page read for the search hit is still there.
+  await page.waitForTimeout(500);
+  expect((await view.locator('.row.user', { hasText: 'Message 001 of the tokenizer session' }).count()) === 1, 'the earlier page is kept');
+  await shot('rename-done');
+}
+
+/** Type a path into the workbench's own file dialog (a quick input here) and accept it. */
+async function fileDialog(page, file) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  // The dialog fills in its folder (and, to save, a name) once it has read the folder: a
+  // path typed before that is replaced.
+  await pickRows(page).filter({ hasText: '..' }).first().waitFor({ timeout: 10_000 });
+  await waitUntil(async () => {
+    if ((await input.inputValue()) !== file) {
+      await input.fill(file);
+      await page.waitForTimeout(300);
+      return false;
+    }
+    return true;
+  }, `the file dialog to hold ${file}`);
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+}
+
+async function exportThenImport({ page, config, shot }) {
+  const seeded = config.ui.search;
+  const view = chat(page);
+  await view.locator('#session-title', { hasText: seeded.renamed }).waitFor({ timeout: 10_000 });
+  const exported = await openSessionId(view);
+  const bundle = path.join(config.workspaces.search, seeded.bundle);
+
+  await runCommand(page, 'Seri: Export Session...');
+  await page.locator('.quick-input-widget', { hasText: 'Export Session' }).waitFor({ timeout: 10_000 });
+  await shot('export-dialog');
+  await fileDialog(page, bundle);
+  const saved = page.locator('.notifications-toasts', { hasText: `to ${seeded.bundle} as a bundle` });
+  await saved.waitFor({ timeout: 20_000 });
+  expect((await saved.innerText()).includes('1 secret was replaced by [redacted]'), `the toast counts the key (${await saved.innerText()})`);
+  await shot('export-done');
+
+  await runCommand(page, 'Seri: Import Session...');
+  await page.locator('.quick-input-widget', { hasText: 'Import Session' }).waitFor({ timeout: 10_000 });
+  await fileDialog(page, bundle);
+  await page.locator('.notifications-toasts', { hasText: `as a new session of this project (${seeded.count} messages)` }).waitFor({ timeout: 20_000 });
+  await waitUntil(async () => {
+    const id = await openSessionId(view);
+    return id && id !== exported;
+  }, 'the imported session to open');
+  await view.locator('#session-title', { hasText: seeded.renamed }).waitFor({ timeout: 20_000 });
+  await view.locator('.row.assistant', { hasText: `Message ${seeded.count} of the tokenizer session` }).waitFor({ timeout: 20_000 });
+  await shot('import-done');
+
+  // A file that is no bundle is refused, saying what is wrong.
+  await runCommand(page, 'Seri: Import Session...');
+  await fileDialog(page, path.join(config.workspaces.search, 'notes', 'other.json'));
+  await page.locator('.notifications-toasts', { hasText: 'Seri: This is not a seri session bundle' }).waitFor({ timeout: 20_000 });
+  await shot('import-refused');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
@@ -1002,6 +1136,9 @@ const SCENARIOS = [
   ['the server the extension carries installs itself at the first start and answers a prompt', 'bundled', bundledServer],
   ['Fork from Here on a message opens a fork that holds the conversation up to it', 'fork', forkFromMessage],
   ['the context bar is a segment per part, and hovering or clicking it shows the breakdown', 'context', contextBar],
+  ['Search Sessions... searches as you type, and picking a hit in an earlier page shows that message', 'search', searchSessions],
+  ['Rename Session... shows the new title in the chat header', 'search', renameSession, { continues: true }],
+  ['Export Session... to a .json file, then Import Session... opens a new session with the conversation', 'search', exportThenImport, { continues: true }],
 ];
 
 /**

@@ -112,7 +112,9 @@ export type ChatChange =
   /** The input's text was set; `context`: attachments that come back with it. */
   | { kind: 'input'; text: string; context?: PromptContext[] }
   /** The open questions changed (the state with them); `asked` is a new one. */
-  | { kind: 'questions'; asked?: Question };
+  | { kind: 'questions'; asked?: Question }
+  /** Scroll to message `messageId` (earlier pages read as needed) and highlight it. */
+  | { kind: 'reveal'; messageId: number };
 
 type Listener = (change: ChatChange) => void;
 
@@ -271,6 +273,12 @@ export class ChatModel {
   // --- notifications -------------------------------------------------------------------
 
   sessionChanged(params: SessionChangedParams): void {
+    if (this.session?.id === params.session.id && params.reason === 'renamed') {
+      // Only the title changed: the pages read stay, and the reader where they were.
+      this.session = params.session;
+      this.emit({ kind: 'state' });
+      return;
+    }
     if (this.session?.id !== params.session.id) {
       this.session = params.session;
       this.clearTranscript();
@@ -475,6 +483,26 @@ export class ChatModel {
   async fork(messageId?: number): Promise<ForkResult> {
     const args = messageId !== undefined ? { messageId } : {};
     return this.requireServer().execute<ForkResult>(ServerCommand.sessionFork, args);
+  }
+
+  /**
+   * Show message `messageId` of session `sessionId` once that session is the one open
+   * (after a resume, when its first page has been read): the chat scrolls to it, reading
+   * earlier pages until it is there. False when another session is open by then.
+   */
+  async reveal(sessionId: string, messageId: number): Promise<boolean> {
+    // The resume's seri/sessionChanged started the read of the session's newest page.
+    while (this.loading) {
+      await this.loading;
+    }
+    if (this.session?.id !== sessionId) {
+      await this.load();
+    }
+    if (this.session?.id !== sessionId) {
+      return false;
+    }
+    this.emit({ kind: 'reveal', messageId });
+    return true;
   }
 
   /** Take a queued prompt back before it is sent. */

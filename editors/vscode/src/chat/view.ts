@@ -21,6 +21,10 @@ import { WorkspaceFiles } from '../workspaceFiles';
 const MENU_COMMANDS: Record<MenuAction, string> = {
   new: Commands.newSession,
   resume: Commands.resumeSession,
+  search: Commands.searchSessions,
+  rename: Commands.renameSession,
+  export: Commands.exportSession,
+  import: Commands.importSession,
   continue: Commands.continueSession,
   clear: Commands.clear,
   compact: Commands.compact,
@@ -37,6 +41,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   // Attachments made while the webview was not there (Send Selection to Chat opens it).
   private attachPending: PromptContext[] = [];
   private focusPending = false;
+  // A message to scroll to once the webview is there (a search hit opened the chat).
+  private revealPending: number | undefined;
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
 
@@ -112,6 +118,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       if (change.kind === 'input') {
         this.inputPending = true;
         this.attachPending.push(...(change.context ?? []));
+      } else if (change.kind === 'reveal') {
+        this.revealPending = change.messageId;
       }
       return;
     }
@@ -133,6 +141,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         break;
       case 'input':
         this.post({ type: 'setInput', text: change.text, context: change.context });
+        break;
+      case 'reveal':
+        this.post({ type: 'reveal', messageId: change.messageId });
         break;
       case 'questions':
       case 'state': {
@@ -161,6 +172,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           if (this.focusPending) {
             this.focusPending = false;
             this.post({ type: 'focusInput' });
+          }
+          if (this.revealPending !== undefined) {
+            this.post({ type: 'reveal', messageId: this.revealPending });
+            this.revealPending = undefined;
           }
           break;
         case 'draft':

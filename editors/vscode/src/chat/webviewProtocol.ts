@@ -15,6 +15,8 @@ export type ToWebview =
   | { type: 'notice'; notice: Notice }
   | { type: 'state'; snapshot: HeaderState }
   | { type: 'focusInput' }
+  /** Scroll to a message (reading earlier pages until it is there) and highlight it. */
+  | { type: 'reveal'; messageId: number }
   | { type: 'setInput'; text: string; context?: PromptContext[] }
   /** Attachments for the next prompt (Send Selection to Chat, `#selection`, `#buffer`). */
   | { type: 'attach'; context: PromptContext[] }
@@ -24,7 +26,19 @@ export type ToWebview =
   | { type: 'resolvedPaths'; resolved: Record<string, string | null> };
 
 /** Header menu entries; each runs the palette command of the same name. */
-export type MenuAction = 'new' | 'resume' | 'continue' | 'clear' | 'compact' | 'maxTurns' | 'rewind' | 'fork';
+export type MenuAction =
+  | 'new'
+  | 'resume'
+  | 'search'
+  | 'continue'
+  | 'rename'
+  | 'clear'
+  | 'compact'
+  | 'maxTurns'
+  | 'rewind'
+  | 'fork'
+  | 'export'
+  | 'import';
 
 /** Webview to extension. */
 export type FromWebview =

@@ -63,9 +63,12 @@ export class Follower {
     }
   }
 
-  /** Show `element` at the top of the view and stop following (the recap after a compaction). */
-  reveal(element: HTMLElement): void {
-    element.scrollIntoView({ block: 'start' });
+  /**
+   * Show `element` at the top of the view (the recap after a compaction), or in its
+   * middle (a search hit, with what came before and after it), and stop following.
+   */
+  reveal(element: HTMLElement, block: 'start' | 'center' = 'start'): void {
+    element.scrollIntoView({ block });
     this.following = this.atBottom();
     this.lastTop = this.box.scrollTop;
   }

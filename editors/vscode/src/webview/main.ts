@@ -39,12 +39,16 @@ const post = (message: FromWebview): void => vscode.postMessage(message);
 const MENU: { action: MenuAction; label: string }[] = [
   { action: 'new', label: 'New session' },
   { action: 'resume', label: 'Resume session…' },
+  { action: 'search', label: 'Search sessions…' },
   { action: 'continue', label: 'Continue last session' },
+  { action: 'rename', label: 'Rename session…' },
   { action: 'compact', label: 'Compact context…' },
   { action: 'clear', label: 'Clear conversation' },
   { action: 'maxTurns', label: 'Set max turns…' },
   { action: 'rewind', label: 'Rewind…' },
   { action: 'fork', label: 'Fork session' },
+  { action: 'export', label: 'Export session…' },
+  { action: 'import', label: 'Import session…' },
 ];
 
 // --- layout -------------------------------------------------------------------------
@@ -248,6 +252,8 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       } else {
         follower.toBottom();
       }
+      // A message asked for before this session's page was drawn again.
+      revealWanted();
       break;
     }
     case 'append':
@@ -266,7 +272,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       transcript.prepend(message.messages);
       placeForkMark();
       transcriptBox.scrollTop += transcriptBox.scrollHeight - before;
-      revealPendingRecap();
+      revealWanted();
       paths.link();
       olderRequested = false;
       older.hidden = !message.hasMore;
@@ -288,6 +294,10 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     case 'focusInput':
       composer.focus();
       break;
+    case 'reveal':
+      wanted = { id: message.messageId, recap: false };
+      revealWanted();
+      break;
     case 'setInput':
       composer.setInput(message.text, message.context);
       break;
@@ -305,26 +315,31 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
 
 // --- history paging -----------------------------------------------------------------
 
-// A "Show recap" asked for a recap not loaded yet (0: any recap): earlier pages come first.
-let recapWanted: number | undefined;
+/**
+ * What to bring into view once it is loaded: a recap ("Show recap"; id 0: any recap) or
+ * a message (a search hit). Earlier pages are read until it is there.
+ */
+let wanted: { id: number; recap: boolean } | undefined;
 
-/** Show the recap a compaction notice names, reading earlier pages until it is there. */
-function revealPendingRecap(): void {
-  if (recapWanted === undefined) {
+/** Scroll to what is wanted and highlight it briefly, or read the page before first. */
+function revealWanted(): void {
+  if (wanted === undefined) {
     return;
   }
-  const card =
-    rows.querySelector<HTMLElement>(`.recap[data-id="${recapWanted}"]`) ?? rows.querySelector<HTMLElement>('.recap');
-  if (card) {
-    recapWanted = undefined;
-    follower.reveal(card);
-    card.classList.remove('flash');
-    void card.offsetWidth; // restart the animation
-    card.classList.add('flash');
+  const target = wanted.recap
+    ? (rows.querySelector<HTMLElement>(`.recap[data-id="${wanted.id}"]`) ?? rows.querySelector<HTMLElement>('.recap'))
+    : transcript.rowFor(wanted.id);
+  if (target) {
+    const block = wanted.recap ? 'start' : 'center';
+    wanted = undefined;
+    follower.reveal(target, block);
+    target.classList.remove('flash');
+    void target.offsetWidth; // restart the animation
+    target.classList.add('flash');
   } else if (state?.hasMore) {
     requestOlder();
   } else {
-    recapWanted = undefined;
+    wanted = undefined;
   }
 }
 
@@ -366,8 +381,8 @@ transcriptBox.addEventListener('click', (event) => {
   }
   const showRecap = target.closest<HTMLButtonElement>('.notice-show-recap');
   if (showRecap) {
-    recapWanted = Number(showRecap.dataset.recapId) || 0;
-    revealPendingRecap();
+    wanted = { id: Number(showRecap.dataset.recapId) || 0, recap: true };
+    revealWanted();
     return;
   }
   const retry = target.closest<HTMLButtonElement>('.notice-retry');

@@ -89,12 +89,26 @@ export class Transcript {
 
   /** The row that shows message `id` (a tool result's: its call's reply). */
   private rowOf(id: number): HTMLElement | null {
-    const message = this.messages.find((m) => m.id === id);
-    const call = message?.role === 'tool' && message.tool_call_id ? this.callRows.get(message.tool_call_id) : undefined;
+    return this.callRowOf(id)?.closest<HTMLElement>('.row.assistant') ?? this.root.querySelector<HTMLElement>(`:scope > [data-id="${id}"]`);
+  }
+
+  /**
+   * The element that shows message `id`, to scroll to: a tool result's tool row (opened,
+   * so the result shows), else the message's row; null when it is not loaded.
+   */
+  rowFor(id: number): HTMLElement | null {
+    const call = this.callRowOf(id);
     if (call) {
-      return call.closest<HTMLElement>('.row.assistant');
+      (call as HTMLDetailsElement).open = true;
+      return call;
     }
-    return this.root.querySelector<HTMLElement>(`:scope > [data-id="${id}"]`);
+    return this.rowOf(id);
+  }
+
+  /** The tool row of tool result `id`, when its call is shown. */
+  private callRowOf(id: number): HTMLElement | undefined {
+    const message = this.messages.find((m) => m.id === id);
+    return message?.role === 'tool' && message.tool_call_id ? this.callRows.get(message.tool_call_id) : undefined;
   }
 
   reset(messages: WireMessage[], notices: Notice[]): void {

@@ -162,6 +162,50 @@ suite('ChatModel', () => {
     assert.ok(changes.some((c) => c.kind === 'reset'));
   });
 
+  test('a rename of the open session changes its title and keeps the pages read', async () => {
+    const all = Array.from({ length: 250 }, (_, i) => message(i + 1, i % 2 ? 'assistant' : 'user', `m${i + 1}`));
+    const server = new FakeServer((_command, args) => {
+      const before = typeof args.before === 'number' ? args.before : Infinity;
+      const older = all.filter((m) => m.id < before);
+      const page = older.slice(-(args.limit as number));
+      return view(open, page, { hasMore: older.length > page.length });
+    });
+    const model = new ChatModel();
+    await model.attach(server);
+    await model.loadOlder();
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    const reads = server.reads.length;
+    model.sessionChanged({ session: { ...open, title: 'The parser, renamed' }, reason: 'renamed' });
+    assert.strictEqual(server.reads.length, reads, 'nothing read again');
+    assert.strictEqual(model.currentSession?.title, 'The parser, renamed');
+    assert.strictEqual(model.snapshot().messages.length, 250, 'the earlier page is still there');
+    assert.deepStrictEqual(changes, [{ kind: 'state' }]);
+  });
+
+  test('a message asked for is revealed once the resumed session’s page is read', async () => {
+    let current: Session = open;
+    let release: (value: SessionView) => void = () => undefined;
+    const held = new Promise<SessionView>((resolve) => (release = resolve));
+    const model = new ChatModel();
+    const server: FakeServer = new FakeServer((): unknown => {
+      const reads = server.reads.length;
+      return reads === 1 ? view(open, []) : reads === 2 ? held : view(current, [message(9, 'assistant', 'found')]);
+    });
+    await model.attach(server);
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    current = session('s2', 'Other');
+    model.sessionChanged({ session: current, reason: 'resumed' });
+    const revealed = model.reveal('s2', 9);
+    await Promise.resolve();
+    assert.ok(!changes.some((c) => c.kind === 'reveal'), 'not before the page is read');
+    release(view(current, [message(9, 'assistant', 'found')]));
+    assert.strictEqual(await revealed, true);
+    assert.deepStrictEqual(changes.at(-1), { kind: 'reveal', messageId: 9 });
+    assert.strictEqual(await model.reveal('s1', 3), false, 'another session is open');
+  });
+
   test('messages that arrive while a page loads are kept once, in order', async () => {
     let release: (value: SessionView) => void = () => undefined;
     const first = new Promise<SessionView>((resolve) => (release = resolve));
