@@ -5,8 +5,10 @@ node modules when missing, saying so) packages the extension, runs its unit suit
 integration suites inside code-server's extension host, and its UI scenarios through
 Playwright, against `python -m seri_lsp` and the scripted provider started here. The
 tests below read that run's results, and check on this side what the provider received.
-In a parallel run they share one worker (tests/tiers.py groups the tests of a
-module-scoped fixture), so the run happens once, first, beside the other tests.
+The UI scenarios are split in two lanes, two runs at once (`vscode_run`, which also
+packages and runs the unit and integration suites, and `vscode_ui`): in a parallel run
+each lane's tests share one worker (tests/tiers.py groups the tests of a module-scoped
+fixture), so each run happens once, first, beside the other tests.
 Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
 SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer;
 SERI_TEST_GREP (a regular expression, `Deny|queued`) picks tests and scenarios by title.
@@ -229,15 +231,52 @@ def make_workspace(
     return Path(os.path.realpath(folder))
 
 
+# The UI scenarios run in two lanes at once, each a run of its own (its code-server,
+# browser, profile and provider), so the longest chain of the suite is about half as
+# long: the scenarios of these folders in the second lane, the others (after the
+# package, unit and integration suites) in the first. A scenario that searches every
+# project finds `stored`'s session, so the two share a lane.
+SECOND_LANE = frozenset({"stored", "long", "tools", "compact", "resume", "ask", "deny", "search"})
+
+
 @pytest.fixture(scope="module")
 def vscode_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VSCodeRun]:
+    """The first lane: the package, the unit and integration suites, and the UI scenarios
+    of the folders not in SECOND_LANE."""
+    yield from run_lane(request, tmp_path_factory, second=False)
+
+
+@pytest.fixture(scope="module")
+def vscode_ui(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VSCodeRun]:
+    """The second lane: the UI scenarios of the SECOND_LANE folders."""
+    yield from run_lane(request, tmp_path_factory, second=True)
+
+
+def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of this test session that every pytest-xdist worker shares."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return Path(os.path.realpath(shared)) / "vscode-shared"
+
+
+def run_lane(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *, second: bool
+) -> Iterator[VSCodeRun]:
+    """One run of the runner; the lanes share the .vsix (the first to need it packages it)."""
     if os.environ.get("SERI_SKIP_VSCODE_TESTS"):
         pytest.skip("SERI_SKIP_VSCODE_TESTS is set")
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("The VS Code tests need Node.js 20 and npm on PATH.")
-    work = Path(os.path.realpath(tmp_path_factory.mktemp("vscode")))
+    suites = os.environ.get("SERI_VSCODE_SUITES", "unit,integration,ui").split(",")
+    if second:
+        suites = [suite for suite in suites if suite == "ui"]
+        if not suites:
+            pytest.skip("SERI_VSCODE_SUITES leaves out ui")
+    work = Path(os.path.realpath(tmp_path_factory.mktemp("vscode-ui" if second else "vscode")))
     provider = ScriptedProvider().start()
     control = ProviderControl(provider).start()
     try:
@@ -294,41 +333,40 @@ def vscode_run(
                 {"AGENTS.md": AGENTS, "docs/notes.md": NOTES},
             ),
         }
-        seed(provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True)
-        seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
-        for index, topic in enumerate(["precedence", "errors", "recovery"]):
-            reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
-            prompt = f"Write notes on {topic}"
-            seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
-        seed(provider, profile, workspaces["fork"], FORK["first"], FORK["firstReply"], new=True)
-        seed(provider, profile, workspaces["fork"], FORK["second"], FORK["secondReply"], new=False)
-        seed_long_session(profile, workspaces["long"], LONG["count"])
-        seed_search_session(profile, workspaces["search"])
-        seed(
-            provider,
-            profile,
-            workspaces["search"],
-            SEARCH["latestTitle"],
-            SEARCH["latestReply"],
-            new=True,
-        )
-        seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
-        seed(
-            provider,
-            profile,
-            workspaces["resume"],
-            RESUME["otherTitle"],
-            RESUME["otherReply"],
-            new=True,
-        )
-        seed(
-            provider,
-            profile,
-            workspaces["resume"],
-            RESUME["latestTitle"],
-            RESUME["latestReply"],
-            new=True,
-        )
+        lane = {name for name in workspaces if (name in SECOND_LANE) == second}
+        if "stored" in lane:
+            seed(
+                provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True
+            )
+            seed_check_failure(profile, workspaces["stored"], STORED["checkOutput"])
+        if "compact" in lane:
+            for index, topic in enumerate(["precedence", "errors", "recovery"]):
+                reply = f"{COMPACT['reply']}, on {topic}: " + "rules and their reasons. " * 60
+                prompt = f"Write notes on {topic}"
+                seed(provider, profile, workspaces["compact"], prompt, reply, new=index == 0)
+        if "fork" in lane:
+            seed(provider, profile, workspaces["fork"], FORK["first"], FORK["firstReply"], new=True)
+            seed(
+                provider,
+                profile,
+                workspaces["fork"],
+                FORK["second"],
+                FORK["secondReply"],
+                new=False,
+            )
+        if "long" in lane:
+            seed_long_session(profile, workspaces["long"], LONG["count"])
+        if "search" in lane:
+            seed_search_session(profile, workspaces["search"])
+            latest = SEARCH["latestTitle"], SEARCH["latestReply"]
+            seed(provider, profile, workspaces["search"], *latest, new=True)
+        if "follow" in lane:
+            seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
+        if "resume" in lane:
+            other = RESUME["otherTitle"], RESUME["otherReply"]
+            seed(provider, profile, workspaces["resume"], *other, new=True)
+            latest = RESUME["latestTitle"], RESUME["latestReply"]
+            seed(provider, profile, workspaces["resume"], *latest, new=True)
 
         config = {
             "serverCommand": [sys.executable, "-m", "seri_lsp"],
@@ -338,6 +376,7 @@ def vscode_run(
             "profileRoot": str(profile),
             "workDir": str(work),
             "workspaces": {name: str(path) for name, path in workspaces.items()},
+            "scenarioWorkspaces": sorted(lane),
             "ui": {
                 "stored": STORED,
                 "compact": COMPACT,
@@ -356,14 +395,15 @@ def vscode_run(
         capture = request.config.pluginmanager.getplugin("capturemanager")
         live = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
         with live:
-            suites = os.environ.get("SERI_VSCODE_SUITES", "unit,integration,ui")
-            done = subprocess.run(
-                ["node", str(RUNNER), "--config", str(config_file), "--suites", suites],
-                cwd=EXTENSION,
-                stdout=sys.stderr,
-                timeout=1700,
-            )
-        yield VSCodeRun(done.returncode, work, provider, suites.split(","))
+            command = ["node", str(RUNNER), "--config", str(config_file)]
+            command += [
+                "--suites",
+                ",".join(suites),
+                "--shared",
+                str(shared_folder(tmp_path_factory)),
+            ]
+            done = subprocess.run(command, cwd=EXTENSION, stdout=sys.stderr, timeout=1700)
+        yield VSCodeRun(done.returncode, work, provider, suites)
     finally:
         control.stop()
         provider.stop()
@@ -405,19 +445,19 @@ def test_integration_suites_pass_inside_the_extension_host(vscode_run: VSCodeRun
     vscode_run.check_suite("integration", minimum=20)
 
 
-def test_a_stored_session_is_shown_in_the_chat_on_open(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a stored session is shown in the chat")
+def test_a_stored_session_is_shown_in_the_chat_on_open(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a stored session is shown in the chat")
 
 
-def test_a_long_session_pages_in_earlier_messages_on_scrolling_up(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a long session shows its newest page")
+def test_a_long_session_pages_in_earlier_messages_on_scrolling_up(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a long session shows its newest page")
 
 
-def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a prompt with a tool call")
+def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a prompt with a tool call")
     prompts = [
         message["content"]
-        for request in vscode_run.provider.requests
+        for request in vscode_ui.provider.requests
         for message in request.get("messages", [])
         if message["role"] == "user"
     ]
@@ -425,21 +465,21 @@ def test_a_prompt_with_a_tool_call_streams_and_shows_the_tool_row(vscode_run: VS
 
 
 def test_rewind_from_the_palette_puts_the_prompt_back_in_the_chat_input(
-    vscode_run: VSCodeRun,
+    vscode_ui: VSCodeRun,
 ) -> None:
-    vscode_run.check_scenario("Rewind... from the palette")
+    vscode_ui.check_scenario("Rewind... from the palette")
 
 
 def test_compact_from_the_palette_shows_the_recap_and_lowers_the_percentage(
-    vscode_run: VSCodeRun,
+    vscode_ui: VSCodeRun,
 ) -> None:
-    vscode_run.check_scenario("Compact Context... from the palette")
-    summaries = [r for r in vscode_run.provider.requests if not r.get("tools")]
+    vscode_ui.check_scenario("Compact Context... from the palette")
+    summaries = [r for r in vscode_ui.provider.requests if not r.get("tools")]
     assert any(COMPACT["focus"] in json.dumps(r["messages"]) for r in summaries)
 
 
-def test_resume_from_the_quickpick_shows_the_other_session(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Resume Session... from the QuickPick")
+def test_resume_from_the_quickpick_shows_the_other_session(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("Resume Session... from the QuickPick")
 
 
 def user_prompts(vscode_run: VSCodeRun) -> list[str]:
@@ -452,28 +492,28 @@ def user_prompts(vscode_run: VSCodeRun) -> list[str]:
     return prompts
 
 
-def test_a_write_is_asked_in_the_chat_and_allowed_from_its_card(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a write is asked in the chat")
-    edited = vscode_run.work / "workspaces" / "ask" / "src" / "app.py"
+def test_a_write_is_asked_in_the_chat_and_allowed_from_its_card(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a write is asked in the chat")
+    edited = vscode_ui.work / "workspaces" / "ask" / "src" / "app.py"
     assert edited.read_text() == 'print("hello, world")\n'
 
 
-def test_a_deny_with_a_note_reaches_the_model(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a Deny with a note")
+def test_a_deny_with_a_note_reaches_the_model(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a Deny with a note")
     results = [
         m["content"]
-        for request in vscode_run.provider.requests
+        for request in vscode_ui.provider.requests
         for m in request.get("messages", [])
         if m["role"] == "tool" and m.get("tool_call_id") == "call-deny"
     ]
     assert "Denied: the user denied this write: keep the greeting as it is." in results
-    untouched = vscode_run.work / "workspaces" / "deny" / "src" / "app.py"
+    untouched = vscode_ui.work / "workspaces" / "deny" / "src" / "app.py"
     assert untouched.read_text() == 'print("hello")\n'
 
 
-def test_a_question_whose_task_is_stopped_leaves_the_chat(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a question whose task is stopped leaves the chat")
-    assert not (vscode_run.work / "workspaces" / "deny" / "notes.md").exists()
+def test_a_question_whose_task_is_stopped_leaves_the_chat(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("a question whose task is stopped leaves the chat")
+    assert not (vscode_ui.work / "workspaces" / "deny" / "notes.md").exists()
 
 
 def test_the_working_line_says_what_the_task_waits_for(vscode_run: VSCodeRun) -> None:
@@ -559,19 +599,19 @@ def test_the_context_bar_shows_its_parts_and_the_spend(vscode_run: VSCodeRun) ->
     vscode_run.check_scenario("the context bar is a segment per part")
 
 
-def test_search_sessions_opens_the_hit_in_an_earlier_page(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Search Sessions... searches as you type")
+def test_search_sessions_opens_the_hit_in_an_earlier_page(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("Search Sessions... searches as you type")
 
 
-def test_rename_session_shows_the_new_title_in_the_header(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Rename Session... shows the new title")
+def test_rename_session_shows_the_new_title_in_the_header(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("Rename Session... shows the new title")
 
 
 def test_export_then_import_makes_a_new_session_with_the_conversation(
-    vscode_run: VSCodeRun,
+    vscode_ui: VSCodeRun,
 ) -> None:
-    vscode_run.check_scenario("Export Session... to a .json file, then Import Session...")
-    bundle = json.loads((vscode_run.work / "workspaces" / "search" / SEARCH["bundle"]).read_text())
+    vscode_ui.check_scenario("Export Session... to a .json file, then Import Session...")
+    bundle = json.loads((vscode_ui.work / "workspaces" / "search" / SEARCH["bundle"]).read_text())
     assert bundle["format"] == "seri-session"
     assert bundle["title"] == SEARCH["renamed"]
     assert len(bundle["messages"]) == SEARCH["count"]

@@ -5,7 +5,11 @@
 // Chromium (apt), code-server (npm, into a cache outside the repository) and the
 // extension's node modules (npm ci, kept in that cache for the next clean clone).
 //
-//   node test/run.mjs --config CONFIG.json [--suites unit,integration,ui]
+//   node test/run.mjs --config CONFIG.json [--suites unit,integration,ui] [--shared DIR]
+//
+// With --shared, runs of the same test session share DIR: the first to get there installs
+// what is missing and packages the .vsix, under a lock, and the others use that .vsix
+// (tests/test_vscode.py runs its UI scenarios in two lanes at once, each its own run).
 //
 // CONFIG is written by tests/test_vscode.py, which also starts the scripted provider and
 // seeds the workspaces; see `readConfig` for its fields. Exit code 0 when every suite
@@ -35,6 +39,8 @@ function parseArgs(argv) {
       args.config = argv[++i];
     } else if (argv[i] === '--suites') {
       args.suites = argv[++i].split(',');
+    } else if (argv[i] === '--shared') {
+      args.shared = argv[++i];
     } else {
       throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -210,18 +216,93 @@ function storeNodeModules(modules, cached) {
 
 // --- building ------------------------------------------------------------------------
 
-function build(workDir, python) {
-  const bin = (name) => path.join(EXTENSION_DIR, 'node_modules', '.bin', name);
-  const vsix = path.join(workDir, 'seri-vscode.vsix');
+function packageVsix(vsix, python) {
   say('packaging the extension with the server it carries (npm run package: the wheels, then vsce package)');
   run('node', [path.join(EXTENSION_DIR, 'scripts', 'package.mjs'), '--out', vsix], {
     cwd: EXTENSION_DIR,
     env: { ...process.env, ...(python ? { PYTHON: python } : {}) },
   });
+}
+
+function compileTests() {
+  const bin = (name) => path.join(EXTENSION_DIR, 'node_modules', '.bin', name);
   say('type-checking the chat page and compiling the test suites (tsc)');
   run(bin('tsc'), ['-p', 'src/webview', '--noEmit'], { cwd: EXTENSION_DIR });
   run(bin('tsc'), ['-p', 'tsconfig.test.json'], { cwd: EXTENSION_DIR });
+}
+
+/**
+ * Installs what is missing and packages the .vsix into workDir. With `shared`, under a
+ * lock there: the first run packages into `shared` and later ones copy its .vsix.
+ */
+async function prepare({ shared, suites }, workDir, wantsWorkbench, python) {
+  const install = () => {
+    if (wantsWorkbench) {
+      aptInstall(['chromium'], 'the browser that drives the workbench');
+      ensureCodeServer();
+    }
+    ensureNodeModules();
+  };
+  const vsix = path.join(workDir, 'seri-vscode.vsix');
+  if (!shared) {
+    install();
+    packageVsix(vsix, python);
+  } else {
+    await withLock(path.join(shared, 'lock'), () => {
+      install();
+      const built = path.join(shared, 'seri-vscode.vsix');
+      if (fs.existsSync(built)) {
+        say('using the .vsix another run of this test session packaged');
+      } else {
+        packageVsix(built, python);
+      }
+      fs.copyFileSync(built, vsix);
+    });
+  }
+  if (suites.includes('unit') || suites.includes('integration')) {
+    compileTests();
+  }
   return vsix;
+}
+
+/** Runs `work` holding the lock folder `dir`; a lock whose holder died is taken over. */
+async function withLock(dir, work) {
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const holderFile = path.join(dir, 'pid');
+  for (let waited = 0; ; waited++) {
+    try {
+      fs.mkdirSync(dir);
+      fs.writeFileSync(holderFile, String(process.pid));
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') {
+        throw error;
+      }
+    }
+    const holder = Number(fs.existsSync(holderFile) ? fs.readFileSync(holderFile, 'utf8') : NaN);
+    if (holder && !alive(holder)) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      continue;
+    }
+    if (waited % 50 === 0) {
+      say(`waiting for the run that holds ${dir} (installing or packaging)`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  try {
+    return work();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
 }
 
 // --- suites --------------------------------------------------------------------------
@@ -463,12 +544,7 @@ async function main() {
   fs.mkdirSync(resultsDir, { recursive: true });
   fs.mkdirSync(screenshots, { recursive: true });
 
-  if (wantsWorkbench) {
-    aptInstall(['chromium'], 'the browser that drives the workbench');
-    ensureCodeServer();
-  }
-  ensureNodeModules();
-  const vsix = build(workDir, config?.python);
+  const vsix = await prepare(args, workDir, wantsWorkbench, config?.python);
   let ok = true;
   if (args.suites.includes('unit')) {
     ok = (await runUnit(resultsDir)) && ok;

@@ -1144,14 +1144,21 @@ const SCENARIOS = [
 /**
  * Runs each scenario in a window of its own folder, except one marked `continues`: it goes
  * on in the window the scenario before it left (which must have passed), saving a start.
+ * A scenario and the ones that continue it share a folder, so a lane (the folders of
+ * `config.scenarioWorkspaces`) never splits them.
  */
 export async function runScenarios({ browser, server, config, screenshots, say, closePage }) {
   const results = [];
   // A regular expression, as mocha reads it for the other suites: `deny|queued` runs two.
   const only = process.env.SERI_TEST_GREP ? new RegExp(process.env.SERI_TEST_GREP) : undefined;
+  // This run's lane: the scenarios of these folders (tests/test_vscode.py runs two lanes).
+  const lane = config.scenarioWorkspaces ? new Set(config.scenarioWorkspaces) : undefined;
   let kept; // the window left open for a scenario that continues it
   for (const [index, [title, workspace, scenario, options]] of SCENARIOS.entries()) {
     const continued = options?.continues === true;
+    if (lane && !lane.has(workspace)) {
+      continue;
+    }
     if (only && !only.test(title) && !(only.test(SCENARIOS[index + 1]?.[0] ?? '') && SCENARIOS[index + 1][3]?.continues)) {
       continue;
     }
