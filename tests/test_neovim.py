@@ -486,3 +486,19 @@ def test_spend_context_float_and_the_compaction_notice(
         Text(SUMMARY),
     )
     scenario("spend.lua")
+
+
+def test_search_fills_the_quickfix_list_and_an_entry_opens_the_chat_at_the_message(
+    scenario, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    seed_session(profile_root, other, provider, "parser in the other project")
+    (workspace / "notes.txt").write_text("notes\n")
+    provider.script(
+        Text("The parser lives in src/parse.py."),
+        Text("Second answer."),
+        Text("Third answer."),
+        Text("Still in src/parse.py, the parser."),
+    )
+    scenario("search.lua", env={"SERI_TEST_OTHER": str(other)})
