@@ -486,3 +486,41 @@ def test_spend_context_float_and_the_compaction_notice(
         Text(SUMMARY),
     )
     scenario("spend.lua")
+
+
+def test_search_fills_the_quickfix_list_and_an_entry_opens_the_chat_at_the_message(
+    scenario, provider: ScriptedProvider, profile_root: Path, workspace: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    seed_session(profile_root, other, provider, "parser in the other project")
+    (workspace / "notes.txt").write_text("notes\n")
+    provider.script(
+        Text("The parser lives in src/parse.py."),
+        Text("Second answer."),
+        Text("Third answer."),
+        Text("Still in src/parse.py, the parser."),
+    )
+    scenario("search.lua", env={"SERI_TEST_OTHER": str(other)})
+
+
+def test_rename_updates_the_chat_title_and_keeps_the_conversation(
+    scenario, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("First answer."))
+    scenario("rename.lua")
+
+
+def test_export_to_markdown_and_json_and_import_back_as_a_new_session(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(Text("Noted."))
+    scenario("export.lua")
+    markdown = (workspace / "out.md").read_text()
+    assert "## You" in markdown and "Noted." in markdown
+    bundle = json.loads((workspace / "bundle.json").read_text())
+    assert bundle["format"] == "seri-session"
+    for text in (markdown, json.dumps(bundle)):
+        assert "[redacted]" in text and "test-key-not-a-secret" not in text
+    assert not (workspace / "notes.txt").exists()
+    assert [path.name for path in workspace.iterdir() if "seri-tmp" in path.name] == []

@@ -33,6 +33,7 @@ M.SLASH = {
   { word = "/fork", info = "continue in a copy of this session (the original stays)" },
   { word = "/cost", info = "what this session's model calls cost" },
   { word = "/context", info = "what fills the context window, by part" },
+  { word = "/rename", info = "give this session a title: /rename TITLE" },
 }
 
 M.TOKENS = {

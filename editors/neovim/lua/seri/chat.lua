@@ -63,6 +63,7 @@ M.INPUT_NAME = "seri://input"
 ---@field actions table<integer, string> what <CR> does on the lines of each mark in `actions_ns`
 ---@field recap_lines {first: integer, last: integer}? 1-based lines of the recap's fold
 ---@field fork_origin {session: string, id: string, title: string?}? the session the open fork came from
+---@field target {session: string, id: integer, word: string?}? a message to put the cursor on once its session is shown (`reveal`)
 local state = {
   mark_ids = {},
   actions = {},
@@ -506,6 +507,108 @@ function M.message_under_cursor()
   return win and M.message_at(vim.api.nvim_win_get_cursor(win)[1] - 1) or nil
 end
 
+---The 0-based line where the stored message `id` is shown: its first line; for a tool
+---result drawn under its call, the result's line; for a message not drawn on its own,
+---the nearest shown message before it. Nil when it is not among the loaded messages.
+---@param id integer
+---@return integer?
+local function line_of(id)
+  if not state.seen[id] then
+    return nil
+  end
+  for _, msg in ipairs(state.messages) do
+    local mark = msg.id == id and msg.role == "tool" and state.call_marks[msg.tool_call_id]
+    if mark then
+      local at = vim.api.nvim_buf_get_extmark_by_id(state.buf, calls_ns, mark, {})[1]
+      if at then
+        return at + 1
+      end
+    end
+  end
+  local best, best_id = nil, nil
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(state.buf, ids_ns, 0, -1, {})) do
+    local shown = state.mark_ids[mark[1]]
+    if shown == id then
+      return mark[2]
+    end
+    if shown and shown < id and (best_id == nil or shown > best_id) then
+      best, best_id = mark[2], shown
+    end
+  end
+  return best
+end
+
+---Where `word` first shows (case ignored) in the message whose first line is 0-based
+---`row`: {row, col}, or nil.
+---@param row integer
+---@param word string
+---@return integer[]?
+local function word_in_message(row, word)
+  local next_mark = vim.api.nvim_buf_get_extmarks(state.buf, ids_ns, { row + 1, 0 }, -1, {
+    limit = 1,
+  })[1]
+  local last = next_mark and next_mark[2] or state.stored_end
+  local lines = vim.api.nvim_buf_get_lines(state.buf, row, math.max(row + 1, last), false)
+  local needle = word:lower()
+  for i, line in ipairs(lines) do
+    local col = line:lower():find(needle, 1, true)
+    if col then
+      return { row + i - 1, col - 1 }
+    end
+  end
+  return nil
+end
+
+---Put the cursor on the pending `state.target` once its session is shown and loaded,
+---loading earlier pages until the message is among them.
+local function reveal_target()
+  local target = state.target
+  if not target or not valid(state.buf) or not state.session then
+    return
+  end
+  if state.session.id ~= target.session or not state.loaded or state.load_token then
+    return -- `reload` calls again once the session's page is in
+  end
+  local row = line_of(target.id)
+  if not row and state.has_more then
+    M.load_earlier(reveal_target)
+    return
+  end
+  state.target = nil
+  if not row then
+    require("seri.notice").say(
+      ("Message %d is no longer in this session (a rewind or a compaction removed it)."):format(
+        target.id
+      ),
+      vim.log.levels.WARN
+    )
+    return
+  end
+  local win = window_of(state.buf)
+  if not win then
+    return
+  end
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { row + 1, 0 })
+  vim.cmd("normal! zvzt")
+  local at = target.word and word_in_message(row, target.word)
+  if at then
+    vim.api.nvim_win_set_cursor(win, { at[1] + 1, at[2] })
+    vim.cmd("normal! zv")
+  end
+end
+
+---Put the cursor on message `id` of session `session_id` in the chat (on `word` in it,
+---when given and shown), now when that session is shown, else once it is (the caller
+---opens it): earlier pages are loaded until the message is among them.
+---@param session_id string
+---@param id integer
+---@param word string?
+function M.reveal(session_id, id, word)
+  state.target = { session = session_id, id = id, word = word }
+  reveal_target()
+end
+
 ---Show the recap, its fold open, at the top of the chat's windows; earlier pages are read
 ---first when it is not loaded. False when the session has no recap shown or to load.
 ---@return boolean
@@ -565,6 +668,7 @@ function M.reload(project, opts)
     for _, params in ipairs(backlog) do
       on_message(params)
     end
+    reveal_target()
   end)
 end
 
@@ -659,6 +763,9 @@ end
 ---@param session seri.Session?
 ---@param reason string?
 local function show_session(project, session, reason)
+  if state.target and state.target.session ~= (session and session.id) then
+    state.target = nil -- another session was opened since
+  end
   state.session = session
   state.reason = reason
   state.stream = ""
@@ -728,7 +835,15 @@ local function on_event(event, project, params)
     return
   end
   params = params or {}
-  if event == "session" then
+  local renamed = params.reason == "renamed"
+    and type(params.session) == "table"
+    and state.session
+    and params.session.id == state.session.id
+  if event == "session" and renamed then
+    -- A new title for the session shown: the header changes, the rest stays.
+    state.session = params.session
+    write(0, HEADER_LINES, { render.header(params.session, state.reason) })
+  elseif event == "session" then
     show_session(project, params.session, params.reason)
   elseif event == "message" then
     if state.load_token then

@@ -254,7 +254,16 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
   if not project or type(params) ~= "table" then
     return
   end
-  project.session = type(params.session) == "table" and params.session or nil
+  local session = type(params.session) == "table" and params.session or nil
+  local open = project.session
+  if params.reason == "renamed" and session and open and session.id == open.id then
+    -- The same session under a new title: what it uses and does stays.
+    project.session = session
+    emit("session", project, params)
+    user_event("SeriSessionChanged", params)
+    return
+  end
+  project.session = session
   project.reason = params.reason
   project.usage = nil
   project.activity = nil

@@ -14,6 +14,7 @@ local SLASH = {
   "/fork",
   "/cost",
   "/context",
+  "/rename ",
 }
 
 ---@param lead string
@@ -114,6 +115,47 @@ M.list = {
     opts = {
       nargs = 0,
       desc = "Fork the seri session at the message under the cursor (elsewhere: at the last one)",
+    },
+  },
+  {
+    name = "SeriSearch",
+    run = function(args)
+      require("seri").search(args.args, { all = args.bang })
+    end,
+    opts = {
+      nargs = "+",
+      bang = true,
+      desc = "Search the seri sessions of this project (! every project's) into the quickfix list",
+    },
+  },
+  {
+    name = "SeriRename",
+    run = function(args)
+      require("seri").rename(args.args ~= "" and args.args or nil)
+    end,
+    opts = { nargs = "?", desc = "Give the seri session a title (none: edit the current one)" },
+  },
+  {
+    name = "SeriExport",
+    run = function(args)
+      require("seri").export(args.args, { force = args.bang })
+    end,
+    opts = {
+      nargs = 1,
+      bang = true,
+      complete = "file",
+      desc = "Export the seri session to a file: .md a transcript, .json a bundle (! replaces)",
+    },
+  },
+  {
+    name = "SeriImport",
+    run = function(args)
+      require("seri").import(args.args)
+    end,
+    opts = {
+      nargs = 1,
+      complete = "file",
+      desc = "Import a seri session bundle (.json) as a new session and open it",
     },
   },
   {

@@ -106,6 +106,14 @@ function M.setup(opts)
       require("seri.attach").track(args.buf)
     end,
   })
+  vim.api.nvim_create_autocmd("BufReadCmd", {
+    group = group,
+    pattern = require("seri.search").PREFIX .. "*",
+    desc = "Open a :SeriSearch hit: its session in the chat, at the message",
+    callback = function(args)
+      require("seri.search").read(args.buf, args.match)
+    end,
+  })
   require("seri.attach").track(vim.api.nvim_get_current_buf())
   if options.autostart then
     if vim.v.vim_did_enter == 1 then
@@ -473,6 +481,73 @@ function M.resume(id)
       end
     end)
   end)
+end
+
+---Search what the project's sessions hold (every project's with `opts.all`) and put
+---the hits in the quickfix list; opening an entry resumes its session with the chat at
+---the message.
+---@param query string
+---@param opts {all?: boolean}?
+function M.search(query, opts)
+  local current = project()
+  if current then
+    require("seri.search").run(current, query, opts)
+  end
+end
+
+---Give the open session a title of the user's (never replaced by the first prompt's);
+---without one, ask for it with `vim.ui.input`, the current title filled in.
+---@param title string?
+function M.rename(title)
+  local current = project()
+  if not current then
+    return
+  end
+  local function send(text)
+    if vim.trim(text) == "" then
+      notice.say("The title is empty; the session keeps its title.", vim.log.levels.WARN)
+      return
+    end
+    client.execute(current, "seri.session.rename", { title = text }, function(err, result)
+      if not report(err, "could not rename the session") and type(result) == "table" then
+        local session = type(result.session) == "table" and result.session or {}
+        notice.say(("Session renamed “%s”."):format(session.title or text))
+      end
+    end)
+  end
+  if title and vim.trim(title) ~= "" then
+    send(title)
+    return
+  end
+  local open = current.session
+  local prompt = { prompt = "Rename the seri session: ", default = open and open.title or "" }
+  vim.ui.input(prompt, function(input)
+    if input ~= nil then
+      send(input)
+    end
+  end)
+end
+
+---Write the open session to `file`: `.md` a transcript to read, `.json` a bundle to
+---import; secrets are redacted and workspace paths made relative by the server. An
+---existing file is replaced only with `opts.force`.
+---@param file string
+---@param opts {force?: boolean}?
+function M.export(file, opts)
+  local current = project()
+  if current then
+    require("seri.export").export(current, file, opts)
+  end
+end
+
+---Import the JSON bundle in `file` as a new session of the project and open it in the
+---chat.
+---@param file string
+function M.import(file)
+  local current = project()
+  if current then
+    require("seri.export").import(current, file)
+  end
 end
 
 ---Set the turn budget (model calls per prompt) for the rest of the session.

@@ -18,6 +18,10 @@ local COMMANDS = {
   ["seri.session.fork"] = ":SeriFork",
   ["seri.session.usage"] = ":SeriCost",
   ["seri.session.context"] = ":SeriContext",
+  ["seri.session.search"] = ":SeriSearch",
+  ["seri.session.rename"] = ":SeriRename",
+  ["seri.session.export"] = ":SeriExport",
+  ["seri.session.import"] = ":SeriImport",
   ["seri.clear"] = ":SeriClear",
   ["seri.trajectory"] = ":SeriTrajectory",
 }
