@@ -27,8 +27,9 @@ export class Follower {
     // Whatever grows the content (a reply streaming, a card, a highlighted block, the view
     // getting shorter), the bottom stays in view while following.
     const stick = (): void => {
+      this.noticeScrollUp();
       if (this.following) {
-        this.box.scrollTop = this.box.scrollHeight;
+        this.scrollToEnd();
       }
     };
     new ResizeObserver(stick).observe(content);
@@ -51,13 +52,14 @@ export class Follower {
   toBottom(): void {
     this.following = true;
     this.button.hidden = true;
-    this.box.scrollTop = this.box.scrollHeight;
+    this.scrollToEnd();
   }
 
   /** New output arrived: followed, or announced when the user scrolled away. */
   arrived(): void {
+    this.noticeScrollUp();
     if (this.following) {
-      this.box.scrollTop = this.box.scrollHeight;
+      this.scrollToEnd();
     } else {
       this.button.hidden = false;
     }
@@ -70,6 +72,22 @@ export class Follower {
   reveal(element: HTMLElement, block: 'start' | 'center' = 'start'): void {
     element.scrollIntoView({ block });
     this.following = this.atBottom();
+    this.lastTop = this.box.scrollTop;
+  }
+
+  /**
+   * The user scrolled up, though its scroll event has not come yet (it comes with the next
+   * frame, and output that arrives first must not pull the view back down): the view is
+   * above the bottom and above where it was last left.
+   */
+  private noticeScrollUp(): void {
+    if (this.following && !this.atBottom() && this.box.scrollTop < this.lastTop) {
+      this.following = false;
+    }
+  }
+
+  private scrollToEnd(): void {
+    this.box.scrollTop = this.box.scrollHeight;
     this.lastTop = this.box.scrollTop;
   }
 
