@@ -65,11 +65,6 @@ TOTALS_COLUMNS = (
     " s.spent_reasoning_tokens, s.spent_cost, s.model_calls"
 )
 
-# The session and every session above it (a subagent's parent), for the totals.
-_UP = (
-    "WITH RECURSIVE up(id) AS (SELECT ? UNION"
-    " SELECT s.parent_id FROM sessions s JOIN up ON s.id = up.id WHERE s.parent_id IS NOT NULL)"
-)
 # The session and its subagents (and theirs), for the calls behind its totals.
 _DOWN = (
     "WITH RECURSIVE down(id) AS (SELECT ? UNION"
@@ -98,25 +93,34 @@ def record_spend(
             utc_now(),
         ),
     )
-    conn.execute(
-        f"{_UP} UPDATE sessions SET"
-        " spent_input_tokens = spent_input_tokens + ?,"
-        " spent_cached_input_tokens = spent_cached_input_tokens + ?,"
-        " spent_output_tokens = spent_output_tokens + ?,"
-        " spent_reasoning_tokens = spent_reasoning_tokens + ?,"
-        " spent_cost = CASE WHEN ? IS NULL THEN spent_cost ELSE COALESCE(spent_cost, 0) + ? END,"
-        " model_calls = model_calls + 1"
-        " WHERE id IN (SELECT id FROM up)",
-        (
-            session_id,
-            spend.input_tokens or 0,
-            spend.cached_input_tokens or 0,
-            spend.output_tokens or 0,
-            spend.reasoning_tokens or 0,
-            spend.cost,
-            spend.cost,
-        ),
+    amounts = (
+        spend.input_tokens or 0,
+        spend.cached_input_tokens or 0,
+        spend.output_tokens or 0,
+        spend.reasoning_tokens or 0,
+        spend.cost,
+        spend.cost,
     )
+    # The session, then the session above it while there is one: an update by key each
+    # (a recursive query cost a turn several times as much, for a chain rarely two long).
+    counted: set[str] = set()
+    above: str | None = session_id
+    while above is not None and above not in counted:
+        counted.add(above)
+        row = conn.execute(_ADD_SPEND, (*amounts, above)).fetchone()
+        above = row[0] if row is not None else None
+
+
+_ADD_SPEND = (
+    "UPDATE sessions SET"
+    " spent_input_tokens = spent_input_tokens + ?,"
+    " spent_cached_input_tokens = spent_cached_input_tokens + ?,"
+    " spent_output_tokens = spent_output_tokens + ?,"
+    " spent_reasoning_tokens = spent_reasoning_tokens + ?,"
+    " spent_cost = CASE WHEN ? IS NULL THEN spent_cost ELSE COALESCE(spent_cost, 0) + ? END,"
+    " model_calls = model_calls + 1"
+    " WHERE id = ? RETURNING parent_id"
+)
 
 
 def totals_from_row(values: tuple[Any, ...]) -> SpendTotals:
