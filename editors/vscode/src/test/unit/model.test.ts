@@ -33,6 +33,16 @@ class FakeServer implements ServerLink {
   }
 }
 
+/** A server that pages `all` as `seri.session.get {limit, before}` does. */
+function pagingServer(open: Session, all: WireMessage[]): FakeServer {
+  return new FakeServer((_command, args) => {
+    const before = typeof args.before === 'number' ? args.before : Infinity;
+    const older = all.filter((m) => m.id < before);
+    const page = older.slice(-(args.limit as number));
+    return view(open, page, { hasMore: older.length > page.length });
+  });
+}
+
 suite('ChatModel', () => {
   const open = session('s1', 'Parser work');
 
@@ -164,12 +174,7 @@ suite('ChatModel', () => {
 
   test('a rename of the open session changes its title and keeps the pages read', async () => {
     const all = Array.from({ length: 250 }, (_, i) => message(i + 1, i % 2 ? 'assistant' : 'user', `m${i + 1}`));
-    const server = new FakeServer((_command, args) => {
-      const before = typeof args.before === 'number' ? args.before : Infinity;
-      const older = all.filter((m) => m.id < before);
-      const page = older.slice(-(args.limit as number));
-      return view(open, page, { hasMore: older.length > page.length });
-    });
+    const server = pagingServer(open, all);
     const model = new ChatModel();
     await model.attach(server);
     await model.loadOlder();
@@ -235,12 +240,7 @@ suite('ChatModel', () => {
 
   test('pages back through history while the server says there is more', async () => {
     const all = Array.from({ length: 450 }, (_, i) => message(i + 1, i % 2 ? 'assistant' : 'user', `m${i + 1}`));
-    const server = new FakeServer((_command, args) => {
-      const before = typeof args.before === 'number' ? args.before : Infinity;
-      const older = all.filter((m) => m.id < before);
-      const page = older.slice(-(args.limit as number));
-      return view(open, page, { hasMore: older.length > page.length });
-    });
+    const server = pagingServer(open, all);
     const model = new ChatModel();
     await model.attach(server);
     assert.strictEqual(model.snapshot().messages.length, 200);
