@@ -10,9 +10,11 @@ engine sent (the same history) as one streamed request each through the same htt
 client seri makes (`seri_lsp.agent.connection.make_client`) on a kept-alive
 connection, runs the tool (reads the file) and INSERTs and COMMITs each step's row (the
 reply, the tool result) with raw sqlite3 on a database of the same schema and settings,
-keeping that blocking work off the event loop as seri must (`asyncio.to_thread`). With
-no target: httpx's own CPU time per streamed call (the request sent, the reply's lines
-read), the provider's process left out. And the cost of the search index: the same task
+with the row's search index entry in the same transaction (what the store must keep;
+the import's baseline indexes too), keeping that blocking work off the event loop as
+seri must (`asyncio.to_thread`). Without a target, the same comparison with neither side
+keeping an index. Also with no target: httpx's own CPU time per streamed call (the
+request sent, the reply's lines read), the provider's process left out. And the cost of the search index: the same task
 by an engine that keeps none (as on a SQLite without FTS5) on a profile of its own, in
 wall time and, for comparison, in CPU time of the process.
 """
@@ -141,12 +143,14 @@ class ToolTurn:
             await self.bare_client.get("models")  # the connection is open and kept alive
         return self.bare_client
 
-    async def baseline(self) -> float:
+    async def baseline(self, *, indexed: bool = True) -> float:
         """The same task done bare, the model's time left out: the same httpx client, the
-        read and the writes on a thread (`asyncio.to_thread`), not on the event loop."""
+        read and the writes on a thread (`asyncio.to_thread`), not on the event loop.
+        `indexed`: each row also goes into the search index in its transaction, as the
+        product must keep it (and as the import's baseline does)."""
 
         async def insert(*row: str | None) -> None:
-            await asyncio.to_thread(self._insert, *row)
+            await asyncio.to_thread(self._insert, *row, indexed=indexed)
 
         async def read() -> str:
             return await asyncio.to_thread((self.workspace / "src" / "app.py").read_text)
@@ -188,14 +192,21 @@ class ToolTurn:
                     pass
         return (time.process_time() - started) / len(self.bodies)
 
-    def _insert(self, role: str, content: str, calls: str | None, call_id: str | None) -> None:
+    def _insert(
+        self, role: str, content: str, calls: str | None, call_id: str | None, *, indexed: bool
+    ) -> None:
         self.bare_seq += 1
         self.bare_db.execute("BEGIN IMMEDIATE")
-        self.bare_db.execute(
+        row = self.bare_db.execute(
             "INSERT INTO messages (session_id, seq, role, content, tool_calls, tool_call_id,"
             " chars, created_at) VALUES ('bare', ?, ?, ?, ?, ?, ?, ?)",
             (self.bare_seq, role, content, calls, call_id, len(content), utc_now()),
-        )
+        ).lastrowid
+        if indexed:
+            self.bare_db.execute(
+                "INSERT INTO message_search (rowid, text) VALUES (?, ?)",
+                (row, f"{content} {calls or ''}"),
+            )
         self.bare_db.execute("COMMIT")
 
     async def close(self) -> None:
@@ -235,6 +246,7 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
                 "ours": bench.ours,
                 "bare": bench.baseline,
                 "ours without the search index": unindexed.ours,
+                "bare without the search index": lambda: bench.baseline(indexed=False),
             }
             times: dict[str, list[float]] = {name: [] for name in sides}
             # The CPU each engine's task took (the bare turn's is not compared).
@@ -242,7 +254,7 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
             engine_cpu: dict[str, list[float]] = {name: [] for name in cpu_of}
             order = list(sides)
             for index in range(repetitions):
-                # Each side goes first, second and third equally often.
+                # Each side goes first, second, third and last equally often.
                 shift = index % len(order)
                 for name in order[shift:] + order[:shift]:
                     times[name].append(await sides[name]() / CALLS)
@@ -266,9 +278,17 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         )
         turn = ratio_figure(
             "engine time per tool turn, model time excluded / the same turn done bare (the"
-            " same httpx client, its read and writes off the event loop)",
+            " same httpx client, its read and writes off the event loop, each row indexed"
+            " for search in its transaction)",
             times["ours"],
             times["bare"],
+            unit="s",
+            limit=1.2,
+        )
+        unindexed_turn = ratio_figure(
+            "(no target) the same, neither side keeping a search index",
+            times["ours without the search index"],
+            times["bare without the search index"],
             unit="s",
             limit=1.2,
         )
@@ -299,6 +319,7 @@ def tool_turn_figures(root: Path, repetitions: int) -> list[Figure]:
         return [
             connections,
             turn,
+            Figure(**{**unindexed_turn.__dict__, "target": "-", "met": None}),
             httpx_cpu,
             indexed,
             Figure(**{**indexed_cpu.__dict__, "target": "-", "met": None}),
