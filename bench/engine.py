@@ -14,9 +14,10 @@ with the row's search index entry in the same transaction (what the store must k
 the import's baseline indexes too), keeping that blocking work off the event loop as
 seri must (`asyncio.to_thread`). Without a target, the same comparison with neither side
 keeping an index. Also with no target: httpx's own CPU time per streamed call (the
-request sent, the reply's lines read), the provider's process left out. And the cost of the search index: the same task
-by an engine that keeps none (as on a SQLite without FTS5) on a profile of its own, in
-wall time and, for comparison, in CPU time of the process.
+request sent, the reply's lines read), the provider's process left out. And the cost of
+the search index: the same task by an engine that keeps none (as on a SQLite without
+FTS5) on a profile of its own, in wall time and, for comparison, in CPU time of the
+process.
 """
 
 from __future__ import annotations
