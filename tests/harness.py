@@ -13,6 +13,7 @@ import asyncio
 import compileall
 import contextlib
 import functools
+import logging
 import os
 import subprocess
 import sys
@@ -24,12 +25,14 @@ from typing import Any
 
 from cattrs import Converter
 from lsprotocol import types
+from pygls.io_ import run_async
 from pygls.protocol import default_converter
 from pygls.uris import to_fs_path as uri_to_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
 
 import seri_lsp
+from tests.warm_server import ForkedServer, warm_servers
 
 SERI_NOTIFICATIONS = (
     "seri/sessionChanged",
@@ -266,18 +269,40 @@ async def start_server(
 ) -> LanguageClient:
     """Start `python -m seri_lsp` and initialize it for `workspace` (as `client_name`
     does, unless `capabilities` are given)."""
-    command = [sys.executable, "-m", "seri_lsp"]
-    if profile_root is not None:
-        command += ["--profile-root", str(profile_root)]
-    config = ClientServerConfig(
-        server_command=[*command, *args],
-        client_factory=make_client,
-        server_env=server_env(env),
-    )
-    client = await config.start()
+    arguments = [] if profile_root is None else ["--profile-root", str(profile_root)]
+    arguments += args
+    warm = warm_servers()
+    if warm is None:
+        config = ClientServerConfig(
+            server_command=[sys.executable, "-m", "seri_lsp", *arguments],
+            client_factory=make_client,
+            server_env=server_env(env),
+        )
+        client = await config.start()
+    else:
+        client = make_client()
+        attach(client, await warm.spawn(arguments, server_env(env)))
     if initialize:
         await initialize_client(client, workspace, client_name, init_options, capabilities)
     return client
+
+
+def attach(client: LanguageClient, server: ForkedServer) -> None:
+    """Talk to `server` over its pipes, as pygls's `start_io` does with a process it
+    started itself."""
+    client.protocol.set_writer(server.stdin)
+    connection = asyncio.create_task(
+        run_async(
+            stop_event=client._stop_event,
+            reader=server.stdout,
+            protocol=client.protocol,
+            logger=logging.getLogger("pygls.client"),
+            error_handler=client.report_server_error,
+        )
+    )
+    notify_exit = asyncio.create_task(client._server_exit())
+    client._server = server
+    client._async_tasks.extend([connection, notify_exit])
 
 
 async def initialize_client(

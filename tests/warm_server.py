@@ -1,0 +1,248 @@
+"""Language servers for the tests, forked from a process that has already imported them.
+
+Starting `python -m seri_lsp` costs about 0.4 CPU-seconds, most of it importing
+lsprotocol's types, and the suite starts several hundred servers: on 2 cores that was
+half of what the whole suite cost. So each test worker starts one *warm* process
+(`python -m tests.warm_server SOCKET`), which imports the server once and then, for each
+server a test asks for, forks: the fork is the real server (`seri_lsp.cli.main` with the
+test's arguments, environment and working folder, on the pipes the test made), started
+in a few milliseconds. What the warm process imports is only what `python -m seri_lsp`
+imports before it reads its arguments; what a server reads from its environment later (a
+crash point, a wait, the provider, the trajectory setting) it reads as it would.
+
+The test holds a `ForkedServer`, which acts as the `asyncio.subprocess.Process` pygls
+would have made: its pid is the server's, `kill()` and `terminate()` signal it, `wait()`
+returns its exit status (a negative signal number when a signal ended it). Between the
+warm process and each server sits a small reaper (a second fork) that waits for the
+server and writes its exit status back to the test.
+
+`SERI_TEST_FORK=0` starts every server as a process of its own instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_MAX_REQUEST = 1 << 20
+
+
+# --- the warm process ------------------------------------------------------------------
+
+
+def _serve(path: str) -> None:
+    """Accept requests for servers on the Unix socket `path`, for as long as the test
+    worker that started this process lives (its end of stdin closing ends it)."""
+    import gc
+
+    import seri_lsp.cli  # what `python -m seri_lsp` imports first
+    import seri_lsp.lsp.server  # noqa: F401  (then, to serve LSP)
+
+    gc.freeze()
+    # Reapers are never waited for here: they go as soon as they end.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    stdin = sys.stdin.fileno()
+    while True:
+        ready, _, _ = select.select([listener, stdin], [], [])
+        if stdin in ready and not os.read(stdin, 1024):
+            return  # the test worker has gone
+        if listener in ready:
+            connection, _ = listener.accept()
+            fds: list[int] = []
+            try:
+                message, fds, _, _ = socket.recv_fds(connection, _MAX_REQUEST, 3)
+                request = json.loads(message)
+                if os.fork() == 0:
+                    listener.close()
+                    _reap(connection, fds, request)
+            finally:
+                connection.close()
+                for fd in fds:
+                    os.close(fd)
+
+
+def _reap(connection: socket.socket, fds: list[int], request: dict[str, Any]) -> None:
+    """In the reaper: fork the server, say its pid, wait for it, say how it ended."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        pid = os.fork()
+        if pid == 0:
+            connection.close()
+            _run_server(fds, request)
+        for fd in fds:
+            os.close(fd)
+        connection.sendall(f"{pid}\n".encode())
+        _, status = os.waitpid(pid, 0)
+        connection.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _run_server(fds: list[int], request: dict[str, Any]) -> None:
+    """In the server: its pipes as stdin, stdout and stderr, its environment and folder,
+    then what `python -m seri_lsp ARGS` runs. Never returns."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        sys.argv = ["seri_lsp", *request["args"]]
+        from seri_lsp.cli import main
+
+        try:
+            code = main(request["args"])
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except BaseException:  # a bug: shown as the process would show it
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+# --- the test's side -------------------------------------------------------------------
+
+
+class ForkedServer:
+    """A server forked by the warm process, as an `asyncio.subprocess.Process`."""
+
+    def __init__(
+        self,
+        pid: int,
+        stdin: asyncio.StreamWriter,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        status: asyncio.StreamReader,
+    ) -> None:
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        self.status_writer: asyncio.StreamWriter | None = None
+        self._ended = asyncio.ensure_future(self._read_status(status))
+
+    async def _read_status(self, status: asyncio.StreamReader) -> int:
+        line = await status.readline()
+        self.returncode = int(line) if line.strip() else -signal.SIGKILL
+        if self.status_writer is not None:
+            self.status_writer.close()
+        return self.returncode
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._ended)
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is not None:
+            raise ProcessLookupError(self.pid)
+        os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class WarmServers:
+    """This worker's warm process, started at the first server a test asks for."""
+
+    def __init__(self) -> None:
+        self._folder = tempfile.mkdtemp(prefix="seri-warm-")
+        self.socket_path = str(Path(self._folder) / "warm.sock")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.warm_server", self.socket_path],
+            stdin=subprocess.PIPE,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        atexit.register(self.close)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.socket_path):
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the warm server process did not start")
+            time.sleep(0.01)
+
+    async def spawn(self, args: list[str], env: dict[str, str]) -> ForkedServer:
+        """A server run as `python -m seri_lsp ARGS` would be, with `env`."""
+        loop = asyncio.get_running_loop()
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        request = json.dumps({"args": args, "env": env, "cwd": os.getcwd()}).encode()
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.socket_path)
+            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+        connection.setblocking(False)
+        # The writer is kept: dropping it would close the connection.
+        status, status_writer = await asyncio.open_connection(sock=connection)
+        pid = int(await status.readline())
+
+        async def reader(fd: int) -> asyncio.StreamReader:
+            stream = asyncio.StreamReader(limit=2**16)
+            protocol = asyncio.StreamReaderProtocol(stream)
+            await loop.connect_read_pipe(lambda: protocol, os.fdopen(fd, "rb", 0))
+            return stream
+
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(stdin_w, "wb", 0)
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        server = ForkedServer(pid, writer, await reader(stdout_r), await reader(stderr_r), status)
+        server.status_writer = status_writer
+        return server
+
+    def close(self) -> None:
+        if self._process.poll() is None:
+            self._process.stdin.close()  # type: ignore[union-attr]
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+        for name in os.listdir(self._folder):
+            os.unlink(os.path.join(self._folder, name))
+        os.rmdir(self._folder)
+
+
+_warm: WarmServers | None = None
+
+
+def warm_servers() -> WarmServers | None:
+    """This worker's warm process (started now if need be), or None with
+    `SERI_TEST_FORK=0`."""
+    global _warm
+    if os.environ.get("SERI_TEST_FORK", "1") == "0":
+        return None
+    if _warm is None:
+        _warm = WarmServers()
+    return _warm
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1])
