@@ -101,12 +101,13 @@ async def test_bad_lines_are_skipped_counted_and_reported_with_line_numbers(
     before = digest(path)
 
     client = await lsp()
-    logs = await wait_until(lambda: [m.message for m in client.log_messages if "line" in m.message])
+    # The warning comes once the file is read, after the log line of each bad line.
+    warning = await wait_until(lambda: shown_messages(client, containing="skipped 3 bad line"))
+    assert warning
+    logs = [m.message for m in client.log_messages if "line" in m.message]
     assert any(f"{path} line 3 skipped" in log and "invalid JSON" in log for log in logs)
     assert any("line 5 skipped" in log and "wizard" in log for log in logs)
     assert any("line 8 skipped" in log and "tool_call_id" in log for log in logs)
-    warning = await wait_until(lambda: shown_messages(client, containing="skipped 3 bad line"))
-    assert warning
 
     view = await command(client, "seri.session.get", {"sessionId": "legacy-2"})
     assert len(view["messages"]) == 4  # the good ones are kept
