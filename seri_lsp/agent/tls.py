@@ -1,5 +1,11 @@
 """TLS for the provider's HTTP client: the one place seri builds an SSL context.
 
+It opens no socket and no TLS session: httpx does both. It only says what httpx's
+connections trust, as httpx documents it (an `ssl.SSLContext` given as `verify=`, made
+by truststore for the system's store), and words the TLS errors httpx passes up.
+httpx's own `create_ssl_context` trusts one of certifi, `SSL_CERT_FILE` or `SSL_CERT_DIR`
+and not the system's store; seri trusts all of them together.
+
 The operating system's trust store is used through truststore (as pip does), so a
 company's authority installed in the system is trusted; certifi's bundle too (some
 Pythons come with no system store), and the authorities `SSL_CERT_FILE` and

@@ -24,7 +24,6 @@ HEADINGS = {
 
 Role = Literal["user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
-# The tools whose `path` argument a session's path lists (and a recap's) show.
 # How attachments an editor sent with a prompt begin, after its own words (see
 # seri_lsp.context.attachments): a line of mentions, then blocks of attached text.
 MENTIONS_START = "\n\nAttached: @"
@@ -40,6 +39,7 @@ def prompt_words(text: str) -> str:
     return text
 
 
+# The tools whose `path` argument a session's path lists (and a recap's) show.
 READ_TOOLS = frozenset({"read_file"})
 MODIFY_TOOLS = frozenset({"write_file", "edit"})
 
