@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
-from seri_lsp.context.recording import Recordings
 from seri_lsp.context.session_manager import SessionManager
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -53,6 +52,7 @@ from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.store.worker import Worker
+from seri_lsp.trajectory.recording import Recordings
 
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
@@ -508,9 +508,9 @@ class Engine:
     async def export_session(self, session_id: str | None, export_format: str) -> dict[str, Any]:
         """A session (the open one by default) as `{format, text, redactions}`: a JSON
         bundle or a markdown transcript with no absolute path of the workspace and no
-        secret (`context/bundle.py`)."""
-        from seri_lsp.context.bundle import export_session
-        from seri_lsp.context.redaction import configured_secrets
+        secret (`export/bundle.py`)."""
+        from seri_lsp.export.bundle import export_session
+        from seri_lsp.export.redaction import configured_secrets
 
         if export_format not in EXPORT_FORMATS:
             raise InvalidArgument(
@@ -534,7 +534,7 @@ class Engine:
         """A new session of this project holding an exported bundle's conversation:
         `{session, alreadyImported}` (the session made the first time when this bundle
         was imported here before). A bad bundle is refused and nothing is written."""
-        from seri_lsp.context.bundle import import_bundle, read_bundle
+        from seri_lsp.export.bundle import import_bundle, read_bundle
 
         bundle = await asyncio.to_thread(read_bundle, text)
         info, made = await self.io(import_bundle, self.store, bundle, self.project)
