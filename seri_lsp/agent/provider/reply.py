@@ -17,7 +17,7 @@ import math
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -149,29 +149,17 @@ async def finish_body(rest: AsyncGenerator[str, None]) -> None:
 # --- the reply's shape -----------------------------------------------------------------
 
 
-def _object(value: Any, where: str) -> dict[str, Any]:
-    """`value` if it is a JSON object, {} if it is missing (null)."""
+_Json = TypeVar("_Json", dict[str, Any], list[Any], str)
+_EXPECTED: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+
+
+def _as(value: Any, where: str, empty: _Json) -> _Json:
+    """`value` if it is of `empty`'s JSON type (a string as sent, lone surrogates
+    included: callers clean it), `empty` if it is missing (null)."""
     if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise unexpected(where, "an object", value)
-    return value
-
-
-def _array(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise unexpected(where, "an array", value)
-    return value
-
-
-def _string(value: Any, where: str) -> str:
-    """A string field as sent (lone surrogates included; callers clean it)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise unexpected(where, "a string", value)
+        return empty
+    if not isinstance(value, type(empty)):
+        raise unexpected(where, _EXPECTED[type(empty)], value)
     return value
 
 
@@ -179,16 +167,16 @@ def _arguments(value: Any, where: str) -> str:
     """Tool-call arguments: JSON text, or (as some servers send them) an object."""
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False)
-    return _string(value, where)
+    return _as(value, where, "")
 
 
 def _call_parts(call: dict[str, Any], where: str) -> tuple[str, str, str]:
     """A tool call's (id, name, arguments) as sent, or the pieces of them a stream chunk
     carries (`call` is already known to be an object)."""
-    function = _object(call.get("function"), f"{where}.function")
+    function = _as(call.get("function"), f"{where}.function", {})
     return (
-        _string(call.get("id"), f"{where}.id"),
-        _string(function.get("name"), f"{where}.function.name"),
+        _as(call.get("id"), f"{where}.id", ""),
+        _as(function.get("name"), f"{where}.function.name", ""),
         _arguments(function.get("arguments"), f"{where}.function.arguments"),
     )
 
@@ -206,7 +194,7 @@ def _finish_reason(choice: dict[str, Any], where: str) -> str | None:
     reason = choice.get("finish_reason")
     if reason is None:
         return None
-    reason = clean_text(_string(reason, f"{where}.finish_reason"))
+    reason = clean_text(_as(reason, f"{where}.finish_reason", ""))
     if reason == "error":
         raise ProviderHTTPError(
             'The provider reported an error mid-reply (finish_reason "error").', 502
@@ -312,16 +300,16 @@ async def read_stream(
             finished = True
             break
         chunk = _reply_object(payload, "a stream chunk", "a chunk that is not JSON", reply)
-        for number, choice in enumerate(_array(chunk.get("choices"), "choices")):
+        for number, choice in enumerate(_as(chunk.get("choices"), "choices", [])):
             where = f"choices[{number}]"
-            choice = _object(choice, where)
-            delta = _object(choice.get("delta"), f"{where}.delta")
-            add_content(content.feed(_string(delta.get("content"), f"{where}.delta.content")))
+            choice = _as(choice, where, {})
+            delta = _as(choice.get("delta"), f"{where}.delta", {})
+            add_content(content.feed(_as(delta.get("content"), f"{where}.delta.content", "")))
             for name in ("reasoning", "reasoning_content"):
-                piece = _string(delta.get(name), f"{where}.delta.{name}")
+                piece = _as(delta.get(name), f"{where}.delta.{name}", "")
                 add_thinking(thinking.feed(piece))
             for position, call in enumerate(
-                _array(delta.get("tool_calls"), f"{where}.delta.tool_calls")
+                _as(delta.get("tool_calls"), f"{where}.delta.tool_calls", [])
             ):
                 _add_call_piece(calls, call, f"{where}.delta.tool_calls[{position}]")
             reason = _finish_reason(choice, where)
@@ -342,7 +330,7 @@ async def read_stream(
 
 
 def _add_call_piece(calls: dict[int, dict[str, str]], call: Any, where: str) -> None:
-    call = _object(call, where)
+    call = _as(call, where, {})
     index = call.get("index", 0)
     if isinstance(index, bool) or not isinstance(index, int):
         raise unexpected(f"{where}.index", "a whole number", index)
@@ -359,22 +347,22 @@ def _add_call_piece(calls: dict[int, dict[str, str]], call: Any, where: str) -> 
 def read_whole(raw: bytes, reply: Reply) -> None:
     """Read a reply sent whole (`provider.stream` off) into `reply`."""
     data = _reply_object(raw, "the reply", "the reply is not JSON", reply)
-    choices = _array(data.get("choices"), "choices")
+    choices = _as(data.get("choices"), "choices", [])
     if not choices:
         raise ProviderHTTPError(
             "The provider's reply held no choices.", 502, raw.decode("utf-8", "replace")
         )
-    choice = _object(choices[0], "choices[0]")
-    message = _object(choice.get("message"), "choices[0].message")
+    choice = _as(choices[0], "choices[0]", {})
+    message = _as(choice.get("message"), "choices[0].message", {})
     reasoning = message.get("reasoning") or message.get("reasoning_content")
-    content = _string(message.get("content"), "choices[0].message.content")
-    thinking = _string(reasoning, "choices[0].message.reasoning")
+    content = _as(message.get("content"), "choices[0].message.content", "")
+    thinking = _as(reasoning, "choices[0].message.reasoning", "")
     tool_calls = []
     for index, call in enumerate(
-        _array(message.get("tool_calls"), "choices[0].message.tool_calls")
+        _as(message.get("tool_calls"), "choices[0].message.tool_calls", [])
     ):
         where = f"choices[0].message.tool_calls[{index}]"
-        tool_calls.append(_tool_call(*_call_parts(_object(call, where), where)))
+        tool_calls.append(_tool_call(*_call_parts(_as(call, where, {}), where)))
     reply.finish_reason = _finish_reason(choice, "choices[0]")
     reply.content, reply.thinking = clean_text(content), clean_text(thinking)
     reply.tool_calls = tool_calls
