@@ -276,7 +276,7 @@ class Settings:
 # start-up) and trajectory recording (`recording_settings.py`, config.json only).
 OTHER_SETTINGS: tuple[Declared, ...] = (
     Declared("profileRoot", _text, "a folder path (text)"),
-    Declared("trajectory", _object, "an object"),
+    Declared("trajectory", _boolean, "true or false"),
 )
 
 

@@ -3,15 +3,20 @@ place that names them (the docs, the ACP face, the editors) is checked against t
 declaration here, so a command or setting added, renamed or removed in one place and not
 in another fails a test.
 
-The declarations: `seri_lsp.slash.COMMANDS` and `seri_lsp.settings.SETTINGS`.
+The declarations: `seri_lsp.slash.COMMANDS`, and the settings of
+`seri_lsp.settings` (its `setting(...)` fields, the `SAMPLING` knobs and
+`OTHER_SETTINGS`; `declared_keys()` lists them).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from pathlib import Path
 
 from seri_lsp.acp.commands import available_commands
+from seri_lsp.settings import ProviderSettings, Settings, declared_keys
 from seri_lsp.slash import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,3 +117,104 @@ def test_neither_editor_keeps_a_slash_command_list_of_its_own() -> None:
             if len(quoted) >= 3 or "max-turns" in quoted:
                 lists[str(path.relative_to(ROOT))] = sorted(quoted)
     assert lists == {}, "these editor files keep their own slash-command list"
+
+
+# --- settings ----------------------------------------------------------------------------
+
+KEYS = declared_keys()
+TOP_LEVEL = {key.split(".")[0] for key in KEYS}
+
+
+def setting_names(cell: str) -> list[str]:
+    """The settings a table's first cell names: `` `provider.keepTokens`, `elideBytes` ``
+    (a name after the first without a section is in the first one's section)."""
+    names = re.findall(r"`([A-Za-z.]+)`", cell)
+    section = names[0].rpartition(".")[0] if names else ""
+    return [name if "." in name or not section else f"{section}.{name}" for name in names]
+
+
+def documented_settings(path: Path, heading: str) -> list[str]:
+    rows = table_rows(section(path, heading))
+    return [name for row in rows for name in setting_names(row[0])]
+
+
+def test_the_readme_settings_table_names_every_setting_and_no_other() -> None:
+    documented = documented_settings(ROOT / "README.md", "## Configuration")
+    assert sorted(documented) == sorted(KEYS)
+
+
+def test_protocol_md_settings_table_names_every_setting_and_no_other() -> None:
+    documented = documented_settings(
+        ROOT / "docs" / "protocol.md", "## Initialization options and settings"
+    )
+    assert sorted(documented) == sorted(KEYS)
+
+
+# The VS Code settings that are the editor's own, not the server's.
+VSCODE_OWN = ("seri.server.", "seri.trace.")
+
+
+def test_vscode_contributes_only_server_settings_that_exist_with_their_defaults() -> None:
+    """Each `seri.*` setting VS Code contributes for the server is a declared setting; a
+    default it shows is the server's (an empty string or 0 means: not sent)."""
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text("utf-8"))
+    configuration = package["contributes"]["configuration"]
+    sections = configuration if isinstance(configuration, list) else [configuration]
+    contributed = {
+        name.removeprefix("seri."): schema
+        for part in sections
+        for name, schema in part["properties"].items()
+        if not name.startswith(VSCODE_OWN)
+    }
+    assert contributed, "VS Code contributes no server settings"
+    assert sorted(set(contributed) - set(KEYS)) == []
+    for key, schema in contributed.items():
+        shown = schema.get("default")
+        if shown not in ("", 0, None):
+            assert shown == default_of(key), key
+
+
+def default_of(key: str) -> object:
+    """The declared default of a setting of `Settings` or `ProviderSettings`."""
+    for cls in (Settings, ProviderSettings):
+        for field in dataclasses.fields(cls):
+            if field.metadata.get("seri.setting") and field.metadata["seri.setting"].key == key:
+                return field.default
+    raise AssertionError(f"{key} has no default in Settings")
+
+
+def lua_table_keys(text: str) -> list[str]:
+    """The keys a Lua table literal sets, one per line (commented-out `-- key = ...`
+    lines included), a nested table's keys as `section.key`."""
+    keys: list[str] = []
+    path: list[str] = []
+    for line in text.splitlines():
+        match = re.match(r"\s*(?:-- )?(\w+)\s*=\s*(.*)", line)
+        if match is None:
+            if line.strip().startswith("}") and path:
+                path.pop()
+            continue
+        name, rest = ".".join([*path, match.group(1)]), match.group(2)
+        if not rest.startswith("{"):
+            keys.append(name)
+        elif "}" in rest:  # a table on one line
+            keys += [f"{name}.{key}" for key in re.findall(r"(\w+)\s*=", rest[: rest.index("}")])]
+        else:
+            path.append(match.group(1))
+    return keys
+
+
+def test_neovim_defaults_and_help_name_only_settings_that_exist() -> None:
+    config = (ROOT / "editors" / "neovim" / "lua" / "seri" / "config.lua").read_text("utf-8")
+    defaults = re.search(r"\n  settings = (\{\}|\{.*?\n  \}),", config, re.DOTALL)
+    assert defaults, "config.lua's defaults have no `settings` table"
+    assert sorted(set(lua_table_keys(defaults.group(1))) - set(KEYS)) == []
+    field = re.search(r"---@field settings table .*\((.*)\)", config)
+    assert field and set(re.findall(r"\w+", field.group(1))) <= TOP_LEVEL
+
+    help_text = (ROOT / "editors" / "neovim" / "doc" / "seri.txt").read_text("utf-8")
+    example = help_text.split("Server settings, for example", 1)[1].split("\n<\n", 1)[0]
+    named = lua_table_keys(example.split("settings = {", 1)[1])
+    assert named and sorted(set(named) - set(KEYS)) == []
+    listed = re.search(r"server's settings \(([^)]*)\)", help_text)
+    assert listed and set(re.findall(r"\w+", listed.group(1))) <= TOP_LEVEL
