@@ -36,6 +36,31 @@ M.SLASH = {
   { word = "/rename", info = "give this session a title: /rename TITLE" },
 }
 
+---What typing a character in the chat's input completes: the input bar's word for it,
+---and the help's.
+---@type {char: string, hint: string, help: string}[]
+M.TRIGGERS = {
+  { char = "@", hint = "file", help = "a file" },
+  { char = "#", hint = "buffer", help = "#buffer / #selection" },
+  { char = "/", hint = "command", help = "a command" },
+}
+
+---The characters that start a completion in the chat's input.
+---@return string[]
+function M.trigger_characters()
+  return vim.tbl_map(function(trigger)
+    return trigger.char
+  end, M.TRIGGERS)
+end
+
+---The input bar's hints of what completes: `@ file`, `# buffer`, `/ command`.
+---@return string[]
+function M.trigger_hints()
+  return vim.tbl_map(function(trigger)
+    return trigger.char .. " " .. trigger.hint
+  end, M.TRIGGERS)
+end
+
 M.TOKENS = {
   { word = "#buffer", info = "the file you last edited (its text too, when unsaved)" },
   { word = "#selection", info = "the lines you last selected in it" },
