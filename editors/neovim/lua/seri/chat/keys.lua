@@ -20,6 +20,7 @@ local M = {}
 ---@field bar seri.ChatBuffer the window whose bar shows it
 ---@field word string what the bar says after the key
 ---@field rank integer place among the bar's hints (lower first; shown while they fit)
+---@field place integer? place of the key among the keys sharing the hint (`[[ ]]`)
 
 ---@class seri.ChatKey
 ---@field option string? the `keymaps` option that sets the key (false there: no key)
@@ -200,17 +201,6 @@ M.list = {
     hint = { bar = "chat", word = "yank code", rank = 2 },
   },
   {
-    option = "prev_turn",
-    modes = "n",
-    buffers = { "chat" },
-    run = function()
-      jump_turn(-1)
-    end,
-    desc = "seri: previous prompt or reply",
-    help = "previous prompt, reply or recap",
-    hint = { bar = "chat", word = "turns", rank = 3 },
-  },
-  {
     option = "next_turn",
     modes = "n",
     buffers = { "chat" },
@@ -219,7 +209,18 @@ M.list = {
     end,
     desc = "seri: next prompt or reply",
     help = "next prompt, reply or recap",
-    hint = { bar = "chat", word = "turns", rank = 3 },
+    hint = { bar = "chat", word = "turns", rank = 3, place = 2 },
+  },
+  {
+    option = "prev_turn",
+    modes = "n",
+    buffers = { "chat" },
+    run = function()
+      jump_turn(-1)
+    end,
+    desc = "seri: previous prompt or reply",
+    help = "previous prompt, reply or recap",
+    hint = { bar = "chat", word = "turns", rank = 3, place = 1 },
   },
   {
     option = "drop_queued",
@@ -354,7 +355,7 @@ function M.hints(which)
       end
       local lhs = M.lhs(key)
       if lhs then
-        table.insert(group.keys, lhs)
+        table.insert(group.keys, { lhs = lhs, place = hint.place or 0 })
       else
         group.complete = false
       end
@@ -366,7 +367,13 @@ function M.hints(which)
   local hints = {}
   for _, group in ipairs(order) do
     if group.complete then
-      table.insert(hints, table.concat(group.keys, " ") .. " " .. group.hint.word)
+      table.sort(group.keys, function(a, b)
+        return a.place < b.place
+      end)
+      local lhs = vim.tbl_map(function(key)
+        return key.lhs
+      end, group.keys)
+      table.insert(hints, table.concat(lhs, " ") .. " " .. group.hint.word)
     end
   end
   return hints
