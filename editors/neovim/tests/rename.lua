@@ -71,7 +71,8 @@ H.run(function()
     vim.tbl_contains(vim.fn.getcompletion("SeriPrompt /ren", "cmdline"), "/rename "),
     "/rename completes"
   )
-  local _, items = require("seri.attach").complete("/ren", require("seri.client").current().root, true)
+  local _, items =
+    require("seri.attach").complete("/ren", require("seri.client").current().root, true)
   local slash = vim.tbl_map(function(item)
     return item.word
   end, items)

@@ -23,12 +23,28 @@ local M = {}
 ---@field kind string "file", "context" or "command"
 ---@field info string? a description (a slash command's summary)
 
+---The words that stand for context in a prompt, for completion.
+---@type {word: string, info: string}[]
+M.TOKENS = {
+  { word = "#buffer", info = "the file you last edited (its text too, when unsaved)" },
+  { word = "#selection", info = "the lines you last selected in it" },
+}
+
 ---What typing a character in the chat's input completes: the input bar's word for it,
 ---and the help's.
 ---@type {char: string, hint: string, help: string}[]
 M.TRIGGERS = {
   { char = "@", hint = "file", help = "a file" },
-  { char = "#", hint = "buffer", help = "#buffer / #selection" },
+  {
+    char = "#",
+    hint = "buffer",
+    help = table.concat(
+      vim.tbl_map(function(token)
+        return token.word
+      end, M.TOKENS),
+      " / "
+    ),
+  },
   { char = "/", hint = "command", help = "a command" },
 }
 
@@ -47,11 +63,6 @@ function M.trigger_hints()
     return trigger.char .. " " .. trigger.hint
   end, M.TRIGGERS)
 end
-
-M.TOKENS = {
-  { word = "#buffer", info = "the file you last edited (its text too, when unsaved)" },
-  { word = "#selection", info = "the lines you last selected in it" },
-}
 
 -- The most files offered; a workspace may hold far more.
 local MAX_FILES = 20000
