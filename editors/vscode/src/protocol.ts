@@ -350,6 +350,21 @@ export interface ImportResult {
   alreadyImported?: boolean;
 }
 
+/**
+ * A slash command the server understands, as it advertises them: in its initialize result
+ * (`capabilities.experimental.seri.slashCommands`) and in `seri.commands`' answer.
+ */
+export interface SlashCommand {
+  /** Without the slash: `compact`. */
+  name: string;
+  /** `/compact [focus words]`. */
+  usage: string;
+  /** What it does, in one sentence. */
+  summary: string;
+  /** What the words after it are; absent when it takes none. */
+  argumentHint?: string;
+}
+
 /** Server commands (`workspace/executeCommand`), each with one JSON object argument. */
 export const ServerCommand = {
   sessionNew: 'seri.session.new',
@@ -372,6 +387,8 @@ export const ServerCommand = {
   rewind: 'seri.rewind',
   checkpoints: 'seri.checkpoints',
   trajectory: 'seri.trajectory',
+  /** The slash commands the server understands (also in its initialize result). */
+  commands: 'seri.commands',
 } as const;
 
 export const Notification = {
@@ -388,24 +405,6 @@ export const ServerRequest = {
   saveDocuments: 'seri/saveDocuments',
   approve: 'seri/approve',
 } as const;
-
-/** Slash commands the server understands, as suggested in the chat input. */
-export const SLASH_COMMANDS: readonly { name: string; usage: string; description: string }[] = [
-  { name: 'compact', usage: '/compact [focus words]', description: 'Replace older history by a recap' },
-  { name: 'clear', usage: '/clear', description: 'Start a new session (the old one is kept)' },
-  { name: 'resume', usage: '/resume ID', description: 'Open another session of this project' },
-  { name: 'continue', usage: '/continue', description: 'Open the latest session of this project' },
-  { name: 'max-turns', usage: '/max-turns N', description: 'Cap model calls per task in this session' },
-  {
-    name: 'rewind',
-    usage: '/rewind [n] [both|conversation|files] [force]',
-    description: 'Go back to before a prompt (alone: pick one)',
-  },
-  { name: 'trajectory', usage: '/trajectory [on|off]', description: 'Show or set whether runs are recorded' },
-  { name: 'fork', usage: '/fork', description: 'Continue in a copy of this session (the original stays)' },
-  { name: 'cost', usage: '/cost', description: 'What this session’s model calls cost' },
-  { name: 'context', usage: '/context', description: 'What fills the context window, by part' },
-];
 
 /** Messages fetched per page of history. */
 export const PAGE_SIZE = 200;

@@ -27,6 +27,7 @@ import { ChatModel, ServerLink } from './chat/model';
 import { applyEdit, saveEditedDocuments } from './edits';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification, ServerRequest } from './protocol';
+import { readSlashCommands } from './slashCommands';
 
 export const INSTALL_HINT =
   'Turn `seri.server.useBundled` back on to use the server this extension carries, or install ' +
@@ -244,6 +245,12 @@ export class SeriServer implements ServerLink, vscode.Disposable {
         }
         if (event.newState === State.Running) {
           void this.model.attach(this).then(() => this.client === client && this.loadEmitter.fire());
+          // Read again at every start: a restarted server may be a newer one.
+          void readSlashCommands(client.initializeResult, this).then((commands) => {
+            if (this.client === client && client.state === State.Running) {
+              this.model.setSlashCommands(commands);
+            }
+          });
         } else if (event.newState === State.Starting) {
           this.model.detach('starting');
         } else {

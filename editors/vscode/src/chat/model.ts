@@ -19,6 +19,7 @@ import {
   Session,
   SessionChangedParams,
   SessionView,
+  SlashCommand,
   StatusParams,
   TaskStatus,
   TurnEndedParams,
@@ -57,6 +58,8 @@ export interface ChatSnapshot {
   context: ContextBreakdown | null;
   /** The session the open one was forked from; null when it is no fork. */
   forkOrigin: ForkOrigin | null;
+  /** The slash commands the running server advertises; none while no server runs. */
+  slashCommands: SlashCommand[];
 }
 
 /** A line the chat shows without storing it: how a task ended, a refused command. */
@@ -162,6 +165,7 @@ export class ChatModel {
   // `/cost` and `/context` sent and not answered: the server also shows their text as a
   // message, which the chat shows already.
   private reportsPending = 0;
+  private slashCommands: SlashCommand[] = [];
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
 
@@ -186,6 +190,7 @@ export class ChatModel {
       queued: [...this.queue],
       context: this.context,
       forkOrigin: this.forkOrigin,
+      slashCommands: [...this.slashCommands],
     };
   }
 
@@ -245,6 +250,8 @@ export class ChatModel {
     this.generation++;
     this.server = server;
     this.serverState = 'running';
+    // The new server's own list comes with setSlashCommands; never an earlier server's.
+    this.slashCommands = [];
     this.promptsInFlight = 0;
     this.streamingTask = false;
     this.activity = null;
@@ -257,6 +264,7 @@ export class ChatModel {
     this.generation++;
     this.server = undefined;
     this.serverState = state;
+    this.slashCommands = [];
     this.promptsInFlight = 0;
     this.streamingTask = false;
     this.streaming = '';
@@ -268,6 +276,15 @@ export class ChatModel {
     [...this.answers.values()].forEach((settle) => settle(null));
     this.emit({ kind: 'state' });
     this.emit({ kind: 'streaming', text: '' });
+  }
+
+  /** The slash commands the attached server advertises (ignored while none is attached). */
+  setSlashCommands(commands: readonly SlashCommand[]): void {
+    if (!this.server) {
+      return;
+    }
+    this.slashCommands = [...commands];
+    this.emit({ kind: 'state' });
   }
 
   // --- notifications -------------------------------------------------------------------

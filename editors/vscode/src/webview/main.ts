@@ -128,6 +128,7 @@ function applyHeader(next: HeaderState): void {
   spend.hidden = spend.textContent === '';
   const usable = next.serverState === 'running';
   composer.setState(usable, next.running);
+  composer.setSlashCommands(next.slashCommands);
   // No forking while a task runs (the server refuses it).
   document.body.classList.toggle('task-running', next.running);
   const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
