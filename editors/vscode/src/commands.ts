@@ -29,7 +29,8 @@ import {
   Session,
   TrajectoryState,
 } from './protocol';
-import { SeriServer, describe } from './server';
+import { describe } from './errors';
+import { SeriServer } from './server';
 import { projectFolder } from './settings';
 import { EXPORT_FILTERS, exportName, formatFor, readBundle, redactionWords, writeWhole } from './sessionFiles';
 import { SessionSearch } from './sessionSearch';

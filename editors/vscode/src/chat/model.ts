@@ -2,6 +2,7 @@
 // task runs, and the context use. Fed by the server's notifications and results; read by
 // the chat view and the status bar. No `vscode` import, so it is testable in plain Node.
 
+import { describe } from '../errors';
 import { compactionSummary, inEditorWords } from '../format';
 import {
   ApproveParams,
@@ -942,8 +943,4 @@ function isReport(text: string): boolean {
 /** A prompt the user typed (not a recap, a loaded rule or failing checks). */
 function isPrompt(message: WireMessage): boolean {
   return message.role === 'user' && message.kind === undefined;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -14,7 +14,7 @@ import { bufferContext, editorForAttaching, selectionContext } from '../attachme
 import { inEditorWords } from '../format';
 import { Commands, FOCUS_CHAT } from '../ids';
 import type { PromptContext } from '../protocol';
-import { describe } from '../server';
+import { describe } from '../errors';
 import { projectFolder } from '../settings';
 import { WorkspaceFiles } from '../workspaceFiles';
 
