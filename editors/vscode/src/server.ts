@@ -20,6 +20,7 @@ import { ChatModel, ServerLink } from './chat/model';
 import { ServerErrorHandler } from './crashPolicy';
 import { applyEdit, saveEditedDocuments } from './edits';
 import { describe } from './errors';
+import { ServerSetting, settingId } from './settingKeys';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification, ServerRequest } from './protocol';
 import { ServerCommandLine, findServer, probeServer } from './serverCommandLine';
@@ -217,7 +218,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     this.stateEmitter.fire();
     void vscode.window.showErrorMessage(error.message, 'Open Setting', 'Show Log').then((choice) => {
       if (choice === 'Open Setting') {
-        void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.python');
+        void vscode.commands.executeCommand('workbench.action.openSettings', settingId(ServerSetting.python));
       } else if (choice === 'Show Log') {
         this.log.show();
       }
@@ -247,7 +248,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       .showErrorMessage(`Seri: ${problem}. ${INSTALL_HINT}`, 'Open Settings', 'Show Log')
       .then((choice) => {
         if (choice === 'Open Settings') {
-          void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.command');
+          void vscode.commands.executeCommand('workbench.action.openSettings', settingId(ServerSetting.command));
         } else if (choice === 'Show Log') {
           this.log.show();
         }
