@@ -4,7 +4,8 @@
 
 import * as vscode from 'vscode';
 
-import type { ChatModel, ServerLink } from './chat/model';
+import type { ChatModel } from './chat/model';
+import type { ServerLink } from './chat/chatState';
 import { describe } from './errors';
 import { ServerCommand } from './protocol';
 

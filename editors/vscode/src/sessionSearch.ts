@@ -5,7 +5,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import type { ServerLink } from './chat/model';
+import type { ServerLink } from './chat/chatState';
 import { sessionTitle } from './chat/promptText';
 import { describe } from './errors';
 import { inEditorWords, relativeTime } from './format';

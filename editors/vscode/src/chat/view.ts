@@ -7,7 +7,8 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import { ChatChange, ChatModel } from './model';
+import { ChatModel } from './model';
+import type { ChatChange } from './chatState';
 import { Proposals } from './proposals';
 import { FromWebview, MenuAction, ToWebview } from './webviewProtocol';
 import { bufferContext, editorForAttaching, selectionContext } from '../attachments';

@@ -3,8 +3,7 @@
 
 import * as vscode from 'vscode';
 
-import { rewindProblems } from '../chat/model';
-import { plural, relativeTime } from '../format';
+import { plural, relativeTime, rewindProblems } from '../format';
 import { Checkpoint, CheckpointList, RestoreMode, RewindRequest, RewindResult, ServerCommand } from '../protocol';
 import type { CommandContext } from './commandContext';
 

@@ -1,7 +1,7 @@
 // A notice in the transcript (not stored): how a task ended, a refused command, a
 // report, or what a compaction did, with its Retry or Show recap button.
 
-import type { Notice } from '../chat/model';
+import type { Notice } from '../chat/chatState';
 import { plural } from '../format';
 import { Icons, h, icon } from './dom';
 

@@ -4,7 +4,7 @@
 // are folded blocks, not the user's words. Prompts, replies and recaps offer "Fork from
 // here" (a button on hover, and the view's context menu through `data-vscode-context`).
 
-import type { Notice } from '../chat/model';
+import type { Notice } from '../chat/chatState';
 import type { ToolCall, WireMessage } from '../protocol';
 import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';

@@ -4,7 +4,8 @@
 
 import * as assert from 'assert';
 
-import { ChatModel, ServerLink } from '../../chat/model';
+import { ChatModel } from '../../chat/model';
+import type { ServerLink } from '../../chat/chatState';
 import type { SessionView, SlashCommand } from '../../protocol';
 import { advertisedSlashCommands, readSlashCommands } from '../../slashCommands';
 import { slashSuggestions } from '../../webview/slashCompletion';
