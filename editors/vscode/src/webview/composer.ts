@@ -309,7 +309,14 @@ export class Composer {
     const items = this.suggestions.map((suggestion, index) =>
       h(
         'li',
-        { role: 'option', class: 'suggestion', 'data-key': suggestion.key, 'aria-selected': String(index === this.selected) },
+        {
+          role: 'option',
+          class: 'suggestion',
+          'data-key': suggestion.key,
+          'aria-selected': String(index === this.selected),
+          // A narrow view cuts the summary short: the whole of it on hover.
+          title: suggestion.description ? `${suggestion.label}: ${suggestion.description}` : undefined,
+        },
         h('span', { class: 'suggestion-usage' }, suggestion.label),
         suggestion.description ? h('span', { class: 'suggestion-description' }, suggestion.description) : null,
       ),
