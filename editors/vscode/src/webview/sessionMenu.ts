@@ -4,20 +4,21 @@
 import type { FromWebview, MenuAction } from '../chat/webviewProtocol';
 import { Icons, h, icon } from './dom';
 
-const MENU: { action: MenuAction; label: string }[] = [
-  { action: 'new', label: 'New session' },
-  { action: 'resume', label: 'Resume session…' },
-  { action: 'search', label: 'Search sessions…' },
-  { action: 'continue', label: 'Continue last session' },
-  { action: 'rename', label: 'Rename session…' },
-  { action: 'compact', label: 'Compact context…' },
-  { action: 'clear', label: 'Clear conversation' },
-  { action: 'maxTurns', label: 'Set max turns…' },
-  { action: 'rewind', label: 'Rewind…' },
-  { action: 'fork', label: 'Fork session' },
-  { action: 'export', label: 'Export session…' },
-  { action: 'import', label: 'Import session…' },
-];
+/** Each menu entry's label, in the menu's order (every action has one: the type says so). */
+const MENU: Record<MenuAction, string> = {
+  new: 'New session',
+  resume: 'Resume session…',
+  search: 'Search sessions…',
+  continue: 'Continue last session',
+  rename: 'Rename session…',
+  compact: 'Compact context…',
+  clear: 'Clear conversation',
+  maxTurns: 'Set max turns…',
+  rewind: 'Rewind…',
+  fork: 'Fork session',
+  export: 'Export session…',
+  import: 'Import session…',
+};
 
 export class SessionMenu {
   readonly button: HTMLButtonElement;
@@ -32,7 +33,7 @@ export class SessionMenu {
     this.menu = h(
       'div',
       { class: 'menu', id: 'session-menu', role: 'menu', hidden: true },
-      ...MENU.map((item) => h('button', { class: 'menu-item', type: 'button', role: 'menuitem', 'data-action': item.action }, item.label)),
+      ...Object.entries(MENU).map(([action, label]) => h('button', { class: 'menu-item', type: 'button', role: 'menuitem', 'data-action': action }, label)),
     );
     const menu = this.menu;
     const menuButton = this.button;
