@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp import __version__
-from seri_lsp.context import trajectory_view
 from seri_lsp.context.reports import spend_words
 from seri_lsp.engine import Engine
 from seri_lsp.errors import InvalidArgument, SeriError
@@ -59,6 +58,7 @@ from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
+from seri_lsp.trajectory import view as trajectory_view
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -431,8 +431,8 @@ def _search(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     """`seri-lsp export`: as `seri.session.export`, to stdout or a file."""
-    from seri_lsp.context.bundle import export_session
-    from seri_lsp.context.redaction import configured_secrets
+    from seri_lsp.export.bundle import export_session
+    from seri_lsp.export.redaction import configured_secrets
 
     check_session_id("ID", args.session_id)
     export_format = args.format
@@ -456,7 +456,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     """`seri-lsp import FILE`: as `seri.session.import`, into this folder's project."""
-    from seri_lsp.context.bundle import import_bundle, read_bundle
+    from seri_lsp.export.bundle import import_bundle, read_bundle
 
     path = Path(args.file)
     try:

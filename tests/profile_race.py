@@ -1,4 +1,4 @@
-"""What each process of test_hardening_store's race does: wait for the others, then open a
+"""What each process of test_store_busy_and_broken's race does: wait for the others, then open a
 new profile's seri.db. A module of its own, so that a spawned process imports the store
 and nothing of the test suite's (pytest, pytest-lsp, lsprotocol)."""
 

@@ -31,7 +31,7 @@ from tests.harness import (
     wait_until,
 )
 from tests.scripted_provider import ScriptedProvider, Text
-from tests.test_hardening_face import RawServer, error_of
+from tests.test_request_answers import RawServer, error_of
 
 REQUEST_FAILED = -32803
 # Long enough for a loaded machine, short of a hang.

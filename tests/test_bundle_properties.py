@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seri_lsp.context.bundle import export_session, import_bundle, read_bundle
+from seri_lsp.export.bundle import export_session, import_bundle, read_bundle
 from seri_lsp.store.database import Database
 from seri_lsp.store.messages import Message, Recap, ToolCall
 from seri_lsp.store.sessions import SessionStore

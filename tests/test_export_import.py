@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_lsp import LanguageClient
 
-from seri_lsp.context.markdown import RESULT_CHARS
+from seri_lsp.export.markdown import RESULT_CHARS
 from tests.agent_helpers import prompt
 from tests.harness import command, seri, stop_server
 from tests.scripted_provider import Calls, ScriptedProvider, Text, usage

@@ -1,9 +1,10 @@
 """The package's shape: dependencies point downwards, the engine is plain Python.
 
 Layers, lowest first: the shared top-level modules (errors, faults, files, limits,
-profile, recording_settings, settings, signals, slash, waits), `store/`, what the engine tells its
-faces (`events`, `host`), `context/`, `agent/`, the `engine` facade, and the faces
-(`lsp/`, `acp/`, `cli`). A module imports only from its own layer or below (type-checking
+profile, settings, signals, waits), `slash` and `store/`, what the engine tells its faces
+(`events`, `host`), what the model sees, what is recorded and what leaves (`context/`,
+`trajectory/`, `export/`), `agent/`, the `engine` facade, and the faces (`lsp/`, `acp/`,
+`cli`). A module imports only from its own layer or below (type-checking
 imports included); only the faces import the engine; only `lsp/` imports pygls or
 lsprotocol, and only `acp/` the ACP SDK (`acp`); and no two modules import each other,
 directly or around a loop.
@@ -27,14 +28,14 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.files",
         "seri_lsp.limits",
         "seri_lsp.profile",
-        "seri_lsp.recording_settings",
+        "seri_lsp.trajectory.toggle",
         "seri_lsp.settings",
         "seri_lsp.signals",
         "seri_lsp.waits",
     ),
     ("seri_lsp.slash", "seri_lsp.store"),
     ("seri_lsp.events", "seri_lsp.host"),
-    ("seri_lsp.context",),
+    ("seri_lsp.context", "seri_lsp.trajectory", "seri_lsp.export"),
     ("seri_lsp.agent",),
     ("seri_lsp.engine",),
     ("seri_lsp.lsp", "seri_lsp.acp", "seri_lsp.cli", "seri_lsp.__main__"),

@@ -1,4 +1,4 @@
-"""What the faster store still promises, seen from outside (issue 13, phase B).
+"""What the faster store still promises, seen from outside.
 
 A turn's steps each commit in one transaction (the reply with its usage, billed count
 and events; each tool result with its events and paths), and a message the editor was

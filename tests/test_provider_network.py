@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from seri_lsp.agent import provider as provider_module
 from seri_lsp.agent.connection import Target, bypasses_proxy, proxy_for
 from seri_lsp.agent.provider import MalformedReply, Provider, ProviderUnreachable, RetryNotice
+from seri_lsp.agent.provider import reply as provider_module
 from seri_lsp.settings import load_settings
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

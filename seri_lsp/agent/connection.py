@@ -3,7 +3,7 @@
 - **Kept alive**: one client per provider configuration serves every call of every task;
   an idle connection is dropped after KEEP_ALIVE_SECONDS, less than the 5 s after which
   common gateways (uvicorn, Node) close theirs, so a call rarely races that close (and a
-  call that does is retried, see `provider.py`).
+  call that does is retried, see `provider/retry.py`).
 - **Proxies** from the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, upper or
   lower case; on macOS and Windows the system's settings when the environment names
   none): `http://`, `https://` (TLS to the proxy, its certificate checked like a

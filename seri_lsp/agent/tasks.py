@@ -38,7 +38,6 @@ from seri_lsp.context.compaction import (
 )
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
-from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import Busy
 from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
@@ -48,6 +47,7 @@ from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
+from seri_lsp.trajectory.recording import Recordings
 
 # Subagents (`task` calls) of one task that run at the same time; more wait their turn.
 MAX_PARALLEL_SUBAGENTS = 3

@@ -1,4 +1,4 @@
-"""What the model sees: the open conversation, compaction, recap, pairing, prompt, recordings.
+"""What the model sees: the open conversation, compaction, recap, pairing, prompt, reports.
 
-May depend on the store, events, host and settings: never on the agent, the engine or a face.
+May depend on the store, events, host, settings and trajectory: never on the agent or a face.
 """

@@ -30,13 +30,13 @@ from typing import Any
 from seri_lsp import faults
 from seri_lsp.context.pairing import PairedHistory
 from seri_lsp.context.prompt_files import FrozenPrompt
-from seri_lsp.context.recording import Recorder
 from seri_lsp.events import Event, MessageStored
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, request_json, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.spend import Spend
 from seri_lsp.store.worker import Worker
+from seri_lsp.trajectory.recording import Recorder
 
 logger = logging.getLogger(__name__)
 

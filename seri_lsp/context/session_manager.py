@@ -27,7 +27,6 @@ from seri_lsp.context.compaction import compaction_threshold
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.fork import fork_point, fork_title
 from seri_lsp.context.prompt_files import FrozenPrompt, freeze
-from seri_lsp.context.recording import Recordings
 from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host, Level
@@ -37,6 +36,7 @@ from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
 from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.spend import KINDS, SpendTotals
 from seri_lsp.store.worker import Worker
+from seri_lsp.trajectory.recording import Recordings
 
 Note = tuple[Level, str]  # a log line: (level, text)
 

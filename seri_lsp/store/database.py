@@ -24,9 +24,7 @@ was checked when it was first opened.
 A write that waits longer than the busy timeout (10 s; `SERI_BUSY_TIMEOUT_MS` sets it in
 milliseconds, for tests) raises `StoreBusy`, which the faces answer as a refusal.
 
-`SERI_TRACE_SQL=<file>` appends every statement the process runs on `seri.db` to that
-file, one per line, so a test (or a curious user) can see what an action reads and
-writes: that opening a session does not read its messages, for one.
+Each connection is traced when `SERI_TRACE_SQL` asks for it (`faults.sql_tracer`).
 """
 
 from __future__ import annotations
@@ -46,13 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.errors import StoreBusy
+from seri_lsp.faults import sql_tracer
 from seri_lsp.store import search_index
 from seri_lsp.store.migrations import MIGRATIONS
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
 BUSY_TIMEOUT_ENV = "SERI_BUSY_TIMEOUT_MS"
-TRACE_SQL_ENV = "SERI_TRACE_SQL"
 MAX_BUSY_TIMEOUT_MS = 600_000
 _BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
@@ -183,9 +181,9 @@ class Database:
             check_same_thread=False,
         )
         conn.row_factory = sqlite3.Row
-        trace = os.environ.get(TRACE_SQL_ENV)
-        if trace:
-            conn.set_trace_callback(_sql_tracer(Path(trace)))
+        trace = sql_tracer()
+        if trace is not None:
+            conn.set_trace_callback(trace)
         conn.execute(f"PRAGMA busy_timeout={timeout}")
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
@@ -358,18 +356,6 @@ class _OpenFiles:
 
 
 _open_here = _OpenFiles()
-
-
-def _sql_tracer(path: Path) -> Callable[[str], None]:
-    """A trace callback that appends each statement to `path`, one line each."""
-    lock = threading.Lock()
-
-    def trace(statement: str) -> None:
-        line = " ".join(statement.split()) + "\n"
-        with lock, path.open("a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(line)
-
-    return trace
 
 
 def _check_header(path: Path) -> None:

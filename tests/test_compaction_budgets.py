@@ -1,4 +1,4 @@
-"""Compaction and budgets, hardened (issue 8), end to end through the real server.
+"""Compaction and budgets, end to end through the real server.
 
 - no fixed cap on compactions per task: a long task in a small window compacts as often
   as it needs, and loops are impossible by construction (a compaction needs messages

@@ -9,7 +9,7 @@ Any value over `elideBytes` (a string's UTF-8 bytes, or the JSON of anything els
 stored as `{"elided": true, "originalBytes": N}`. Nothing ever deletes events when
 messages leave the conversation (compaction, rewind): the recording stands apart.
 
-Recording off (see `recording_settings`): nothing is written to the recording tables.
+Recording off (see `toggle`): nothing is written to the recording tables.
 The toggle is read when a session opens, and a change made with `/trajectory on|off`
 (or `seri.trajectory`) applies at once to the open session: off stops its recording,
 on starts a new one.
@@ -36,12 +36,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from seri_lsp import __version__
 from seri_lsp.context.prompt_files import FrozenPrompt
 from seri_lsp.host import Host
-from seri_lsp.recording_settings import (
-    TrajectoryToggle,
-    read_toggle,
-    retention_days,
-    store_toggle,
-)
 from seri_lsp.settings import SAMPLING_KNOBS, Settings
 from seri_lsp.store.database import utc_now
 from seri_lsp.store.locks import SessionLocks
@@ -54,6 +48,12 @@ from seri_lsp.store.trajectories import (
     write_events,
 )
 from seri_lsp.store.worker import Worker
+from seri_lsp.trajectory.toggle import (
+    TrajectoryToggle,
+    read_toggle,
+    retention_days,
+    store_toggle,
+)
 
 logger = logging.getLogger(__name__)
 

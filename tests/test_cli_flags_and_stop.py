@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import provider_options
 from tests.harness import cli_env, seri, server_env
 from tests.scripted_provider import Calls, Error, Hang, ScriptedProvider, Text
-from tests.test_hardening_face import INVALID_REQUEST, RawServer, error_of
+from tests.test_request_answers import INVALID_REQUEST, RawServer, error_of
 from tests.test_turn_budget import looping
 
 

@@ -1,4 +1,4 @@
-"""Hardening of the tools: files are never lost, the event loop never waits on a tool,
+"""The tools' guarantees: files are never lost, the event loop never waits on a tool,
 the prompt never reaches outside the workspace, and at most three subagents run at once.
 
 Every test drives the real server process, as an editor would.

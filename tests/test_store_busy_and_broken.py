@@ -1,4 +1,4 @@
-"""Hardening of the store: one session per window, a busy seri.db, broken files.
+"""The store under pressure: one session per window, a busy seri.db, broken files.
 
 Every test drives the real server process (or the `seri-lsp` command) on a real profile
 root, several processes at once where that is the point.

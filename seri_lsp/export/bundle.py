@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
-from seri_lsp.context import markdown
-from seri_lsp.context.redaction import ExportFilter
 from seri_lsp.errors import InvalidArgument
+from seri_lsp.export import markdown
+from seri_lsp.export.redaction import ExportFilter
 from seri_lsp.limits import (
     MAX_BUNDLE_BYTES,
     MAX_TITLE_CHARS,
