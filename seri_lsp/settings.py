@@ -33,6 +33,9 @@ API_KEY_ENV = ("SERI_API_KEY", "OPENROUTER_API_KEY")
 WritePermission = Literal["allow", "ask", "deny"]
 Permission = WritePermission  # permissions.write and permissions.run take the same values
 PERMISSIONS = ("allow", "ask", "deny")
+# provider.promptCache and provider.cacheTtl (see agent/provider/cache.py).
+PROMPT_CACHE_MODES = ("auto", "on", "off")
+CACHE_TTLS = ("5m", "1h")
 # A check runs at most this long unless its own `timeout` says otherwise (seconds).
 DEFAULT_CHECK_TIMEOUT = 120.0
 # The largest config.json read: settings are a few hundred bytes.
@@ -71,6 +74,10 @@ class ProviderSettings:
     max_retries: int = 4
     retry_base_delay: float = 1.0
     retry_max_delay: float = 60.0
+    # Prompt-cache breakpoints: "auto" (where the model needs them), "on", "off".
+    prompt_cache: str = "auto"
+    # The breakpoints' time to live: "5m" or "1h".
+    cache_ttl: str = "5m"
     # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
     api_key_source: str | None = field(default=None, compare=False)
 
@@ -198,6 +205,8 @@ _PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
     ("maxRetries", "max_retries", _non_negative_int, "a non-negative integer"),
     ("retryBaseDelay", "retry_base_delay", _non_negative_number, "a number of seconds"),
     ("retryMaxDelay", "retry_max_delay", _non_negative_number, "a number of seconds"),
+    ("promptCache", "prompt_cache", lambda v: v in PROMPT_CACHE_MODES, "one of auto, on, off"),
+    ("cacheTtl", "cache_ttl", lambda v: v in CACHE_TTLS, "one of 5m, 1h"),
 ]
 
 # What a provider value must be, by python name (the environment's values included).
