@@ -145,7 +145,7 @@ def long_task(provider: ScriptedProvider, workspace: Path) -> None:
     provider.script(
         Calls([("n", "read_file", {"path": "notes.txt"})]),
         Calls([("a", "read_file", {"path": "a.py"})]),  # fires the rule
-        Calls([("e", "edit", {"path": "a.py", "old": "a = 1", "new": "a = 2"})]),
+        Calls([("e", "edit", {"path": "a.py", "old_text": "a = 1", "new_text": "a = 2"})]),
         Calls([("t", "task", {"prompt": "look at notes.txt"})]),
         Calls([("sn", "read_file", {"path": "notes.txt"})]),  # the subagent's calls
         Text("notes read"),
