@@ -17,7 +17,7 @@ model of Anthropic's cache rules (`CacheModel`):
 - tokens are characters / 4; no entry expires (the task runs well within 5 minutes).
 
 The figures: the share of input tokens read from the cache, with a 200k window and with
-a 24k window (where compaction runs, `provider.keepTokens` at a quarter of the window);
+a 24k window (where compaction runs; every other setting at its default);
 that share against the longest-common-prefix share (each request's longest block prefix
 that any earlier request sent: the best any cache could do); and, with no target, the
 input cost relative to sending it uncached at Anthropic's prices (a read 0.1x, a write
@@ -154,7 +154,6 @@ def run_task(root: Path, window: int) -> tuple[list[dict[str, Any]], int]:
                 "model": MODEL,
                 "apiKey": "bench",
                 "contextWindow": window,
-                "keepTokens": min(20_000, window // 4),
             },
             "permissions": {"write": "allow"},
             "resumeOnOpen": False,
