@@ -44,7 +44,7 @@ from seri_lsp.limits import (
 )
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
-from seri_lsp.slash import SlashCommand, parse_slash, usage
+from seri_lsp.slash import SlashCommand, SlashHandlers, parse_slash, usage
 from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
@@ -616,66 +616,99 @@ class Engine:
         """What can be rewound in a session (the open one by default), newest first."""
         return await self.rewinder.list(session_id)
 
+    # --- slash commands (declared in slash.py; a handler each) ------------------------
+
+    _slash_handlers: SlashHandlers[Engine] = SlashHandlers()
+
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
-        if name == "compact":
-            result = await self.compact(argument or None)
-            return {"status": "done", "command": name, **result.to_wire()}
-        if name == "clear":
-            return {"status": "done", "command": name, "session": await self.clear()}
-        if name == "continue":
-            return {"status": "done", "command": name, "session": await self.continue_session()}
-        if name == "resume":
-            if not argument:
-                raise InvalidArgument("text", "/resume needs a session id: /resume ID")
-            session = await self.resume_session(argument.split()[0])
-            return {"status": "done", "command": name, "session": session}
-        if name in ("fork", "cost", "context") and argument:
+        handler = self._slash_handlers.get(name)
+        if handler is None:
+            raise InvalidArgument(
+                "text",
+                f"Unknown command /{shorten(name)}. Commands: {usage()}. "
+                "Nothing was sent to the model.",
+            )
+        return {"status": "done", "command": name, **await handler(self, argument)}
+
+    @_slash_handlers.handles("compact")
+    async def _slash_compact(self, argument: str) -> dict[str, Any]:
+        return (await self.compact(argument or None)).to_wire()
+
+    @_slash_handlers.handles("clear")
+    async def _slash_clear(self, argument: str) -> dict[str, Any]:
+        return {"session": await self.clear()}
+
+    @_slash_handlers.handles("continue")
+    async def _slash_continue(self, argument: str) -> dict[str, Any]:
+        return {"session": await self.continue_session()}
+
+    @_slash_handlers.handles("resume")
+    async def _slash_resume(self, argument: str) -> dict[str, Any]:
+        if not argument:
+            raise InvalidArgument("text", "/resume needs a session id: /resume ID")
+        return {"session": await self.resume_session(argument.split()[0])}
+
+    @_slash_handlers.handles("fork")
+    async def _slash_fork(self, argument: str) -> dict[str, Any]:
+        self._no_words("fork", argument)
+        return await self.fork_session(None, None)
+
+    @_slash_handlers.handles("cost")
+    async def _slash_cost(self, argument: str) -> dict[str, Any]:
+        from seri_lsp.context.reports import cost_text
+
+        self._no_words("cost", argument)
+        result = await self.session_usage(None)
+        return self._report(cost_text(result), result)
+
+    @_slash_handlers.handles("context")
+    async def _slash_context(self, argument: str) -> dict[str, Any]:
+        from seri_lsp.context.reports import context_text
+
+        self._no_words("context", argument)
+        result = await self.session_context(None)
+        return self._report(context_text(result), result)
+
+    @staticmethod
+    def _no_words(name: str, argument: str) -> None:
+        if argument:
             raise InvalidArgument(
                 "text", f"/{name} takes no words after it, got {shorten(argument)!r}"
             )
-        if name == "fork":
-            return {"status": "done", "command": name, **await self.fork_session(None, None)}
-        if name in ("cost", "context"):
-            from seri_lsp.context.reports import context_text, cost_text
 
-            if name == "cost":
-                result = await self.session_usage(None)
-                text = cost_text(result)
-            else:
-                result = await self.session_context(None)
-                text = context_text(result)
-            # Typed in the chat, the answer is for the user to read.
-            self.host.show_report(text)
-            return {"status": "done", "command": name, "text": text, **result}
-        if name == "rewind":
-            from seri_lsp.agent.rewind import parse_rewind
+    def _report(self, text: str, result: dict[str, Any]) -> dict[str, Any]:
+        # Typed in the chat, the answer is for the user to read.
+        self.host.show_report(text)
+        return {"text": text, **result}
 
-            result = await self.rewinder.rewind(parse_rewind(argument))
-            return {"status": "done", "command": name, **result}
-        if name == "rename":
-            if not argument:
-                raise InvalidArgument("text", "/rename needs a title: /rename TITLE")
-            session = await self.sessions.rename(None, check_title("text", argument))
-            return {"status": "done", "command": name, "session": session}
-        if name == "max-turns":
-            turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
-            result = await self.set_max_turns(turns)
-            return {"status": "done", "command": name, **result}
-        if name == "trajectory":
-            words = {"": None, "on": True, "off": False}
-            if argument.lower() not in words:
-                raise InvalidArgument(
-                    "text", f"/trajectory takes on or off (or nothing), got {shorten(argument)!r}"
-                )
-            result = await self.trajectory(words[argument.lower()])
-            # Typed in the chat, the answer is for the user to read.
-            self.host.show("info", f"seri: {result['message']}")
-            if result.get("warning"):
-                self.host.show("warning", f"seri: {result['warning']}")
-            return {"status": "done", "command": name, **result}
-        raise InvalidArgument(
-            "text",
-            f"Unknown command /{shorten(name)}. Commands: {usage()}. "
-            "Nothing was sent to the model.",
-        )
+    @_slash_handlers.handles("rewind")
+    async def _slash_rewind(self, argument: str) -> dict[str, Any]:
+        from seri_lsp.agent.rewind import parse_rewind
+
+        return await self.rewinder.rewind(parse_rewind(argument))
+
+    @_slash_handlers.handles("rename")
+    async def _slash_rename(self, argument: str) -> dict[str, Any]:
+        if not argument:
+            raise InvalidArgument("text", "/rename needs a title: /rename TITLE")
+        return {"session": await self.sessions.rename(None, check_title("text", argument))}
+
+    @_slash_handlers.handles("max-turns")
+    async def _slash_max_turns(self, argument: str) -> dict[str, Any]:
+        turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
+        return await self.set_max_turns(turns)
+
+    @_slash_handlers.handles("trajectory")
+    async def _slash_trajectory(self, argument: str) -> dict[str, Any]:
+        words = {"": None, "on": True, "off": False}
+        if argument.lower() not in words:
+            raise InvalidArgument(
+                "text", f"/trajectory takes on or off (or nothing), got {shorten(argument)!r}"
+            )
+        result = await self.trajectory(words[argument.lower()])
+        # Typed in the chat, the answer is for the user to read.
+        self.host.show("info", f"seri: {result['message']}")
+        if result.get("warning"):
+            self.host.show("warning", f"seri: {result['warning']}")
+        return result

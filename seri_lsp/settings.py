@@ -15,7 +15,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,88 +34,13 @@ WritePermission = Literal["allow", "ask", "deny"]
 Permission = WritePermission  # permissions.write and permissions.run take the same values
 PERMISSIONS = ("allow", "ask", "deny")
 # provider.promptCache and provider.cacheTtl (see agent/provider/cache.py).
+PromptCache = Literal["auto", "on", "off"]
 PROMPT_CACHE_MODES = ("auto", "on", "off")
 CACHE_TTLS = ("5m", "1h")
 # A check runs at most this long unless its own `timeout` says otherwise (seconds).
 DEFAULT_CHECK_TIMEOUT = 120.0
 # The largest config.json read: settings are a few hundred bytes.
 MAX_CONFIG_BYTES = 1024 * 1024
-
-# Sampling knobs: setting name (camelCase) -> request field (snake_case).
-SAMPLING_KNOBS = {
-    "temperature": "temperature",
-    "topP": "top_p",
-    "topK": "top_k",
-    "minP": "min_p",
-    "maxTokens": "max_tokens",
-    "seed": "seed",
-    "frequencyPenalty": "frequency_penalty",
-    "presencePenalty": "presence_penalty",
-    "repetitionPenalty": "repetition_penalty",
-    "stop": "stop",
-}
-
-
-@dataclass(frozen=True)
-class ProviderSettings:
-    """How to reach the model, and the context-management budgets that depend on it."""
-
-    base_url: str = DEFAULT_BASE_URL
-    api_key: str | None = None
-    model: str = DEFAULT_MODEL
-    context_window: int | None = None
-    keep_tokens: int = 20_000
-    elide_bytes: int = 8192
-    sampling: Mapping[str, Any] = field(default_factory=dict)
-    reasoning_effort: str | None = None
-    provider: Mapping[str, Any] | None = None
-    stream: bool = True
-    timeout: float = 300.0
-    max_retries: int = 4
-    retry_base_delay: float = 1.0
-    retry_max_delay: float = 60.0
-    # Prompt-cache breakpoints: "auto" (where the model needs them), "on", "off".
-    prompt_cache: str = "auto"
-    # The breakpoints' time to live: "5m" or "1h".
-    cache_ttl: str = "5m"
-    # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
-    api_key_source: str | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class CheckSetting:
-    """One entry of `checks`: a command run in the workspace after a task changed files.
-
-    `command` is a shell command line (a string, run by `/bin/sh -c`) or an argument
-    list (run directly, no shell).
-    """
-
-    name: str
-    command: str | tuple[str, ...]
-    timeout: float = DEFAULT_CHECK_TIMEOUT
-
-    def display(self) -> str:
-        """The command as the user wrote it, for messages and recordings."""
-        if isinstance(self.command, str):
-            return self.command
-        return " ".join(self.command)
-
-    def to_json(self) -> dict[str, Any]:
-        command = self.command if isinstance(self.command, str) else list(self.command)
-        return {"name": self.name, "command": command, "timeout": self.timeout}
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Everything configurable, resolved."""
-
-    resume_on_open: bool = True
-    max_turns: int = 500
-    write_permission: WritePermission = "ask"
-    run_permission: Permission = "ask"
-    checks: tuple[CheckSetting, ...] = ()
-    provider: ProviderSettings = field(default_factory=ProviderSettings)
-
 
 Check = Callable[[Any], bool]
 
@@ -159,6 +84,10 @@ def _boolean(value: Any) -> bool:
     return isinstance(value, bool)
 
 
+def _object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
 def _finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -173,66 +102,225 @@ def _stop_sequences(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
 
-# What each sampling knob must be; a value that is not is warned about and not sent
-# (the provider would refuse the whole request for it).
-_SAMPLING_CHECKS: dict[str, tuple[Check, str]] = {
-    "temperature": (_finite_number, "a number"),
-    "topP": (_finite_number, "a number"),
-    "topK": (_non_negative_int, "a whole number, 0 or more"),
-    "minP": (_finite_number, "a number"),
-    "maxTokens": (_positive_int, "a positive integer"),
-    "seed": (_whole_number, "a whole number"),
-    "frequencyPenalty": (_finite_number, "a number"),
-    "presencePenalty": (_finite_number, "a number"),
-    "repetitionPenalty": (_finite_number, "a number"),
-    "stop": (_stop_sequences, "a string or a list of strings"),
-}
-assert _SAMPLING_CHECKS.keys() == SAMPLING_KNOBS.keys(), "every sampling knob has its check"
+def _max_turns(value: Any) -> bool:
+    return _positive_int(value) and value <= MAX_TURNS
 
 
-# setting name, python name, check, description for messages
-_PROVIDER_FIELDS: list[tuple[str, str, Check, str]] = [
-    ("baseUrl", "base_url", _url, "an http:// or https:// URL"),
-    ("apiKey", "api_key", _header_text, "a string of printable ASCII characters"),
-    ("model", "model", _text, "a model id"),
-    ("contextWindow", "context_window", _positive_int, "a positive integer"),
-    ("keepTokens", "keep_tokens", _positive_int, "a positive integer"),
-    ("elideBytes", "elide_bytes", _positive_int, "a positive integer"),
-    ("reasoningEffort", "reasoning_effort", _text, "a string such as 'high'"),
-    ("provider", "provider", lambda v: isinstance(v, dict), "an object"),
-    ("stream", "stream", _boolean, "true or false"),
-    ("timeout", "timeout", _positive_number, "a number of seconds"),
-    ("maxRetries", "max_retries", _non_negative_int, "a non-negative integer"),
-    ("retryBaseDelay", "retry_base_delay", _non_negative_number, "a number of seconds"),
-    ("retryMaxDelay", "retry_max_delay", _non_negative_number, "a number of seconds"),
-    ("promptCache", "prompt_cache", lambda v: v in PROMPT_CACHE_MODES, "one of auto, on, off"),
-    ("cacheTtl", "cache_ttl", lambda v: v in CACHE_TTLS, "one of 5m, 1h"),
-]
+def _permission(value: Any) -> bool:
+    return value in PERMISSIONS
 
-# What a provider value must be, by python name (the environment's values included).
-_FIELD_CHECKS = {attr: (check, description) for _, attr, check, description in _PROVIDER_FIELDS}
+
+def _prompt_cache(value: Any) -> bool:
+    return value in PROMPT_CACHE_MODES
+
+
+def _cache_ttl(value: Any) -> bool:
+    return value in CACHE_TTLS
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a setting is to its sources: its key as written there (`maxTurns`,
+    `provider.baseUrl`: the section, a dot, the name), the check its value must pass
+    and what that is in words (`Setting maxTurns must be <description>, ...`)."""
+
+    key: str
+    check: Check
+    description: str
+    # Environment variables read, in order, when no source sets it.
+    env: tuple[str, ...] = ()
+    # Reads a value that has more to it than one check (its entries each checked).
+    read: Callable[[Any, list[str]], Any] | None = None
+
+    @property
+    def section(self) -> str:
+        """The object it sits in (`provider`), "" at the top level."""
+        return self.key.rpartition(".")[0]
+
+    @property
+    def name(self) -> str:
+        """Its key inside its section."""
+        return self.key.rpartition(".")[2]
+
+
+_DECLARED = "seri.setting"
+
+
+def setting(
+    key: str,
+    default: Any,
+    check: Check,
+    description: str,
+    *,
+    env: tuple[str, ...] = (),
+    read: Callable[[Any, list[str]], Any] | None = None,
+) -> Any:
+    """A dataclass field that is a setting: its default, and how its sources name and
+    check it. Adding a setting is one such field (plus its line in the docs)."""
+    return field(
+        default=default, metadata={_DECLARED: Declared(key, check, description, env, read)}
+    )
+
+
+@dataclass(frozen=True)
+class SamplingKnob:
+    """A sampling setting (`provider.topP`): sent to the provider as `request_field`
+    when set; a value that fails its check is warned about and not sent (the provider
+    would refuse the whole request for it)."""
+
+    name: str
+    request_field: str
+    check: Check
+    description: str
+
+    @property
+    def key(self) -> str:
+        return f"provider.{self.name}"
+
+
+SAMPLING: tuple[SamplingKnob, ...] = (
+    SamplingKnob("temperature", "temperature", _finite_number, "a number"),
+    SamplingKnob("topP", "top_p", _finite_number, "a number"),
+    SamplingKnob("topK", "top_k", _non_negative_int, "a whole number, 0 or more"),
+    SamplingKnob("minP", "min_p", _finite_number, "a number"),
+    SamplingKnob("maxTokens", "max_tokens", _positive_int, "a positive integer"),
+    SamplingKnob("seed", "seed", _whole_number, "a whole number"),
+    SamplingKnob("frequencyPenalty", "frequency_penalty", _finite_number, "a number"),
+    SamplingKnob("presencePenalty", "presence_penalty", _finite_number, "a number"),
+    SamplingKnob("repetitionPenalty", "repetition_penalty", _finite_number, "a number"),
+    SamplingKnob("stop", "stop", _stop_sequences, "a string or a list of strings"),
+)
+# Sampling knobs: setting name (camelCase) -> request field (snake_case).
+SAMPLING_KNOBS = {knob.name: knob.request_field for knob in SAMPLING}
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """How to reach the model, and the context-management budgets that depend on it."""
+
+    base_url: str = setting(
+        "provider.baseUrl",
+        DEFAULT_BASE_URL,
+        _url,
+        "an http:// or https:// URL",
+        env=("SERI_BASE_URL",),
+    )
+    api_key: str | None = setting(
+        "provider.apiKey",
+        None,
+        _header_text,
+        "a string of printable ASCII characters",
+        env=API_KEY_ENV,
+    )
+    model: str = setting("provider.model", DEFAULT_MODEL, _text, "a model id", env=("SERI_MODEL",))
+    context_window: int | None = setting(
+        "provider.contextWindow", None, _positive_int, "a positive integer"
+    )
+    keep_tokens: int = setting("provider.keepTokens", 20_000, _positive_int, "a positive integer")
+    elide_bytes: int = setting("provider.elideBytes", 8192, _positive_int, "a positive integer")
+    # Request field -> value, from the SAMPLING knobs that are set.
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_effort: str | None = setting(
+        "provider.reasoningEffort", None, _text, "a string such as 'high'"
+    )
+    provider: Mapping[str, Any] | None = setting("provider.provider", None, _object, "an object")
+    stream: bool = setting("provider.stream", True, _boolean, "true or false")
+    timeout: float = setting("provider.timeout", 300.0, _positive_number, "a number of seconds")
+    max_retries: int = setting(
+        "provider.maxRetries", 4, _non_negative_int, "a non-negative integer"
+    )
+    retry_base_delay: float = setting(
+        "provider.retryBaseDelay", 1.0, _non_negative_number, "a number of seconds"
+    )
+    retry_max_delay: float = setting(
+        "provider.retryMaxDelay", 60.0, _non_negative_number, "a number of seconds"
+    )
+    # Prompt-cache breakpoints: where the model needs them, always, or never.
+    prompt_cache: PromptCache = setting(
+        "provider.promptCache", "auto", _prompt_cache, "one of auto, on, off"
+    )
+    # The breakpoints' time to live.
+    cache_ttl: str = setting("provider.cacheTtl", "5m", _cache_ttl, "one of 5m, 1h")
+    # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
+    api_key_source: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class CheckSetting:
+    """One entry of `checks`: a command run in the workspace after a task changed files.
+
+    `command` is a shell command line (a string, run by `/bin/sh -c`) or an argument
+    list (run directly, no shell).
+    """
+
+    name: str
+    command: str | tuple[str, ...]
+    timeout: float = DEFAULT_CHECK_TIMEOUT
+
+    def display(self) -> str:
+        """The command as the user wrote it, for messages and recordings."""
+        if isinstance(self.command, str):
+            return self.command
+        return " ".join(self.command)
+
+    def to_json(self) -> dict[str, Any]:
+        command = self.command if isinstance(self.command, str) else list(self.command)
+        return {"name": self.name, "command": command, "timeout": self.timeout}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, resolved."""
+
+    resume_on_open: bool = setting("resumeOnOpen", True, _boolean, "true or false")
+    max_turns: int = setting("maxTurns", 500, _max_turns, f"a whole number from 1 to {MAX_TURNS:,}")
+    write_permission: WritePermission = setting(
+        "permissions.write", "ask", _permission, "one of allow, ask, deny"
+    )
+    run_permission: Permission = setting(
+        "permissions.run", "ask", _permission, "one of allow, ask, deny"
+    )
+    checks: tuple[CheckSetting, ...] = setting(
+        "checks",
+        (),
+        _object,
+        "a list of {name, command} objects",
+        read=lambda raw, problems: _checks(raw, problems),
+    )
+    provider: ProviderSettings = field(default_factory=ProviderSettings)
+
+
+# Settings read elsewhere, not part of `Settings`: the profile root (`profile.py`, at
+# start-up) and trajectory recording (`recording_settings.py`, config.json only).
+OTHER_SETTINGS: tuple[Declared, ...] = (
+    Declared("profileRoot", _text, "a folder path (text)"),
+    Declared("trajectory", _boolean, "true or false"),
+)
+
+
+def declared_fields(cls: type) -> list[tuple[str, Declared]]:
+    """The settings among `cls`'s fields: (python name, declaration), in field order."""
+    return [(f.name, f.metadata[_DECLARED]) for f in fields(cls) if _DECLARED in f.metadata]
+
+
+def declared_keys() -> list[str]:
+    """Every setting's key (`provider.baseUrl`, `maxTurns`, ...): what the sources may
+    hold and what the docs and editors are checked against."""
+    return [
+        *(declared.key for _, declared in declared_fields(ProviderSettings)),
+        *(knob.key for knob in SAMPLING),
+        *(declared.key for _, declared in declared_fields(Settings)),
+        *(declared.key for declared in OTHER_SETTINGS),
+    ]
+
 
 # Every key a settings source may hold: the top level, and inside each section. The
 # OpenRouter pin (`provider.provider`) is sent as is; its keys are not ours to check.
-_TOP_LEVEL_KEYS = (
-    "profileRoot",
-    "resumeOnOpen",
-    "maxTurns",
-    "permissions",
-    "checks",
-    "trajectory",
-    "provider",
-)
-_SECTION_KEYS = {
-    "provider": (*(name for name, *_ in _PROVIDER_FIELDS), *SAMPLING_KNOBS),
-    "permissions": ("write", "run"),
-}
-
-_PROVIDER_ENV = {
-    "base_url": ("SERI_BASE_URL",),
-    "model": ("SERI_MODEL",),
-    "api_key": API_KEY_ENV,
-}
+_TOP_LEVEL_KEYS = tuple(dict.fromkeys(key.split(".")[0] for key in declared_keys()))
+_SECTION_KEYS: dict[str, tuple[str, ...]] = {}
+for _section, _, _name in (key.rpartition(".") for key in declared_keys()):
+    if _section:
+        _SECTION_KEYS[_section] = (*_SECTION_KEYS.get(_section, ()), _name)
 
 
 def load_settings(
@@ -258,74 +346,42 @@ def load_settings(
     if not isinstance(provider_raw, dict):
         problems.append(f"Setting provider must be an object, got {provider_raw!r}; ignored.")
         provider_raw = {}
-    provider_values: dict[str, Any] = {}
-    for name, attr, check, description in _PROVIDER_FIELDS:
-        if name in provider_raw and provider_raw[name] is not None:
-            value = provider_raw[name]
-            if check(value):
-                provider_values[attr] = value
-            else:
-                problems.append(_bad_value(f"provider.{name}", value, description))
+    merged["provider"] = provider_raw
+    provider_values = _read_fields(ProviderSettings, merged, problems)
     if "api_key" in provider_values:
         provider_values["api_key_source"] = "provider.apiKey"
-    for attr, names in _PROVIDER_ENV.items():
-        if attr not in provider_values:
-            for env_name in names:
-                if not env.get(env_name):
-                    continue
-                check, description = _FIELD_CHECKS[attr]
-                if not check(env[env_name]):
-                    problems.append(
-                        f"{env_name} must be {description}, got {env[env_name]!r}; ignored."
-                    )
-                    continue
-                provider_values[attr] = env[env_name]
-                if attr == "api_key":
-                    provider_values["api_key_source"] = env_name
-                break
+    # The API key's variables are read last, so their problems come after the others'.
+    by_env = sorted(declared_fields(ProviderSettings), key=lambda item: item[0] == "api_key")
+    for attr, declared in by_env:
+        if attr in provider_values or not declared.env:
+            continue
+        for env_name in declared.env:
+            if not env.get(env_name):
+                continue
+            if not declared.check(env[env_name]):
+                problems.append(
+                    f"{env_name} must be {declared.description}, got {env[env_name]!r}; ignored."
+                )
+                continue
+            provider_values[attr] = env[env_name]
+            if attr == "api_key":
+                provider_values["api_key_source"] = env_name
+            break
     sampling = {}
-    for name, request_field in SAMPLING_KNOBS.items():
-        value = provider_raw.get(name)
+    for knob in SAMPLING:
+        value = provider_raw.get(knob.name)
         if value is None:
             continue
-        check, description = _SAMPLING_CHECKS[name]
-        if check(value):
-            sampling[request_field] = value
+        if knob.check(value):
+            sampling[knob.request_field] = value
         else:
             problems.append(
-                f"Setting provider.{name} must be {description}, got {value!r}; "
+                f"Setting {knob.key} must be {knob.description}, got {value!r}; "
                 "not sent to the provider."
             )
     provider = ProviderSettings(sampling=sampling, **provider_values)
 
-    values: dict[str, Any] = {}
-    _take(merged, "resumeOnOpen", "resume_on_open", _boolean, "true or false", values, problems)
-    _take(
-        merged,
-        "maxTurns",
-        "max_turns",
-        lambda v: _positive_int(v) and v <= MAX_TURNS,
-        f"a whole number from 1 to {MAX_TURNS:,}",
-        values,
-        problems,
-    )
-    permissions = merged.get("permissions", {})
-    if isinstance(permissions, dict):
-        for name in ("write", "run"):
-            _take(
-                permissions,
-                name,
-                f"{name}_permission",
-                lambda v: v in PERMISSIONS,
-                "one of allow, ask, deny",
-                values,
-                problems,
-                label=f"permissions.{name}",
-            )
-    else:
-        problems.append(_bad_value("permissions", permissions, "an object"))
-    if merged.get("checks") is not None:
-        values["checks"] = _checks(merged["checks"], problems)
+    values = _read_fields(Settings, merged, problems)
     if "trajectory" in (init_options or {}):
         problems.append(
             "Setting trajectory in the initialization options is ignored: recording is "
@@ -333,6 +389,32 @@ def load_settings(
             "or SERI_TRAJECTORY_ENABLED."
         )
     return Settings(provider=provider, **values), problems
+
+
+def _read_fields(cls: type, merged: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The values of `cls`'s settings that `merged` sets and that pass their check, by
+    python name; each one that fails is reported (its default is used)."""
+    values: dict[str, Any] = {}
+    bad_sections: set[str] = set()
+    for attr, declared in declared_fields(cls):
+        source = merged
+        if declared.section:
+            source = merged.get(declared.section, {})
+            if not isinstance(source, dict):
+                if declared.section not in bad_sections:
+                    bad_sections.add(declared.section)
+                    problems.append(_bad_value(declared.section, source, "an object"))
+                continue
+        value = source.get(declared.name)
+        if value is None:
+            continue
+        if declared.read is not None:
+            values[attr] = declared.read(value, problems)
+        elif declared.check(value):
+            values[attr] = value
+        else:
+            problems.append(_bad_value(declared.key, value, declared.description))
+    return values
 
 
 def unknown_keys(data: Mapping[str, Any]) -> list[str]:
@@ -406,24 +488,6 @@ def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:
             continue
         checks.append(CheckSetting(name=name, command=command, timeout=float(timeout)))
     return tuple(checks)
-
-
-def _take(
-    source: Mapping[str, Any],
-    name: str,
-    attr: str,
-    check: Check,
-    description: str,
-    values: dict[str, Any],
-    problems: list[str],
-    label: str | None = None,
-) -> None:
-    if name not in source or source[name] is None:
-        return
-    if check(source[name]):
-        values[attr] = source[name]
-    else:
-        problems.append(_bad_value(label or name, source[name], description))
 
 
 def _bad_value(name: str, value: Any, description: str) -> str:

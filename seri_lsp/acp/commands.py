@@ -12,39 +12,24 @@ from typing import Any
 from acp.schema import AvailableCommand, AvailableCommandsUpdate, UnstructuredCommandInput
 
 from seri_lsp.agent.rewind import KEPT_NOTE
-
-# name, description, input hint (None: the command takes no input)
-COMMANDS: list[tuple[str, str, str | None]] = [
-    (
-        "compact",
-        "Compact the conversation now into a recap; words after it say what to focus on",
-        "focus words (optional)",
-    ),
-    ("clear", "Start a new session; this one stays in seri's store", None),
-    (
-        "rewind",
-        "Go back n prompts (default 1): the conversation and the files the tools changed",
-        "[n] [both|conversation|files] [force]",
-    ),
-    ("max-turns", "Set how many model calls one prompt may take in this session", "N"),
-    ("trajectory", "Show trajectory recording, or turn it on or off", "on | off (optional)"),
-    ("fork", "Go on in a copy of this conversation; this one stays as it is", None),
-    ("cost", "Show what this session spent on model calls: tokens and cost", None),
-    ("context", "Show what fills the context window, part by part", None),
-]
+from seri_lsp.slash import COMMANDS
 
 
 def available_commands() -> AvailableCommandsUpdate:
-    """The `available_commands_update` that advertises seri's slash commands."""
+    """The `available_commands_update` that advertises seri's slash commands (those of
+    `slash.COMMANDS` offered in ACP)."""
     return AvailableCommandsUpdate(
         session_update="available_commands_update",
         available_commands=[
             AvailableCommand(
-                name=name,
-                description=description,
-                input=UnstructuredCommandInput(hint=hint) if hint else None,
+                name=command.name,
+                description=command.summary,
+                input=UnstructuredCommandInput(hint=command.argument_hint)
+                if command.argument_hint
+                else None,
             )
-            for name, description, hint in COMMANDS
+            for command in COMMANDS
+            if command.in_acp
         ],
     )
 

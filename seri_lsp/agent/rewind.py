@@ -55,7 +55,7 @@ from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import EditResult, Host
 from seri_lsp.limits import MAX_REWIND_STEPS, shorten
-from seri_lsp.slash import COMMANDS
+from seri_lsp.slash import BY_NAME
 from seri_lsp.store.checkpoints import (
     KEEP_SESSIONS,
     Checkpoint,
@@ -75,7 +75,7 @@ KEPT_NOTE = (
     "Only files were rewound: a file could not be put back, so the conversation and its "
     "checkpoints were kept; the same rewind can be tried again."
 )
-USAGE = COMMANDS["rewind"]
+USAGE = BY_NAME["rewind"].usage
 PROMPT_LENGTH = 80
 # How long a rewind waits for the editor to apply one file's change.
 EDITOR_ANSWER_SECONDS = wait_seconds("EDITOR_ANSWER_SECONDS", 10.0)

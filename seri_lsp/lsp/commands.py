@@ -45,6 +45,7 @@ from seri_lsp.lsp.arguments import (
     single_object,
 )
 from seri_lsp.lsp.protocol import REQUEST_FAILED
+from seri_lsp.slash import COMMANDS as SLASH_COMMANDS
 
 Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -177,6 +178,20 @@ async def info(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.info()
 
 
+def slash_commands() -> list[dict[str, str]]:
+    """The slash commands as the wire shows them (`seri.commands`, and `initialize`'s
+    `experimental.seri.slashCommands`), in the registry's order."""
+    return [
+        {"name": command.name, "usage": command.usage, "summary": command.summary}
+        | ({"argumentHint": command.argument_hint} if command.argument_hint else {})
+        for command in SLASH_COMMANDS
+    ]
+
+
+async def commands(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+    return {"commands": slash_commands()}
+
+
 COMMANDS: dict[str, Handler] = {
     "seri.session.new": session_new,
     "seri.session.continue": session_continue,
@@ -201,6 +216,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
     "seri.info": info,
+    "seri.commands": commands,
 }
 
 

@@ -182,6 +182,8 @@ class SeriProtocol(LanguageServerProtocol):
         self.on_exit: Callable[[int], None] | None = None
         # Stops the running task the way seri.cancel does (set by the server).
         self.on_cancel_task: Callable[[], bool] | None = None
+        # The `experimental` capability `initialize` answers (set by the server).
+        self.experimental_capabilities: dict[str, Any] | None = None
         self._labels: dict[Any, str] = {}
         self._writes: set[asyncio.Future[Any]] = set()
 
@@ -418,6 +420,13 @@ class SeriProtocol(LanguageServerProtocol):
         return asyncio.ensure_future(asyncio.wait(pending, timeout=timeout))
 
     # --- built-in methods seri answers itself ------------------------------------------
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Any:
+        """pygls' initialize, with seri's `experimental` capability in its result."""
+        result = yield from super().lsp_initialize(params)
+        result.capabilities.experimental = self.experimental_capabilities
+        return result
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
     async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:

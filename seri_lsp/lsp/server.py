@@ -292,4 +292,7 @@ def create_server(options: ServerOptions | None = None) -> SeriServer:
     server = SeriServer(options or ServerOptions())
     setup_lifecycle(server)
     commands.setup(server)
+    server.protocol.experimental_capabilities = {
+        "seri": {"slashCommands": commands.slash_commands()}
+    }
     return server

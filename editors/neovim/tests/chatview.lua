@@ -18,6 +18,30 @@ H.run(function()
   local win = vim.fn.bufwinid(chat.state.buf)
   vim.api.nvim_set_current_win(file_win)
 
+  -- Each key option is declared once in the chat's key table, and each key a bar hints
+  -- at is mapped there.
+  local keys = require("seri.chat.keys")
+  local declared = {}
+  for _, key in ipairs(keys.list) do
+    if key.option then
+      declared[key.option] = (declared[key.option] or 0) + 1
+    end
+  end
+  for name in pairs(require("seri.config").defaults.keymaps) do
+    H.eq(1, declared[name], ("keymaps.%s in the chat's key table"):format(name))
+  end
+  for which, buf in pairs({ chat = chat.state.buf, input = chat.state.input }) do
+    for _, key in ipairs(keys.list) do
+      local lhs = key.hint and key.hint.bar == which and keys.lhs(key)
+      if lhs then
+        local mapped = vim.api.nvim_buf_call(buf, function()
+          return vim.fn.maparg(lhs, type(key.modes) == "table" and key.modes[1] or key.modes)
+        end)
+        H.truthy(mapped ~= "", ("%s, hinted in the %s bar, is mapped there"):format(lhs, which))
+      end
+    end
+  end
+
   -- A failed task: its reason in the chat, and how to send the prompt again.
   vim.cmd("SeriPrompt hello there")
   H.eq("failed", H.wait_turn(1).status, "the first task")

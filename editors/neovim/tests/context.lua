@@ -34,6 +34,21 @@ H.run(function()
   H.truthy(vim.tbl_contains(offered("look at @ap"), "@src/app.py"), "@ offers src/app.py")
   H.truthy(vim.tbl_contains(offered("look at @READ"), "@README.md"), "@ offers README.md")
   H.truthy(vim.tbl_contains(offered("/comp"), "/compact"), "/ offers /compact")
+  -- The slash commands are the server's (`initialize`'s `experimental.seri.slashCommands`),
+  -- each with its summary beside it; a project whose server is not running offers none.
+  local compact = vim.tbl_filter(function(item)
+    return item.word == "/compact"
+  end, _G.seri_offered.items)[1]
+  H.truthy(
+    compact.menu:find("Compact the conversation now into a recap", 1, true),
+    "/compact's summary, from the server: " .. vim.inspect(compact)
+  )
+  local names = vim.tbl_map(function(command)
+    return command.name
+  end, require("seri.slash").commands(require("seri.client").current()))
+  H.truthy(vim.tbl_contains(names, "rename"), "the server's list: " .. vim.inspect(names))
+  local _, none = require("seri.attach").complete("/", workspace .. "/no-server-here", true)
+  H.eq({}, none, "no slash commands without a running server")
   H.eq({ "#buffer", "#selection" }, offered("see #"), "# offers what it can stand for")
 
   ---Send `text` from the input, as a user does.

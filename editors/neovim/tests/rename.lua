@@ -71,9 +71,11 @@ H.run(function()
     vim.tbl_contains(vim.fn.getcompletion("SeriPrompt /ren", "cmdline"), "/rename "),
     "/rename completes"
   )
+  local _, items =
+    require("seri.attach").complete("/ren", require("seri.client").current().root, true)
   local slash = vim.tbl_map(function(item)
     return item.word
-  end, require("seri.attach").SLASH)
+  end, items)
   H.truthy(vim.tbl_contains(slash, "/rename"), "the chat input completes /rename")
   vim.cmd("SeriPrompt /rename Named by slash")
   H.wait_chat("# seri: Named by slash")

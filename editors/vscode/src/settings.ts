@@ -14,6 +14,8 @@ export interface InitializationOptions {
     contextWindow?: number;
     keepTokens?: number;
     reasoningEffort?: string;
+    promptCache?: 'auto' | 'on' | 'off';
+    cacheTtl?: '5m' | '1h';
   };
   permissions?: { write?: 'allow' | 'ask' | 'deny' };
   maxTurns?: number;
@@ -54,6 +56,8 @@ export function readSettings(folder: vscode.WorkspaceFolder | undefined = projec
     contextWindow: set<number>('provider.contextWindow'),
     keepTokens: set<number>('provider.keepTokens'),
     reasoningEffort: set<string>('provider.reasoningEffort'),
+    promptCache: set<'auto' | 'on' | 'off'>('provider.promptCache'),
+    cacheTtl: set<'5m' | '1h'>('provider.cacheTtl'),
   });
   const write = set<'allow' | 'ask' | 'deny'>('permissions.write');
   const profileRoot = set<string>('profileRoot');

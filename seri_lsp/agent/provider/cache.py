@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from seri_lsp.agent.provider.errors import ProviderHTTPError
 from seri_lsp.settings import ProviderSettings
 
-PromptCache = Literal["auto", "on", "off"]
 # The most breakpoints a provider accepts in one request.
 MAX_BREAKPOINTS = 4
 # A model id whose provider caches only what is marked: Anthropic's Claude, under any

@@ -98,6 +98,9 @@ function M.card_keys(q)
   return shown
 end
 
+-- The diff view's own key, besides the answers: its mapping and its hint in the bar.
+local CLOSE_DIFF = { key = "q", hint = "close", desc = "seri: close the diff" }
+
 ---@param q seri.Question
 local function close_diff(q)
   local view = q.diff
@@ -242,7 +245,7 @@ function M.show_diff(q)
   end, vim.tbl_filter(function(k)
     return k.label ~= "Diff"
   end, M.card_keys(q)))
-  table.insert(hints, "q close")
+  table.insert(hints, CLOSE_DIFF.key .. " " .. CLOSE_DIFF.hint)
   local before = p.current == nil and "new file" or "now"
   vim.wo[left].winbar = (" %s: %s"):format(before, path:gsub("%%", "%%%%"))
   vim.wo[right].winbar = (" seri proposes: %s%%=%s "):format(
@@ -255,9 +258,9 @@ function M.show_diff(q)
         M.answer(q, answer)
       end, { buffer = buf, nowait = true, desc = "seri: " .. answer.choice })
     end
-    vim.keymap.set("n", "q", function()
+    vim.keymap.set("n", CLOSE_DIFF.key, function()
       close_diff(q)
-    end, { buffer = buf, nowait = true, desc = "seri: close the diff" })
+    end, { buffer = buf, nowait = true, desc = CLOSE_DIFF.desc })
   end
   local line = math.max(1, math.min(tonumber(p.line) or 1, vim.api.nvim_buf_line_count(proposed)))
   vim.api.nvim_win_set_cursor(right, { line, 0 })

@@ -1,7 +1,8 @@
 -- Context attached to a prompt: `@path` mentions of workspace files (`@path:3-7` for
 -- lines of one), `#buffer` (the file last edited) and `#selection` (its last visual
 -- selection), completed in the chat's input (an omnifunc, and sources for nvim-cmp and
--- blink.cmp when they are installed) together with slash commands.
+-- blink.cmp when they are installed) together with the slash commands the server
+-- advertises (`seri.slash`).
 --
 -- What a prompt mentions is sent in `seri.prompt`'s `context`: a file with unsaved
 -- changes with its text, lines with their text; a saved file needs nothing more than its
@@ -20,26 +21,48 @@ local M = {}
 ---@class seri.CompleteItem
 ---@field word string what is inserted
 ---@field kind string "file", "context" or "command"
----@field info string? a description
+---@field info string? a description (a slash command's summary)
 
-M.SLASH = {
-  { word = "/compact", info = "compact now: the older part becomes a recap [focus words]" },
-  { word = "/clear", info = "a new session (the old one is kept)" },
-  { word = "/max-turns", info = "set the turn budget for this session: /max-turns N" },
-  { word = "/resume", info = "resume a session: /resume ID" },
-  { word = "/continue", info = "open the project's latest session" },
-  { word = "/rewind", info = "go back to before a prompt: /rewind [n] [both|conversation|files]" },
-  { word = "/trajectory", info = "show or turn recording on or off: /trajectory [on|off]" },
-  { word = "/fork", info = "continue in a copy of this session (the original stays)" },
-  { word = "/cost", info = "what this session's model calls cost" },
-  { word = "/context", info = "what fills the context window, by part" },
-  { word = "/rename", info = "give this session a title: /rename TITLE" },
-}
-
+---The words that stand for context in a prompt, for completion.
+---@type {word: string, info: string}[]
 M.TOKENS = {
   { word = "#buffer", info = "the file you last edited (its text too, when unsaved)" },
   { word = "#selection", info = "the lines you last selected in it" },
 }
+
+---What typing a character in the chat's input completes: the input bar's word for it,
+---and the help's.
+---@type {char: string, hint: string, help: string}[]
+M.TRIGGERS = {
+  { char = "@", hint = "file", help = "a file" },
+  {
+    char = "#",
+    hint = "buffer",
+    help = table.concat(
+      vim.tbl_map(function(token)
+        return token.word
+      end, M.TOKENS),
+      " / "
+    ),
+  },
+  { char = "/", hint = "command", help = "a command" },
+}
+
+---The characters that start a completion in the chat's input.
+---@return string[]
+function M.trigger_characters()
+  return vim.tbl_map(function(trigger)
+    return trigger.char
+  end, M.TRIGGERS)
+end
+
+---The input bar's hints of what completes: `@ file`, `# buffer`, `/ command`.
+---@return string[]
+function M.trigger_hints()
+  return vim.tbl_map(function(trigger)
+    return trigger.char .. " " .. trigger.hint
+  end, M.TRIGGERS)
+end
 
 -- The most files offered; a workspace may hold far more.
 local MAX_FILES = 20000
@@ -130,10 +153,11 @@ function M.complete(before, root, first_line)
   end
   local command = first_line and before:match("^%s*(/%S*)$")
   if command then
+    local commands = require("seri.slash").matching(client.projects[root], command)
     return #before - #command,
-      vim.tbl_filter(function(item)
-        return vim.startswith(item.word, command)
-      end, M.SLASH)
+      vim.tbl_map(function(slash)
+        return { word = "/" .. slash.name, kind = "command", info = slash.summary }
+      end, commands)
   end
   return nil, {}
 end

@@ -20,7 +20,7 @@ end
 
 ---@return string[]
 function source:get_trigger_characters()
-  return { "@", "#", "/" }
+  return attach.trigger_characters()
 end
 
 ---@param ctx table blink.cmp's context (`line`, `cursor` {row, col})

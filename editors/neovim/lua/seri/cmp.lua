@@ -20,12 +20,12 @@ end
 
 ---@return string[]
 function source:get_trigger_characters()
-  return { "@", "#", "/" }
+  return attach.trigger_characters()
 end
 
 ---@return string
 function source:get_keyword_pattern()
-  return [[\%(@\|#\|/\)\S*]]
+  return [[\%(]] .. table.concat(attach.trigger_characters(), [[\|]]) .. [[\)\S*]]
 end
 
 ---@param params table nvim-cmp's completion parameters

@@ -3,31 +3,6 @@
 
 local M = {}
 
-local SLASH = {
-  "/compact ",
-  "/clear",
-  "/max-turns ",
-  "/resume ",
-  "/continue",
-  "/rewind ",
-  "/trajectory ",
-  "/fork",
-  "/cost",
-  "/context",
-  "/rename ",
-}
-
----@param lead string
----@return string[]
-local function complete_prompt(lead)
-  if lead:sub(1, 1) ~= "/" then
-    return {}
-  end
-  return vim.tbl_filter(function(item)
-    return vim.startswith(item, lead)
-  end, SLASH)
-end
-
 ---@type {name: string, run: fun(args: table), opts: table}[]
 M.list = {
   {
@@ -46,7 +21,7 @@ M.list = {
       nargs = "+",
       desc = "Send a prompt to seri (slash commands pass through)",
       complete = function(lead)
-        return complete_prompt(lead)
+        return require("seri.slash").complete_prompt(lead)
       end,
     },
   },

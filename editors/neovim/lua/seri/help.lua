@@ -1,37 +1,11 @@
 -- The chat's keys in a float (`?` in the chat).
 
-local config = require("seri.config")
-
 local M = {}
 
----The chat's keys, for the help float: {key, what it does}.
+---The chat's keys, for the help float: {key, what it does} (from the chat's key table).
 ---@return {[1]: string, [2]: string}[]
 function M.lines()
-  local keys = config.options.keymaps
-  local list = {
-    { keys.allow, "allow what seri asks (Allow, Remember)" },
-    { keys.allow_session, "allow it for the rest of the session" },
-    { keys.deny, "deny it (a write asks for a note for the model)" },
-    { keys.diff, "show the change seri asks to make, in a diff" },
-    { keys.retry, "send the last prompt again (:SeriRetry)" },
-    { keys.fork, "fork the session at the message under the cursor (:SeriFork)" },
-    { keys.yank_code, "yank the code block under the cursor" },
-    { keys.next_turn, "next prompt, reply or recap" },
-    { keys.prev_turn, "previous prompt, reply or recap" },
-    { keys.drop_queued, "take a queued prompt back into the input" },
-    {
-      keys.load_earlier,
-      "load earlier messages / open the recap (on their line), else the prompt",
-    },
-    { "i", "type a prompt" },
-    { keys.cancel, "stop the running task (:SeriCancel)" },
-    { keys.close, "close the chat" },
-    { "zo / zc", "open / close a folded result, thinking, attachment or the recap" },
-    { keys.help, "this help" },
-  }
-  return vim.tbl_filter(function(item)
-    return item[1] ~= false and item[1] ~= nil
-  end, list)
+  return require("seri.chat.keys").help()
 end
 
 ---A float listing the chat's keys; `q` or <Esc> closes it.
@@ -41,7 +15,10 @@ function M.open()
     table.insert(lines, (" %-8s %s "):format(item[1], item[2]))
   end
   table.insert(lines, "")
-  table.insert(lines, " In the input: @ a file, # #buffer / #selection, / a command ")
+  local completes = vim.tbl_map(function(trigger)
+    return trigger.char .. " " .. trigger.help
+  end, require("seri.attach").TRIGGERS)
+  table.insert(lines, (" In the input: %s "):format(table.concat(completes, ", ")))
   local width = 0
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
