@@ -20,6 +20,8 @@ export const OPTION_SETTINGS = [
   'provider.contextWindow',
   'provider.keepTokens',
   'provider.reasoningEffort',
+  'provider.promptCache',
+  'provider.cacheTtl',
   'permissions.write',
   'maxTurns',
   'resumeOnOpen',

@@ -14,6 +14,8 @@ export interface InitializationOptions {
     contextWindow?: number;
     keepTokens?: number;
     reasoningEffort?: string;
+    promptCache?: 'auto' | 'on' | 'off';
+    cacheTtl?: '5m' | '1h';
   };
   permissions?: { write?: 'allow' | 'ask' | 'deny' };
   maxTurns?: number;
