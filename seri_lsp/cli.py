@@ -359,7 +359,7 @@ def _here(value: str | None) -> str:
 
 def _sessions(args: argparse.Namespace) -> int:
     store = _open_store(args)
-    infos = store.list(None if args.all else _here(args.project))
+    infos = store.recent(None if args.all else _here(args.project))
     if args.json:
         print(json.dumps([info.to_wire(_default_turns(args)) for info in infos], indent=2))
         return 0
@@ -498,7 +498,7 @@ def _trajectory(args: argparse.Namespace) -> int:
     recordings = TrajectoryStore(store.db)
     if args.action == "list":
         session = store.resolve(args.session).id if args.session else None
-        infos = recordings.list(session, args.limit)
+        infos = recordings.recordings(session, args.limit)
         if args.json:
             print(json.dumps([info.to_wire() for info in infos], indent=2, ensure_ascii=False))
         elif not infos:
@@ -645,7 +645,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         await engine.import_legacy()
         if args.resume is not None:
-            session = await engine.resume_session(args.resume)
+            session: dict[str, Any] | None = await engine.resume_session(args.resume)
         elif args.continue_:
             session = await engine.continue_session(or_new=True)
             if session is None:
@@ -657,6 +657,7 @@ async def _run(args: argparse.Namespace) -> int:
                 session = await engine.new_session()
         else:
             session = await engine.new_session()
+        assert session is not None
         host.root_session = session["id"]
         result = await engine.prompt(args.prompt)
     finally:

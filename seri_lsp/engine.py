@@ -386,7 +386,7 @@ class Engine:
 
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
         """Sessions, most recently touched first: this project's, or every project's."""
-        return await self.sessions.list(limit, all_projects)
+        return await self.sessions.recent(limit, all_projects)
 
     async def sessions_page(
         self, project: str | None, offset: int, limit: int
@@ -521,7 +521,7 @@ class Engine:
             check_session_id("sessionId", session_id)
             target = (await self.io(self.store.resolve, session_id)).id
         elif self.sessions.conversation is not None:
-            target = self.sessions.conversation.id
+            target = self.sessions.conversation.session_id
         else:
             raise InvalidArgument(
                 "sessionId", "No session is open; give the sessionId of the session to export"
@@ -588,7 +588,7 @@ class Engine:
             self.host.show("warning", outcome.error)
         elif outcome.status == "failed" and outcome.error:
             self.host.show("error", outcome.error)
-        return {**outcome.to_wire(), "sessionId": conversation.id}
+        return {**outcome.to_wire(), "sessionId": conversation.session_id}
 
     async def compact(self, focus: str | None) -> CompactionResult:
         """Compact the open session now, without waiting for the 50% trigger."""
@@ -614,13 +614,13 @@ class Engine:
 
     async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
         """What can be rewound in a session (the open one by default), newest first."""
-        return await self.rewinder.list(session_id)
+        return await self.rewinder.checkpoints(session_id)
 
     async def _slash(self, command: SlashCommand) -> dict[str, Any]:
         name, argument = command.name, command.argument
         if name == "compact":
-            result = await self.compact(argument or None)
-            return {"status": "done", "command": name, **result.to_wire()}
+            compacted = await self.compact(argument or None)
+            return {"status": "done", "command": name, **compacted.to_wire()}
         if name == "clear":
             return {"status": "done", "command": name, "session": await self.clear()}
         if name == "continue":

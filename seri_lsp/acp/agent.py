@@ -56,6 +56,7 @@ from acp.schema import (
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    StopReason,
 )
 
 from seri_lsp import __version__
@@ -82,7 +83,7 @@ logger = logging.getLogger(__name__)
 # How a task's status reads as an ACP stop reason. A failed task (the provider failed,
 # the store was busy, an internal error) ends with `refusal`: the turn cannot go on; the
 # reason is shown in the transcript and sent in `_meta.seri.error`.
-STOP_REASONS = {
+STOP_REASONS: dict[str, StopReason] = {
     "done": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
@@ -410,7 +411,9 @@ class SeriAgent:
             note = command_note(result)
             if note and note not in session.host.shown:  # not said twice
                 session.host.note(note, "command")
-        stop = "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+        stop: StopReason = (
+            "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+        )
         await session.host.flush()
         outcome = {
             key: result[key] for key in ("status", "turns", "error", "command") if key in result

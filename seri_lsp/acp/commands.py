@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp.schema import AvailableCommand, AvailableCommandsUpdate, UnstructuredCommandInput
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    UnstructuredCommandInput,
+)
 
 from seri_lsp.agent.rewind import KEPT_NOTE
 
@@ -42,7 +47,7 @@ def available_commands() -> AvailableCommandsUpdate:
             AvailableCommand(
                 name=name,
                 description=description,
-                input=UnstructuredCommandInput(hint=hint) if hint else None,
+                input=AvailableCommandInput(UnstructuredCommandInput(hint=hint)) if hint else None,
             )
             for name, description, hint in COMMANDS
         ],

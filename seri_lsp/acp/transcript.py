@@ -29,6 +29,7 @@ from typing import Any
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -58,7 +59,14 @@ from seri_lsp.events import (
 )
 from seri_lsp.store.messages import ToolCall
 
-Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AvailableCommandsUpdate
+)
 
 
 # A message seri wrote for the model is shown up to this many characters.

@@ -240,13 +240,13 @@ class Rewinder:
 
     # --- listing --------------------------------------------------------------------
 
-    async def list(self, session_id: str | None) -> dict[str, Any]:
+    async def checkpoints(self, session_id: str | None) -> dict[str, Any]:
         """What can be rewound, newest first (`seri.checkpoints`)."""
         if session_id is not None:
             info = await self.io(self.sessions.store.resolve, session_id)
             target: str | None = info.id
         elif self.sessions.conversation is not None:
-            target = self.sessions.conversation.id
+            target = self.sessions.conversation.session_id
         else:
             latest = await self.io(self.sessions.store.latest, self.sessions.project)
             target = latest.id if latest is not None else None
@@ -307,8 +307,8 @@ class Rewinder:
             )
         with self.tasks.exclusive():
             conversation = await self._target(request.steps)
-            data = await self.io(self.store.session, conversation.id)
-            reason = refusal(data, request.steps, conversation.id)
+            data = await self.io(self.store.session, conversation.session_id)
+            reason = refusal(data, request.steps, conversation.session_id)
             if reason is not None:
                 raise SeriError(reason)
             chosen = reachable(data)[: request.steps]
@@ -333,16 +333,18 @@ class Rewinder:
             recap_kept = False
             if request.restore == "files" or kept:
                 await self.io(self.store.files_restored, [c.id for c in chosen], written)
-                conversation.info = await self.io(self.sessions.store.get, conversation.id)
+                conversation.info = await self.io(self.sessions.store.get, conversation.session_id)
             else:
                 state, recap_kept = await self.io(
-                    self.store.truncate, conversation.id, cut.prompt_seq, written
+                    self.store.truncate, conversation.session_id, cut.prompt_seq, written
                 )
                 conversation.forget_from(
                     cut.prompt_seq,
-                    info=await self.io(self.sessions.store.get, conversation.id),
+                    info=await self.io(self.sessions.store.get, conversation.session_id),
                     last_billed=state.get("lastInputTokens"),
-                    fired_rules=await self.io(self.sessions.store.fired_rules, conversation.id),
+                    fired_rules=await self.io(
+                        self.sessions.store.fired_rules, conversation.session_id
+                    ),
                 )
             session = self.sessions.wire(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
@@ -393,7 +395,10 @@ class Rewinder:
                 raise SeriError(reason)
             await self.sessions.resume(latest.id)
         except BaseException:
-            if self.sessions.conversation is None or self.sessions.conversation.id != latest.id:
+            if (
+                self.sessions.conversation is None
+                or self.sessions.conversation.session_id != latest.id
+            ):
                 locks.release(latest.id)
             raise
         assert self.sessions.conversation is not None

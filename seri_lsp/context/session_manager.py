@@ -96,7 +96,7 @@ class SessionManager:
         """
         stored = conversation.info.max_turns
         if stored is not None and (
-            self._max_turns_flag is None or conversation.id in self._budgets_set_here
+            self._max_turns_flag is None or conversation.session_id in self._budgets_set_here
         ):
             return stored
         return self.default_max_turns()
@@ -111,8 +111,8 @@ class SessionManager:
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
         conversation = await self.ensure_open()
-        conversation.info = await self.io(self.store.set_max_turns, conversation.id, n)
-        self._budgets_set_here.add(conversation.id)
+        conversation.info = await self.io(self.store.set_max_turns, conversation.session_id, n)
+        self._budgets_set_here.add(conversation.session_id)
         await conversation.record_event("budget", {"maxTurns": n})
         return {"maxTurns": n, "session": self.wire(conversation.info)}
 
@@ -120,12 +120,12 @@ class SessionManager:
         """Give a session (the open one, started if none is, when `session_id` is None)
         the user's title. Renaming the open session is announced (reason `renamed`)."""
         if session_id is None:
-            target = (await self.ensure_open()).id
+            target = (await self.ensure_open()).session_id
         else:
             target = (await self.io(self.store.resolve, session_id)).id
         info = await self.io(self.store.rename, target, title)
         conversation = self.conversation
-        if conversation is not None and conversation.id == info.id:
+        if conversation is not None and conversation.session_id == info.id:
             conversation.info = replace(conversation.info, title=info.title)
             return self._announce(conversation.info, "renamed", None)
         return self.wire(info)
@@ -204,6 +204,7 @@ class SessionManager:
         except BaseException:
             self._release_unless_open(session_id)
             raise
+        note: Note
         if skipped is None:
             note = ("info", f"Continued session {session_id}, the project's latest.")
         else:
@@ -260,7 +261,7 @@ class SessionManager:
         else the open one (None: none is open)."""
         if session_id is not None:
             return (await self.io(self.store.resolve, session_id)).id
-        return self.conversation.id if self.conversation is not None else None
+        return self.conversation.session_id if self.conversation is not None else None
 
     async def ensure_open(self) -> Conversation:
         """The open conversation, starting a new session if none is open."""
@@ -282,7 +283,7 @@ class SessionManager:
             raise SessionHeld(session_id, holder.describe())
 
     def _release_unless_open(self, session_id: str) -> None:
-        if self.conversation is None or self.conversation.id != session_id:
+        if self.conversation is None or self.conversation.session_id != session_id:
             self.locks.release(session_id)
 
     async def _open(
@@ -292,7 +293,7 @@ class SessionManager:
         session, goes out just before the announcement, so a client has it in hand when
         the change arrives."""
         current = self.conversation
-        if current is not None and current.id == info.id:
+        if current is not None and current.session_id == info.id:
             # Still open in this process: its frozen prompt (and recording) stay as they were.
             current.info = await self.io(self.store.touch, info.id)
             await self._opened(current.info)
@@ -319,7 +320,7 @@ class SessionManager:
         self.conversation = conversation
         if current is not None:
             self.recordings.finish(current)
-            self.locks.release(current.id)
+            self.locks.release(current.session_id)
         await self.recordings.start(
             conversation, reason=reason, max_turns=self.max_turns_for(conversation)
         )
@@ -361,10 +362,10 @@ class SessionManager:
 
     # --- reading --------------------------------------------------------------------------
 
-    async def list(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
+    async def recent(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
         """Sessions, most recently touched first: this project's, or every project's."""
         project = None if all_projects else self.project
-        infos = await self.io(self.store.list, project, limit)
+        infos = await self.io(self.store.recent, project, limit)
         return [self.wire(info) for info in infos]
 
     async def page(
@@ -372,7 +373,7 @@ class SessionManager:
     ) -> tuple[list[dict[str, Any]], bool]:
         """One page of the sessions of `project` (every project's when None), most
         recently touched first, and whether more follow it."""
-        infos = await self.io(self.store.list, project, limit + 1, offset)
+        infos = await self.io(self.store.recent, project, limit + 1, offset)
         return [self.wire(info) for info in infos[:limit]], len(infos) > limit
 
     async def view(
@@ -393,7 +394,7 @@ class SessionManager:
         conversation = self.conversation
         if session_id is not None:
             info = await self.io(self.store.resolve, session_id)
-            if conversation is not None and conversation.id == info.id:
+            if conversation is not None and conversation.session_id == info.id:
                 info = conversation.info
             else:
                 conversation = None
@@ -464,7 +465,7 @@ class SessionManager:
         starts with (its system message)."""
         subject = await self._subject(session_id)
         conversation = self.conversation
-        if conversation is not None and conversation.id == subject:
+        if conversation is not None and conversation.session_id == subject:
             await conversation.load()
             frozen, messages = conversation.frozen, conversation.messages
             billed, chars = conversation.last_billed, conversation.chars

@@ -313,10 +313,15 @@ def _message(index: int, raw: Any) -> Message:
 def _call(raw: Any, where: str) -> ToolCall:
     if not isinstance(raw, dict):
         raise BadBundle(f"{where} is not a JSON object")
-    fields = [raw.get(name) for name in ("id", "name", "arguments")]
-    if not all(isinstance(value, str) for value in fields) or not fields[0]:
-        raise BadBundle(f'{where} must have "id" (not empty), "name" and "arguments" strings')
-    return ToolCall(*fields)
+    call_id, name, arguments = (raw.get(key) for key in ("id", "name", "arguments"))
+    if (
+        isinstance(call_id, str)
+        and call_id
+        and isinstance(name, str)
+        and isinstance(arguments, str)
+    ):
+        return ToolCall(call_id, name, arguments)
+    raise BadBundle(f'{where} must have "id" (not empty), "name" and "arguments" strings')
 
 
 def _recap(raw: Any, where: str) -> dict[str, object]:

@@ -184,7 +184,7 @@ class SessionStore:
         )
         return [row["id"] for row in rows]
 
-    def list(
+    def recent(
         self, project: str | None, limit: int | None = None, offset: int = 0
     ) -> list[SessionInfo]:
         """Top-level sessions, most recently touched first; all projects when None.
@@ -602,14 +602,14 @@ def note_paths(
             " VALUES (?, ?, 0, ?)",
             rows,
         )
-    rows = [(session_id, path, seq, seq) for path in modified]
-    if rows:
+    changed = [(session_id, path, seq, seq) for path in modified]
+    if changed:
         conn.executemany(
             "INSERT INTO session_paths (session_id, path, modified, seq, modified_seq)"
             " VALUES (?, ?, 1, ?, ?) ON CONFLICT (session_id, path) DO UPDATE SET"
             " modified_seq = CASE WHEN modified = 1 THEN modified_seq ELSE excluded.seq END,"
             " modified = 1",
-            rows,
+            changed,
         )
 
 
@@ -699,7 +699,7 @@ _WIRE_COLUMNS = (
 
 def _page_query(session_id: str, before_seq: int | None) -> tuple[str, list[Any]]:
     """The read of a session's messages in conversation order (before `before_seq`)."""
-    where, params = "session_id = ?", [session_id]
+    where, params = "session_id = ?", list[Any]([session_id])
     if before_seq is not None:
         where += " AND seq < ?"
         params.append(before_seq)

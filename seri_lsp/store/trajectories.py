@@ -142,7 +142,9 @@ class TrajectoryStore:
 
     # --- reading ------------------------------------------------------------------
 
-    def list(self, session_id: str | None = None, limit: int | None = None) -> list[RecordingInfo]:
+    def recordings(
+        self, session_id: str | None = None, limit: int | None = None
+    ) -> list[RecordingInfo]:
         """Recordings, newest first (by start), with their event counts."""
         sql = _INFO_SELECT
         params: list[Any] = []

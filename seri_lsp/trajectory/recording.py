@@ -336,7 +336,7 @@ class Recordings:
     ) -> None:
         header = build_header(
             self.settings,
-            session_id=conversation.id,
+            session_id=conversation.session_id,
             project=conversation.info.project,
             reason=reason,
             frozen=conversation.frozen,
@@ -344,13 +344,13 @@ class Recordings:
             context_window=self.known_context_window(),
             parent_id=parent_id,
         )
-        trajectory_id = await self.io(self.store.start, conversation.id, header)
-        self._active[trajectory_id] = conversation.id
+        trajectory_id = await self.io(self.store.start, conversation.session_id, header)
+        self._active[trajectory_id] = conversation.session_id
         conversation.recorder = Recorder(
             self.store,
             self.io,
             trajectory_id=trajectory_id,
-            session_id=conversation.id,
+            session_id=conversation.session_id,
             header=header,
             elide_bytes=self.settings.provider.elide_bytes,
         )
@@ -413,12 +413,15 @@ class Recordings:
             chosen: str | None = await self.io(self.store.resolve, trajectory_id)
         else:
             if session_id is not None:
-                info = await self.io(self.sessions.resolve, session_id)
-                session: str | None = info.id
+                session: str | None = (await self.io(self.sessions.resolve, session_id)).id
             else:
-                session = conversation.id if conversation is not None else None
+                session = conversation.session_id if conversation is not None else None
             recorder = getattr(conversation, "recorder", None)
-            if recorder is not None and conversation.id == session:
+            if (
+                recorder is not None
+                and conversation is not None
+                and conversation.session_id == session
+            ):
                 chosen = recorder.trajectory_id
             elif session is not None:
                 chosen = await self.io(self.store.latest_of, session)
@@ -436,7 +439,7 @@ class Recordings:
         info = await self.io(self.store.info, chosen)
         assert info is not None
         events = await self.io(self.store.events, chosen)
-        siblings = await self.io(self.store.list, info.session_id)
+        siblings = await self.io(self.store.recordings, info.session_id)
         return {
             "id": info.id,
             "sessionId": info.session_id,

@@ -6,6 +6,7 @@ Pure functions over what `store.trajectories` returns; the command line prints t
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from seri_lsp.settings import SAMPLING_KNOBS
@@ -240,8 +241,8 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _table(rows: list[tuple[str, ...]], heading: tuple[str, ...] | None = None) -> list[str]:
-    everything = ([heading] if heading else []) + rows
+def _table(rows: Sequence[tuple[str, ...]], heading: tuple[str, ...] | None = None) -> list[str]:
+    everything = ([heading] if heading else []) + list(rows)
     if not everything:
         return []
     widths = [max(len(row[i]) for row in everything) for i in range(len(everything[0]))]
