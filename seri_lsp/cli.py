@@ -49,6 +49,7 @@ from seri_lsp.limits import (
     check_text,
     parse_whole_number,
 )
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.signals import on_stop_signals
@@ -415,13 +416,12 @@ def _search(args: argparse.Namespace) -> int:
         project = None if args.all else _here(args.project)
         hits, more = search.search(store.db, expression, project, args.limit)
     if args.json:
-        result = {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json.dumps(to_wire(search.SearchPage(hits, more)), indent=2, ensure_ascii=False))
         return 0
     if not hits:
         print("No match." if args.all else "No match in this project (--all searches every one).")
     for hit in hits:
-        where = f"  {hit.project}" if args.all else ""
+        where = f"  {hit.project_path}" if args.all else ""
         print(f"{hit.session_id}  {hit.created_at[:19]}  {hit.role:<9}  {hit.title}{where}")
         print(f"    {hit.snippet}")
     if more:

@@ -451,7 +451,7 @@ class Engine:
         all_projects: bool = False,
         limit: int = DEFAULT_SEARCH_LIMIT,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> search.SearchPage:
         """The messages of this project's sessions (every project's with `all_projects`)
         that match `query`, best first: `{hits, hasMore}` (`store/search.py` says what is
         searched and how a query reads). SearchUnavailable without FTS5."""
@@ -461,11 +461,11 @@ class Engine:
         if self.db.search_unavailable is not None:
             raise search.SearchUnavailable(self.db.search_unavailable)
         if expression is None:  # only quotes: no word to look for
-            return {"hits": [], "hasMore": False}
+            return search.SearchPage([], False)
         await self.index_backlog()
         project = None if all_projects else self.project
         hits, more = await self.io(search.search, self.db, expression, project, limit, offset)
-        return {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
+        return search.SearchPage(hits, more)
 
     async def index_backlog(self) -> None:
         """Index what was stored before the search index was made, reporting progress:

@@ -45,6 +45,7 @@ from seri_lsp.lsp.arguments import (
     single_object,
 )
 from seri_lsp.lsp.protocol import REQUEST_FAILED
+from seri_lsp.lsp.wire import to_wire
 
 Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -97,12 +98,13 @@ async def session_context(engine: Engine, args: dict[str, Any]) -> dict[str, Any
 
 
 async def session_search(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.search(
+    page = await engine.search(
         required_text(args, "query", MAX_QUERY_CHARS),
         all_projects=bool(optional_bool(args, "allProjects")),
         limit=optional_int(args, "limit", 1, MAX_SEARCH_LIMIT) or DEFAULT_SEARCH_LIMIT,
         offset=optional_int(args, "offset", 0, MAX_SEARCH_OFFSET) or 0,
     )
+    return to_wire(page)
 
 
 async def session_rename(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:

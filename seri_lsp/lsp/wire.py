@@ -1,8 +1,7 @@
 """The LSP face's one converter: the engine's typed values -> the contract's JSON.
 
-Field names go camelCase (`session_id` -> `sessionId`); a field left at its default
-(None, False, "") is omitted, so the contract's optional fields (`reset?`, `error?`,
-`attempt?`) are absent rather than null; a field with no default is always sent.
+Field names go camelCase (`session_id` -> `sessionId`); the contract's optional fields
+(`OPTIONAL`) are omitted while they hold their default, every other field is sent.
 """
 
 from __future__ import annotations
