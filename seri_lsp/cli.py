@@ -500,7 +500,7 @@ def _trajectory(args: argparse.Namespace) -> int:
         session = store.resolve(args.session).id if args.session else None
         infos = recordings.recordings(session, args.limit)
         if args.json:
-            print(json.dumps([info.to_wire() for info in infos], indent=2, ensure_ascii=False))
+            print(json.dumps(to_wire(infos), indent=2, ensure_ascii=False))
         elif not infos:
             print("No recordings.")
         else:
@@ -514,7 +514,7 @@ def _trajectory(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(info.header, ensure_ascii=False))
             for event in events:
-                print(json.dumps(event.to_wire(), ensure_ascii=False))
+                print(json.dumps(to_wire(event), ensure_ascii=False))
         else:
             print("\n".join(trajectory_view.show_lines(info, events)))
         return 0
@@ -526,7 +526,7 @@ def _trajectory(args: argparse.Namespace) -> int:
         sides.append((info, recordings.events(trajectory_id)))
     report = trajectory_view.diff_report(*sides[0], *sides[1])
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json.dumps(to_wire(report), indent=2, ensure_ascii=False))
     else:
         print("\n".join(trajectory_view.diff_lines(report)))
     return 0

@@ -50,7 +50,7 @@ from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionInfo, SessionStore
-from seri_lsp.store.trajectories import TrajectoryStore
+from seri_lsp.store.trajectories import Trajectory, TrajectoryStore
 from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
 
@@ -551,7 +551,7 @@ class Engine:
 
     async def trajectory_get(
         self, session_id: str | None, trajectory_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Trajectory:
         """A recording (header and events): the open session's by default."""
         if session_id is not None:
             check_session_id("sessionId", session_id)

@@ -167,7 +167,7 @@ async def trajectory(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
 async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     trajectory_id = optional_text(args, "trajectoryId", MAX_SESSION_ID_CHARS)
-    return await engine.trajectory_get(session_id or None, trajectory_id or None)
+    return to_wire(await engine.trajectory_get(session_id or None, trajectory_id or None))
 
 
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:

@@ -13,8 +13,10 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
-from seri_lsp.events import Activity
+from seri_lsp.events import Activity, Delta, TurnEnded
 from seri_lsp.store.messages import Message
+from seri_lsp.store.search import SearchHit
+from seri_lsp.store.trajectories import RecordingInfo, Trajectory
 
 converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
 
@@ -25,18 +27,37 @@ def camel(name: str) -> str:
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+# The contract's optional fields (`name?` in docs/protocol.md): absent, not null, while
+# they hold their default. Every other field is always sent, null included.
+OPTIONAL: dict[type, frozenset[str]] = {
+    Delta: frozenset({"reset"}),
+    TurnEnded: frozenset({"error"}),
+    Activity: frozenset({"detail", "attempt", "max_attempts", "delay"}),
+    SearchHit: frozenset({"kind"}),
+    Trajectory: frozenset({"started_at", "updated_at"}),
+}
+# Fields the contract does not carry: a recording's header is listed by its model only.
+UNSENT: dict[type, frozenset[str]] = {RecordingInfo: frozenset({"header"})}
+
+
 def _dataclass_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
-    renames = {field.name: override(rename=camel(field.name)) for field in dataclasses.fields(cls)}
+    optional = OPTIONAL.get(cls, frozenset())
+    unsent = UNSENT.get(cls, frozenset())
+    overrides = {
+        field.name: override(
+            rename=camel(field.name),
+            omit_if_default=field.name in optional,
+            omit=field.name in unsent,
+        )
+        for field in dataclasses.fields(cls)
+    }
     if cls is Activity:
         # Seconds to the millisecond: the editor shows a countdown, not float noise.
-        renames["delay"] = override(rename="delay", unstruct_hook=lambda delay: round(delay, 3))
-    # mypy reads **renames as possibly filling the bool parameters; they are all overrides.
-    return make_dict_unstructure_fn(
-        cls,
-        converter,
-        _cattrs_omit_if_default=True,
-        **renames,  # type: ignore[arg-type]
-    )
+        overrides["delay"] = override(
+            rename="delay", omit_if_default=True, unstruct_hook=lambda delay: round(delay, 3)
+        )
+    # mypy reads **overrides as possibly filling the bool parameters; all are overrides.
+    return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
 
 
 converter.register_unstructure_hook(Message, lambda message: message.to_wire())

@@ -42,6 +42,7 @@ from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.trajectories import (
     PruneReport,
+    Trajectory,
     TrajectoryStore,
     cutoff_for,
     prune_legacy_files,
@@ -406,7 +407,7 @@ class Recordings:
         session_id: str | None,
         trajectory_id: str | None,
         conversation: Any | None,
-    ) -> dict[str, Any]:
+    ) -> Trajectory:
         """A recording with its events: a given one, a session's latest, or the open
         session's (its recording in progress when there is one)."""
         if trajectory_id is not None:
@@ -428,28 +429,28 @@ class Recordings:
             else:
                 chosen = None
             if chosen is None:
-                return {
-                    "id": None,
-                    "sessionId": session,
-                    "recording": False,
-                    "header": None,
-                    "events": [],
-                    "recordings": [],
-                }
+                return Trajectory(
+                    id=None,
+                    session_id=session,
+                    recording=False,
+                    header=None,
+                    events=[],
+                    recordings=[],
+                )
         info = await self.io(self.store.info, chosen)
         assert info is not None
         events = await self.io(self.store.events, chosen)
         siblings = await self.io(self.store.recordings, info.session_id)
-        return {
-            "id": info.id,
-            "sessionId": info.session_id,
-            "startedAt": info.started_at,
-            "updatedAt": info.updated_at,
-            "recording": chosen in self._active,
-            "header": info.header,
-            "events": [event.to_wire() for event in events],
-            "recordings": [sibling.to_wire() for sibling in siblings],
-        }
+        return Trajectory(
+            id=info.id,
+            session_id=info.session_id,
+            started_at=info.started_at,
+            updated_at=info.updated_at,
+            recording=chosen in self._active,
+            header=info.header,
+            events=events,
+            recordings=siblings,
+        )
 
     # --- telling the user -----------------------------------------------------------
 
