@@ -172,7 +172,7 @@ async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]
 
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     report = await engine.import_legacy()
-    return report.to_wire()
+    return to_wire(report.summary())
 
 
 async def info(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
 from seri_lsp.events import Activity, Delta, TurnEnded
+from seri_lsp.store.legacy import FileReport
 from seri_lsp.store.messages import Message
 from seri_lsp.store.search import SearchHit
 from seri_lsp.store.trajectories import RecordingInfo, Trajectory
@@ -34,6 +35,7 @@ OPTIONAL: dict[type, frozenset[str]] = {
     TurnEnded: frozenset({"error"}),
     Activity: frozenset({"detail", "attempt", "max_attempts", "delay"}),
     SearchHit: frozenset({"kind"}),
+    FileReport: frozenset({"reason"}),
     Trajectory: frozenset({"started_at", "updated_at"}),
 }
 # Fields the contract does not carry: a recording's header is listed by its model only.
