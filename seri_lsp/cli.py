@@ -57,7 +57,7 @@ from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
-from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.sessions import Session, SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.trajectory import view as trajectory_view
 
@@ -362,7 +362,8 @@ def _sessions(args: argparse.Namespace) -> int:
     store = _open_store(args)
     infos = store.recent(None if args.all else _here(args.project))
     if args.json:
-        print(json.dumps([info.to_wire(_default_turns(args)) for info in infos], indent=2))
+        default_turns = _default_turns(args)
+        print(json.dumps(to_wire([info.session(default_turns) for info in infos]), indent=2))
         return 0
     if not infos:
         print(
@@ -383,11 +384,8 @@ def _show(args: argparse.Namespace) -> int:
     info = store.resolve(args.session_id)
     messages = store.messages(info.id)
     if args.json:
-        payload = {
-            "session": info.to_wire(_default_turns(args)),
-            "messages": [message.to_wire() for message in messages],
-        }
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        payload = {"session": info.session(_default_turns(args)), "messages": messages}
+        print(json.dumps(to_wire(payload), indent=2, ensure_ascii=False))
         return 0
     print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
     for message in messages:
@@ -645,7 +643,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         await engine.import_legacy()
         if args.resume is not None:
-            session: dict[str, Any] | None = await engine.resume_session(args.resume)
+            session: Session | None = await engine.resume_session(args.resume)
         elif args.continue_:
             session = await engine.continue_session(or_new=True)
             if session is None:
@@ -658,7 +656,7 @@ async def _run(args: argparse.Namespace) -> int:
         else:
             session = await engine.new_session()
         assert session is not None
-        host.root_session = session["id"]
+        host.root_session = session.id
         result = await engine.prompt(args.prompt)
     finally:
         await engine.close()
@@ -670,7 +668,7 @@ async def _run(args: argparse.Namespace) -> int:
         print(said, flush=True)
     # A slash command may have moved to another session (/clear, /new, /resume).
     now = result.get("session")
-    current = now["id"] if isinstance(now, dict) and "id" in now else session["id"]
+    current = now.id if isinstance(now, Session) else session.id
     print(f"\n[{result.get('status', 'done')}] session {current}", file=sys.stderr)
     return 0 if result.get("status", "done") == "done" else 1
 

@@ -49,7 +49,7 @@ from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
-from seri_lsp.store.sessions import SessionInfo, SessionStore
+from seri_lsp.store.sessions import Session, SessionInfo, SessionStore
 from seri_lsp.store.trajectories import Trajectory, TrajectoryStore
 from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
@@ -334,17 +334,17 @@ class Engine:
 
     # --- sessions -------------------------------------------------------------------
 
-    async def new_session(self) -> dict[str, Any]:
+    async def new_session(self) -> Session:
         """Start a new, empty session in this project and open it."""
         self._ensure_idle()
         return await self.sessions.new()
 
-    async def clear(self) -> dict[str, Any]:
+    async def clear(self) -> Session:
         """`/clear`: a new session; the old one stays in the store, untouched."""
         self._ensure_idle()
         return await self.sessions.new("cleared")
 
-    async def continue_session(self, *, or_new: bool = False) -> dict[str, Any] | None:
+    async def continue_session(self, *, or_new: bool = False) -> Session | None:
         """Open the project's most recently touched session no other process holds.
 
         None when the project has none; when all are held elsewhere, a new session with
@@ -353,7 +353,7 @@ class Engine:
         self._ensure_idle()
         return await self.sessions.continue_latest(or_new=or_new)
 
-    async def resume_session(self, session_id: str) -> dict[str, Any]:
+    async def resume_session(self, session_id: str) -> Session:
         """Open a session by id (or unique id prefix).
 
         UnknownSession if none matches; SessionHeld if another seri process has it open.
@@ -384,13 +384,13 @@ class Engine:
             check_session_id("sessionId", session_id)
         return await self.sessions.context(session_id, self.settings.provider.keep_tokens)
 
-    async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
+    async def list_sessions(self, limit: int | None, all_projects: bool) -> list[Session]:
         """Sessions, most recently touched first: this project's, or every project's."""
         return await self.sessions.recent(limit, all_projects)
 
     async def sessions_page(
         self, project: str | None, offset: int, limit: int
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Session], bool]:
         """A page of the sessions of any `project` (every project's when None), most
         recently touched first, and whether more follow."""
         return await self.sessions.page(project, offset, limit)
@@ -499,7 +499,7 @@ class Engine:
                 progress.report(f"{percentage}%", percentage)
         self.host.log("info", "The sessions stored before are indexed for search.")
 
-    async def rename_session(self, session_id: str | None, title: str) -> dict[str, Any]:
+    async def rename_session(self, session_id: str | None, title: str) -> Session:
         """Give a session (the open one by default) the user's title, kept from now on."""
         if session_id is not None:
             check_session_id("sessionId", session_id)
@@ -538,7 +538,7 @@ class Engine:
 
         bundle = await asyncio.to_thread(read_bundle, text)
         info, made = await self.io(import_bundle, self.store, bundle, self.project)
-        return {"session": self.sessions.wire(info), "alreadyImported": not made}
+        return {"session": self.sessions.session(info), "alreadyImported": not made}
 
     # --- recordings (trajectories) ---------------------------------------------------
 
@@ -628,8 +628,8 @@ class Engine:
         if name == "resume":
             if not argument:
                 raise InvalidArgument("text", "/resume needs a session id: /resume ID")
-            session = await self.resume_session(argument.split()[0])
-            return {"status": "done", "command": name, "session": session}
+            resumed = await self.resume_session(argument.split()[0])
+            return {"status": "done", "command": name, "session": resumed}
         if name in ("fork", "cost", "context") and argument:
             raise InvalidArgument(
                 "text", f"/{name} takes no words after it, got {shorten(argument)!r}"

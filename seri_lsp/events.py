@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from seri_lsp.store.messages import Message, ToolCall
+from seri_lsp.store.sessions import Session
 
 
 @dataclass(frozen=True)
 class SessionChanged:
     """The open session changed: new, continued, resumed, cleared, rewound or renamed."""
 
-    session: dict[str, Any]
+    session: Session
     reason: str
 
 

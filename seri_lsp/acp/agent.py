@@ -75,8 +75,10 @@ from seri_lsp.limits import (
     check_text,
     check_whole_number,
 )
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import Settings, load_settings
+from seri_lsp.store.sessions import Session
 
 logger = logging.getLogger(__name__)
 
@@ -328,7 +330,7 @@ class SeriAgent:
                 project = await project_folder(cwd)
                 forked: dict[str, Any] = {}
 
-                async def fork(engine: Engine) -> dict[str, Any]:
+                async def fork(engine: Engine) -> Session:
                     forked.update(await engine.fork_session(source, message_id))
                     return forked["session"]
 
@@ -351,16 +353,16 @@ class SeriAgent:
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
-                    session_id=s["id"],
-                    cwd=s["project"],
-                    title=s["title"] or None,
-                    updated_at=s["updatedAt"],
+                    session_id=s.id,
+                    cwd=s.project,
+                    title=s.title or None,
+                    updated_at=s.updated_at,
                     field_meta={
                         "seri": {
-                            "createdAt": s["createdAt"],
-                            "messageCount": s["messageCount"],
-                            "parentId": s["parentId"],
-                            "spend": s["spend"],
+                            "createdAt": s.created_at,
+                            "messageCount": s.message_count,
+                            "parentId": s.parent_id,
+                            "spend": to_wire(s.spend),
                         }
                     },
                 )
@@ -470,7 +472,7 @@ class SeriAgent:
     async def _open(
         self,
         project: Path,
-        opener: Callable[[Engine], Awaitable[dict[str, Any] | None]],
+        opener: Callable[[Engine], Awaitable[Session | None]],
         session_id: str | None = None,
     ) -> AcpSession:
         """A new engine for `project`, opened on a seri session by `opener`."""
@@ -487,9 +489,9 @@ class SeriAgent:
         )
         host.attach(engine.workspace)
         try:
-            wire = await opener(engine)
-            assert wire is not None
-            session = AcpSession(session_id or wire["id"], project, engine, host)
+            opened = await opener(engine)
+            assert opened is not None
+            session = AcpSession(session_id or opened.id, project, engine, host)
             self._make_room(session.id)  # once the session is open, not before it failed
         except BaseException:
             await engine.close()

@@ -17,6 +17,7 @@ from acp.schema import (
 )
 
 from seri_lsp.agent.rewind import KEPT_NOTE
+from seri_lsp.store.sessions import Session
 
 # name, description, input hint (None: the command takes no input)
 COMMANDS: list[tuple[str, str, str | None]] = [
@@ -71,23 +72,23 @@ def command_note(result: dict[str, Any]) -> str | None:
     if name in ("trajectory", "cost", "context"):
         return None  # the engine shows its answer (and any warning) itself
     if name == "fork":
-        session = result.get("session") or {}
+        forked: Session = result["session"]
         return (
-            f"Forked into session {session.get('id')} at message {result.get('forkedAt')}: "
-            f"the prompts from here go to the fork; session {session.get('parentId')} stays "
+            f"Forked into session {forked.id} at message {result.get('forkedAt')}: "
+            f"the prompts from here go to the fork; session {forked.parent_id} stays "
             "as it was (load it from the session history to go back to it)."
         )
     if name in ("resume", "continue"):
-        session = result.get("session")
+        session: Session | None = result.get("session")
         if session is None:
             return "There is no earlier session in this project to continue."
-        return f"Now in session {session['id']}: {session.get('title') or '(untitled)'}."
+        return f"Now in session {session.id}: {session.title or '(untitled)'}."
     return result.get("message") or f"/{name}: done."
 
 
 def _session_id(result: dict[str, Any]) -> str:
-    session = result.get("session") or {}
-    return str(session.get("id", "?"))
+    session: Session | None = result.get("session")
+    return session.id if session is not None else "?"
 
 
 def _rewind_note(result: dict[str, Any]) -> str:

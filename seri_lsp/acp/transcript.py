@@ -104,7 +104,7 @@ class Transcript:
     def on_event(self, event: Event) -> list[Update]:
         """The updates a live engine event makes (none for other sessions' events)."""
         if isinstance(event, SessionChanged):
-            self.root = event.session["id"]
+            self.root = event.session.id
             return []
         if getattr(event, "session_id", None) != self.root:
             return []

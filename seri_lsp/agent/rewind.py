@@ -346,7 +346,7 @@ class Rewinder:
                         self.sessions.store.fired_rules, conversation.session_id
                     ),
                 )
-            session = self.sessions.wire(conversation.info)
+            session = self.sessions.session(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
         if kept:
             result["conversationKept"] = True

@@ -16,6 +16,7 @@ session lives inside its parent's task and takes no lock of its own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -33,7 +34,7 @@ from seri_lsp.host import Host, Level
 from seri_lsp.store import spend
 from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
-from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
+from seri_lsp.store.sessions import Session, SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.spend import KINDS, SpendTotals
 from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
@@ -101,12 +102,13 @@ class SessionManager:
             return stored
         return self.default_max_turns()
 
-    def wire(self, info: SessionInfo) -> dict[str, Any]:
-        """A session as the contract sends it (maxTurns: the budget in force)."""
-        wire = info.to_wire(self.default_max_turns())
+    def session(self, info: SessionInfo) -> Session:
+        """A session as the contract shows it (max_turns: the budget in force)."""
+        session = info.session(self.default_max_turns())
         if self._max_turns_flag is not None and info.id not in self._budgets_set_here:
-            wire["maxTurns"] = self._max_turns_flag
-        return wire
+            # The command line's budget wins over the session's own until one is set here.
+            return dataclasses.replace(session, max_turns=self._max_turns_flag)
+        return session
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
@@ -114,9 +116,9 @@ class SessionManager:
         conversation.info = await self.io(self.store.set_max_turns, conversation.session_id, n)
         self._budgets_set_here.add(conversation.session_id)
         await conversation.record_event("budget", {"maxTurns": n})
-        return {"maxTurns": n, "session": self.wire(conversation.info)}
+        return {"maxTurns": n, "session": self.session(conversation.info)}
 
-    async def rename(self, session_id: str | None, title: str) -> dict[str, Any]:
+    async def rename(self, session_id: str | None, title: str) -> Session:
         """Give a session (the open one, started if none is, when `session_id` is None)
         the user's title. Renaming the open session is announced (reason `renamed`)."""
         if session_id is None:
@@ -128,18 +130,18 @@ class SessionManager:
         if conversation is not None and conversation.session_id == info.id:
             conversation.info = replace(conversation.info, title=info.title)
             return self._announce(conversation.info, "renamed", None)
-        return self.wire(info)
+        return self.session(info)
 
     # --- opening --------------------------------------------------------------------------
 
-    async def new(self, reason: str = "new") -> dict[str, Any]:
+    async def new(self, reason: str = "new") -> Session:
         """Start a new, empty session in this project and open it."""
         async with self._switching:
             return await self._new(reason)
 
     async def _new(
         self, reason: str = "new", *, note: Callable[[str], Note] | None = None
-    ) -> dict[str, Any]:
+    ) -> Session:
         # Locked before its row exists, so no other process can continue it first.
         session_id = str(uuid.uuid4())
         await self._acquire(session_id)
@@ -152,7 +154,7 @@ class SessionManager:
             info, reason, new=True, note=None if note is None else note(session_id)
         )
 
-    async def continue_latest(self, *, or_new: bool = False) -> dict[str, Any] | None:
+    async def continue_latest(self, *, or_new: bool = False) -> Session | None:
         """Open the project's most recently touched session that no other process holds.
 
         None when the project has no session. When every one is open in another seri
@@ -162,7 +164,7 @@ class SessionManager:
         async with self._switching:
             return await self._continue_latest(or_new)
 
-    async def _continue_latest(self, or_new: bool) -> dict[str, Any] | None:
+    async def _continue_latest(self, or_new: bool) -> Session | None:
         candidates = await self.io(self.store.recent_ids, self.project)
         if not candidates:
             self.host.log(
@@ -215,7 +217,7 @@ class SessionManager:
             )
         return await self._open(info, "continued", note=note)
 
-    async def resume(self, session_id: str) -> dict[str, Any]:
+    async def resume(self, session_id: str) -> Session:
         """Open a session by id (or unique id prefix).
 
         UnknownSession if none matches, SessionHeld if another seri process has it open.
@@ -288,7 +290,7 @@ class SessionManager:
 
     async def _open(
         self, info: SessionInfo, reason: str, *, new: bool = False, note: Note | None = None
-    ) -> dict[str, Any]:
+    ) -> Session:
         """Open `info` in this process and announce it. `note`, a log line saying why this
         session, goes out just before the announcement, so a client has it in hand when
         the change arrives."""
@@ -353,28 +355,28 @@ class SessionManager:
                 "the log says which and why.",
             )
 
-    def _announce(self, info: SessionInfo, reason: str, note: Note | None) -> dict[str, Any]:
+    def _announce(self, info: SessionInfo, reason: str, note: Note | None) -> Session:
         if note is not None:
             self.host.log(*note)
-        wire = self.wire(info)
+        wire = self.session(info)
         self.host.emit(SessionChanged(wire, reason))
         return wire
 
     # --- reading --------------------------------------------------------------------------
 
-    async def recent(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
+    async def recent(self, limit: int | None, all_projects: bool) -> list[Session]:
         """Sessions, most recently touched first: this project's, or every project's."""
         project = None if all_projects else self.project
         infos = await self.io(self.store.recent, project, limit)
-        return [self.wire(info) for info in infos]
+        return [self.session(info) for info in infos]
 
     async def page(
         self, project: str | None, offset: int, limit: int
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Session], bool]:
         """One page of the sessions of `project` (every project's when None), most
         recently touched first, and whether more follow it."""
         infos = await self.io(self.store.recent, project, limit + 1, offset)
-        return [self.wire(info) for info in infos[:limit]], len(infos) > limit
+        return [self.session(info) for info in infos[:limit]], len(infos) > limit
 
     async def view(
         self,
@@ -432,7 +434,7 @@ class SessionManager:
             )
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
         return {
-            "session": self.wire(info),
+            "session": self.session(info),
             "messages": messages,
             "hasMore": has_more,
             "usage": await self._usage(estimate),

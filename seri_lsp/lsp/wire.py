@@ -15,7 +15,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 
 from seri_lsp.events import Activity, Delta, TurnEnded
 from seri_lsp.store.legacy import FileReport
-from seri_lsp.store.messages import Message
+from seri_lsp.store.messages import EncodedMessages, Message
 from seri_lsp.store.search import SearchHit
 from seri_lsp.store.trajectories import RecordingInfo, Trajectory
 
@@ -63,6 +63,8 @@ def _dataclass_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
 
 
 converter.register_unstructure_hook(Message, lambda message: message.to_wire())
+# Messages already encoded (a long history) are written as they are (lsp/protocol.py).
+converter.register_unstructure_hook(EncodedMessages, lambda encoded: encoded)
 converter.register_unstructure_hook_factory(dataclasses.is_dataclass, _dataclass_hook)
 
 

@@ -40,6 +40,23 @@ _SESSION_COLUMNS = f"""
 
 
 @dataclass(frozen=True)
+class Session:
+    """A session as the contract shows it: `max_turns` the budget in force, `parent_id`
+    the session it was forked from (or a subagent's parent)."""
+
+    id: str
+    project: str
+    title: str
+    created_at: str
+    updated_at: str
+    max_turns: int
+    message_count: int
+    parent_id: str | None
+    forked_at: int | None
+    spend: SpendTotals
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     """A session's row, as listed and sent to editors."""
 
@@ -61,21 +78,21 @@ class SessionInfo:
     forked_seq: int | None = None
     spend: SpendTotals = field(default_factory=SpendTotals)
 
-    def to_wire(self, default_max_turns: int) -> dict[str, Any]:
-        """The `session` object of the LSP contract; maxTurns is the budget in force,
-        parentId the session it was forked from (or the subagent's parent)."""
-        return {
-            "id": self.id,
-            "project": self.project,
-            "title": self.title,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "maxTurns": self.max_turns if self.max_turns is not None else default_max_turns,
-            "messageCount": self.message_count,
-            "parentId": self.forked_from or self.parent_id,
-            "forkedAt": self.forked_at,
-            "spend": self.spend.to_wire(),
-        }
+    def session(self, default_max_turns: int) -> Session:
+        """The session as the contract shows it, `default_max_turns` the budget in force
+        when it set none of its own."""
+        return Session(
+            id=self.id,
+            project=self.project,
+            title=self.title,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            max_turns=self.max_turns if self.max_turns is not None else default_max_turns,
+            message_count=self.message_count,
+            parent_id=self.forked_from or self.parent_id,
+            forked_at=self.forked_at,
+            spend=self.spend,
+        )
 
 
 @dataclass(frozen=True)
