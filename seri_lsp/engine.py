@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
-from seri_lsp.context.session_manager import SessionManager
+from seri_lsp.context.session_manager import SessionManager, SessionView
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.limits import (
@@ -402,7 +402,7 @@ class Engine:
         limit: int | None = None,
         before: int | None = None,
         encoded: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SessionView:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages (before message `before` when

@@ -276,7 +276,8 @@ class SeriAgent:
                 # The conversation first (a compacted session's recap leads), then notes.
                 early = session.host.take_held()
                 view = await session.engine.session_view(None)
-                session.host.send(session.host.transcript.replay(view["messages"]))
+                assert isinstance(view.messages, list)  # not asked for encoded messages
+                session.host.send(session.host.transcript.replay(view.messages))
                 session.host.send(early)
                 self._greet(session)
         session.host.release(session.id)

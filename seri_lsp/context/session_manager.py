@@ -16,10 +16,9 @@ session lives inside its parent's task and takes no lock of its own.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,18 @@ from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
 
 Note = tuple[Level, str]  # a log line: (level, text)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """`seri.session.get`'s answer: a session (None: none is open), its messages (a page
+    of them, oldest first), whether older ones exist, its token usage and its paths."""
+
+    session: Session | None
+    messages: list[dict[str, Any]] | EncodedMessages
+    has_more: bool
+    usage: dict[str, Any]
+    paths: SessionPaths
 
 
 class SessionManager:
@@ -107,7 +118,7 @@ class SessionManager:
         session = info.session(self.default_max_turns())
         if self._max_turns_flag is not None and info.id not in self._budgets_set_here:
             # The command line's budget wins over the session's own until one is set here.
-            return dataclasses.replace(session, max_turns=self._max_turns_flag)
+            return replace(session, max_turns=self._max_turns_flag)
         return session
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
@@ -385,7 +396,7 @@ class SessionManager:
         limit: int | None = None,
         before: int | None = None,
         encoded: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SessionView:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages, and with `before` only those that
@@ -405,13 +416,7 @@ class SessionManager:
         else:
             if before is not None:
                 raise _not_a_message(before, None)
-            return {
-                "session": None,
-                "messages": [],
-                "hasMore": False,
-                "usage": await self._usage(0),
-                "paths": {"read": [], "modified": []},
-            }
+            return SessionView(None, [], False, await self._usage(0), SessionPaths((), ()))
         messages: list[dict[str, Any]] | EncodedMessages
         if conversation is not None and conversation.loaded:
             # A history in memory (a task read it) is served from there; one not loaded
@@ -433,13 +438,9 @@ class SessionManager:
                 self._read_stored, info.id, limit, before, root, encoded
             )
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
-        return {
-            "session": self.session(info),
-            "messages": messages,
-            "hasMore": has_more,
-            "usage": await self._usage(estimate),
-            "paths": paths.to_wire(),
-        }
+        return SessionView(
+            self.session(info), messages, has_more, await self._usage(estimate), paths
+        )
 
     async def usage(self, session_id: str | None) -> dict[str, Any]:
         """What a session (the open one by default) has spent on model calls: its totals

@@ -102,10 +102,6 @@ class SessionPaths:
     read: tuple[str, ...]
     modified: tuple[str, ...]
 
-    def to_wire(self) -> dict[str, list[str]]:
-        """The `paths` object of `seri.session.get`."""
-        return {"read": list(self.read), "modified": list(self.modified)}
-
 
 @dataclass(frozen=True)
 class Outline:
