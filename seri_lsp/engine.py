@@ -57,9 +57,10 @@ from seri_lsp.trajectory.recording import Recordings
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
     from seri_lsp.agent.provider import Provider
-    from seri_lsp.agent.rewind import Rewinder
+    from seri_lsp.agent.rewind import Checkpoints, Rewinder
     from seri_lsp.agent.tasks import Tasks
     from seri_lsp.context.compaction import CompactionResult
+    from seri_lsp.export.bundle import Exported, Imported
     from seri_lsp.store.checkpoints import CheckpointStore
 
 
@@ -505,7 +506,7 @@ class Engine:
             check_session_id("sessionId", session_id)
         return await self.sessions.rename(session_id, check_title("title", title))
 
-    async def export_session(self, session_id: str | None, export_format: str) -> dict[str, Any]:
+    async def export_session(self, session_id: str | None, export_format: str) -> Exported:
         """A session (the open one by default) as `{format, text, redactions}`: a JSON
         bundle or a markdown transcript with no absolute path of the workspace and no
         secret (`export/bundle.py`)."""
@@ -527,18 +528,17 @@ class Engine:
                 "sessionId", "No session is open; give the sessionId of the session to export"
             )
         secrets = configured_secrets(self.settings.provider.api_key)
-        exported = await self.io(export_session, self.store, target, export_format, secrets)
-        return exported.to_wire()
+        return await self.io(export_session, self.store, target, export_format, secrets)
 
-    async def import_session(self, text: str) -> dict[str, Any]:
+    async def import_session(self, text: str) -> Imported:
         """A new session of this project holding an exported bundle's conversation:
         `{session, alreadyImported}` (the session made the first time when this bundle
         was imported here before). A bad bundle is refused and nothing is written."""
-        from seri_lsp.export.bundle import import_bundle, read_bundle
+        from seri_lsp.export.bundle import Imported, import_bundle, read_bundle
 
         bundle = await asyncio.to_thread(read_bundle, text)
         info, made = await self.io(import_bundle, self.store, bundle, self.project)
-        return {"session": self.sessions.session(info), "alreadyImported": not made}
+        return Imported(self.sessions.session(info), already_imported=not made)
 
     # --- recordings (trajectories) ---------------------------------------------------
 
@@ -612,7 +612,7 @@ class Engine:
 
         return await self.rewinder.rewind(RewindRequest(steps, restore, force))
 
-    async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
+    async def checkpoints_of(self, session_id: str | None) -> Checkpoints:
         """What can be rewound in a session (the open one by default), newest first."""
         return await self.rewinder.checkpoints(session_id)
 

@@ -84,6 +84,27 @@ _UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True)
+class RewindPoint:
+    """A prompt that can be rewound: `steps` back, what it said, when, the files it
+    changed, and those changed since (a rewind of them needs `force`)."""
+
+    steps: int
+    prompt: str
+    created_at: str
+    files: list[str]
+    conflicts: list[str]
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """`seri.checkpoints`'s answer, newest first; `retired`: the session's checkpoints
+    were retired (seri keeps them for a project's most recently used sessions)."""
+
+    checkpoints: list[RewindPoint]
+    retired: bool
+
+
+@dataclass(frozen=True)
 class RewindRequest:
     """What to rewind: how many prompts, what to restore, and whether to overwrite."""
 
@@ -240,7 +261,7 @@ class Rewinder:
 
     # --- listing --------------------------------------------------------------------
 
-    async def checkpoints(self, session_id: str | None) -> dict[str, Any]:
+    async def checkpoints(self, session_id: str | None) -> Checkpoints:
         """What can be rewound, newest first (`seri.checkpoints`)."""
         if session_id is not None:
             info = await self.io(self.sessions.store.resolve, session_id)
@@ -251,13 +272,13 @@ class Rewinder:
             latest = await self.io(self.sessions.store.latest, self.sessions.project)
             target = latest.id if latest is not None else None
         if target is None:
-            return {"checkpoints": [], "retired": False}
+            return Checkpoints([], retired=False)
         data = await self.io(self.store.session, target)
         checkpoints = reachable(data)
         plans = file_plans(checkpoints)
         current = {plan.path: await self._current(plan.path) for plan in plans}
         expected = {plan.path: plan.expected for plan in plans}
-        entries = []
+        entries: list[RewindPoint] = []
         # What a rewind of `steps` puts each file back to: the before of the oldest of
         # those checkpoints that changed it (so far, walking from the newest).
         targets: dict[str, str | None] = {}
@@ -273,15 +294,15 @@ class Rewinder:
                 }
             )
             entries.append(
-                {
-                    "steps": steps,
-                    "prompt": first_line(checkpoint.prompt),
-                    "createdAt": checkpoint.created_at,
-                    "files": [change.display for change in checkpoint.files],
-                    "conflicts": conflicts,
-                }
+                RewindPoint(
+                    steps=steps,
+                    prompt=first_line(checkpoint.prompt),
+                    created_at=checkpoint.created_at,
+                    files=[change.display for change in checkpoint.files],
+                    conflicts=conflicts,
+                )
             )
-        return {"checkpoints": entries, "retired": data.retired is not None}
+        return Checkpoints(entries, retired=data.retired is not None)
 
     # --- rewinding ------------------------------------------------------------------
 
