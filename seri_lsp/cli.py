@@ -373,7 +373,7 @@ def _sessions(args: argparse.Namespace) -> int:
     for info in infos:
         project = f"  {info.project}" if args.all else ""
         count = f"{info.message_count:>4} msgs"
-        spent = spend_words(info.spend.to_wire())
+        spent = spend_words(info.spend)
         print(f"{info.id}  {info.updated_at[:19]}  {count}  {spent:>12}  {info.title}{project}")
     return 0
 

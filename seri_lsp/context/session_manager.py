@@ -454,8 +454,8 @@ class SessionManager:
         rate = totals.cached_input_tokens / totals.input_tokens if totals.input_tokens else None
         return {
             "sessionId": subject,
-            "totals": totals.to_wire(),
-            "byKind": {kind: entry.to_wire() for kind, entry in by_kind.items()},
+            "totals": totals,
+            "byKind": by_kind,
             "calls": totals.calls,
             "cacheHitRate": rate,
         }
