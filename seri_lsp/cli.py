@@ -49,6 +49,7 @@ from seri_lsp.limits import (
     check_text,
     parse_whole_number,
 )
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.signals import on_stop_signals
@@ -56,7 +57,7 @@ from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.messages import Message
-from seri_lsp.store.sessions import SessionStore
+from seri_lsp.store.sessions import Session, SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
 from seri_lsp.trajectory import view as trajectory_view
 
@@ -359,9 +360,10 @@ def _here(value: str | None) -> str:
 
 def _sessions(args: argparse.Namespace) -> int:
     store = _open_store(args)
-    infos = store.list(None if args.all else _here(args.project))
+    infos = store.recent(None if args.all else _here(args.project))
     if args.json:
-        print(json.dumps([info.to_wire(_default_turns(args)) for info in infos], indent=2))
+        default_turns = _default_turns(args)
+        print(json.dumps(to_wire([info.session(default_turns) for info in infos]), indent=2))
         return 0
     if not infos:
         print(
@@ -371,7 +373,7 @@ def _sessions(args: argparse.Namespace) -> int:
     for info in infos:
         project = f"  {info.project}" if args.all else ""
         count = f"{info.message_count:>4} msgs"
-        spent = spend_words(info.spend.to_wire())
+        spent = spend_words(info.spend)
         print(f"{info.id}  {info.updated_at[:19]}  {count}  {spent:>12}  {info.title}{project}")
     return 0
 
@@ -382,11 +384,8 @@ def _show(args: argparse.Namespace) -> int:
     info = store.resolve(args.session_id)
     messages = store.messages(info.id)
     if args.json:
-        payload = {
-            "session": info.to_wire(_default_turns(args)),
-            "messages": [message.to_wire() for message in messages],
-        }
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        payload = {"session": info.session(_default_turns(args)), "messages": messages}
+        print(json.dumps(to_wire(payload), indent=2, ensure_ascii=False))
         return 0
     print(f"# {info.title or '(untitled)'}  [{info.id}]  {info.project}")
     for message in messages:
@@ -415,13 +414,12 @@ def _search(args: argparse.Namespace) -> int:
         project = None if args.all else _here(args.project)
         hits, more = search.search(store.db, expression, project, args.limit)
     if args.json:
-        result = {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json.dumps(to_wire(search.SearchPage(hits, more)), indent=2, ensure_ascii=False))
         return 0
     if not hits:
         print("No match." if args.all else "No match in this project (--all searches every one).")
     for hit in hits:
-        where = f"  {hit.project}" if args.all else ""
+        where = f"  {hit.project_path}" if args.all else ""
         print(f"{hit.session_id}  {hit.created_at[:19]}  {hit.role:<9}  {hit.title}{where}")
         print(f"    {hit.snippet}")
     if more:
@@ -498,9 +496,9 @@ def _trajectory(args: argparse.Namespace) -> int:
     recordings = TrajectoryStore(store.db)
     if args.action == "list":
         session = store.resolve(args.session).id if args.session else None
-        infos = recordings.list(session, args.limit)
+        infos = recordings.recordings(session, args.limit)
         if args.json:
-            print(json.dumps([info.to_wire() for info in infos], indent=2, ensure_ascii=False))
+            print(json.dumps(to_wire(infos), indent=2, ensure_ascii=False))
         elif not infos:
             print("No recordings.")
         else:
@@ -514,7 +512,7 @@ def _trajectory(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(info.header, ensure_ascii=False))
             for event in events:
-                print(json.dumps(event.to_wire(), ensure_ascii=False))
+                print(json.dumps(to_wire(event), ensure_ascii=False))
         else:
             print("\n".join(trajectory_view.show_lines(info, events)))
         return 0
@@ -526,7 +524,7 @@ def _trajectory(args: argparse.Namespace) -> int:
         sides.append((info, recordings.events(trajectory_id)))
     report = trajectory_view.diff_report(*sides[0], *sides[1])
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print(json.dumps(to_wire(report), indent=2, ensure_ascii=False))
     else:
         print("\n".join(trajectory_view.diff_lines(report)))
     return 0
@@ -645,7 +643,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         await engine.import_legacy()
         if args.resume is not None:
-            session = await engine.resume_session(args.resume)
+            session: Session | None = await engine.resume_session(args.resume)
         elif args.continue_:
             session = await engine.continue_session(or_new=True)
             if session is None:
@@ -657,7 +655,8 @@ async def _run(args: argparse.Namespace) -> int:
                 session = await engine.new_session()
         else:
             session = await engine.new_session()
-        host.root_session = session["id"]
+        assert session is not None
+        host.root_session = session.id
         result = await engine.prompt(args.prompt)
     finally:
         await engine.close()
@@ -669,7 +668,7 @@ async def _run(args: argparse.Namespace) -> int:
         print(said, flush=True)
     # A slash command may have moved to another session (/clear, /new, /resume).
     now = result.get("session")
-    current = now["id"] if isinstance(now, dict) and "id" in now else session["id"]
+    current = now.id if isinstance(now, Session) else session.id
     print(f"\n[{result.get('status', 'done')}] session {current}", file=sys.stderr)
     return 0 if result.get("status", "done") == "done" else 1
 

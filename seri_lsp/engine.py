@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
-from seri_lsp.context.session_manager import SessionManager
+from seri_lsp.context.session_manager import SessionManager, SessionView
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.limits import (
@@ -49,17 +49,18 @@ from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
 from seri_lsp.store.locks import SessionLocks
-from seri_lsp.store.sessions import SessionInfo, SessionStore
-from seri_lsp.store.trajectories import TrajectoryStore
+from seri_lsp.store.sessions import Session, SessionInfo, SessionStore
+from seri_lsp.store.trajectories import Trajectory, TrajectoryStore
 from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
 
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
     from seri_lsp.agent.provider import Provider
-    from seri_lsp.agent.rewind import Rewinder
+    from seri_lsp.agent.rewind import Checkpoints, Rewinder
     from seri_lsp.agent.tasks import Tasks
     from seri_lsp.context.compaction import CompactionResult
+    from seri_lsp.export.bundle import Exported, Imported
     from seri_lsp.store.checkpoints import CheckpointStore
 
 
@@ -334,17 +335,17 @@ class Engine:
 
     # --- sessions -------------------------------------------------------------------
 
-    async def new_session(self) -> dict[str, Any]:
+    async def new_session(self) -> Session:
         """Start a new, empty session in this project and open it."""
         self._ensure_idle()
         return await self.sessions.new()
 
-    async def clear(self) -> dict[str, Any]:
+    async def clear(self) -> Session:
         """`/clear`: a new session; the old one stays in the store, untouched."""
         self._ensure_idle()
         return await self.sessions.new("cleared")
 
-    async def continue_session(self, *, or_new: bool = False) -> dict[str, Any] | None:
+    async def continue_session(self, *, or_new: bool = False) -> Session | None:
         """Open the project's most recently touched session no other process holds.
 
         None when the project has none; when all are held elsewhere, a new session with
@@ -353,7 +354,7 @@ class Engine:
         self._ensure_idle()
         return await self.sessions.continue_latest(or_new=or_new)
 
-    async def resume_session(self, session_id: str) -> dict[str, Any]:
+    async def resume_session(self, session_id: str) -> Session:
         """Open a session by id (or unique id prefix).
 
         UnknownSession if none matches; SessionHeld if another seri process has it open.
@@ -384,13 +385,13 @@ class Engine:
             check_session_id("sessionId", session_id)
         return await self.sessions.context(session_id, self.settings.provider.keep_tokens)
 
-    async def list_sessions(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
+    async def list_sessions(self, limit: int | None, all_projects: bool) -> list[Session]:
         """Sessions, most recently touched first: this project's, or every project's."""
-        return await self.sessions.list(limit, all_projects)
+        return await self.sessions.recent(limit, all_projects)
 
     async def sessions_page(
         self, project: str | None, offset: int, limit: int
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Session], bool]:
         """A page of the sessions of any `project` (every project's when None), most
         recently touched first, and whether more follow."""
         return await self.sessions.page(project, offset, limit)
@@ -402,7 +403,7 @@ class Engine:
         limit: int | None = None,
         before: int | None = None,
         encoded: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SessionView:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages (before message `before` when
@@ -451,7 +452,7 @@ class Engine:
         all_projects: bool = False,
         limit: int = DEFAULT_SEARCH_LIMIT,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> search.SearchPage:
         """The messages of this project's sessions (every project's with `all_projects`)
         that match `query`, best first: `{hits, hasMore}` (`store/search.py` says what is
         searched and how a query reads). SearchUnavailable without FTS5."""
@@ -461,11 +462,11 @@ class Engine:
         if self.db.search_unavailable is not None:
             raise search.SearchUnavailable(self.db.search_unavailable)
         if expression is None:  # only quotes: no word to look for
-            return {"hits": [], "hasMore": False}
+            return search.SearchPage([], False)
         await self.index_backlog()
         project = None if all_projects else self.project
         hits, more = await self.io(search.search, self.db, expression, project, limit, offset)
-        return {"hits": [hit.to_wire() for hit in hits], "hasMore": more}
+        return search.SearchPage(hits, more)
 
     async def index_backlog(self) -> None:
         """Index what was stored before the search index was made, reporting progress:
@@ -499,13 +500,13 @@ class Engine:
                 progress.report(f"{percentage}%", percentage)
         self.host.log("info", "The sessions stored before are indexed for search.")
 
-    async def rename_session(self, session_id: str | None, title: str) -> dict[str, Any]:
+    async def rename_session(self, session_id: str | None, title: str) -> Session:
         """Give a session (the open one by default) the user's title, kept from now on."""
         if session_id is not None:
             check_session_id("sessionId", session_id)
         return await self.sessions.rename(session_id, check_title("title", title))
 
-    async def export_session(self, session_id: str | None, export_format: str) -> dict[str, Any]:
+    async def export_session(self, session_id: str | None, export_format: str) -> Exported:
         """A session (the open one by default) as `{format, text, redactions}`: a JSON
         bundle or a markdown transcript with no absolute path of the workspace and no
         secret (`export/bundle.py`)."""
@@ -521,24 +522,23 @@ class Engine:
             check_session_id("sessionId", session_id)
             target = (await self.io(self.store.resolve, session_id)).id
         elif self.sessions.conversation is not None:
-            target = self.sessions.conversation.id
+            target = self.sessions.conversation.session_id
         else:
             raise InvalidArgument(
                 "sessionId", "No session is open; give the sessionId of the session to export"
             )
         secrets = configured_secrets(self.settings.provider.api_key)
-        exported = await self.io(export_session, self.store, target, export_format, secrets)
-        return exported.to_wire()
+        return await self.io(export_session, self.store, target, export_format, secrets)
 
-    async def import_session(self, text: str) -> dict[str, Any]:
+    async def import_session(self, text: str) -> Imported:
         """A new session of this project holding an exported bundle's conversation:
         `{session, alreadyImported}` (the session made the first time when this bundle
         was imported here before). A bad bundle is refused and nothing is written."""
-        from seri_lsp.export.bundle import import_bundle, read_bundle
+        from seri_lsp.export.bundle import Imported, import_bundle, read_bundle
 
         bundle = await asyncio.to_thread(read_bundle, text)
         info, made = await self.io(import_bundle, self.store, bundle, self.project)
-        return {"session": self.sessions.wire(info), "alreadyImported": not made}
+        return Imported(self.sessions.session(info), already_imported=not made)
 
     # --- recordings (trajectories) ---------------------------------------------------
 
@@ -551,7 +551,7 @@ class Engine:
 
     async def trajectory_get(
         self, session_id: str | None, trajectory_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Trajectory:
         """A recording (header and events): the open session's by default."""
         if session_id is not None:
             check_session_id("sessionId", session_id)
@@ -588,7 +588,7 @@ class Engine:
             self.host.show("warning", outcome.error)
         elif outcome.status == "failed" and outcome.error:
             self.host.show("error", outcome.error)
-        return {**outcome.to_wire(), "sessionId": conversation.id}
+        return {**outcome.to_wire(), "sessionId": conversation.session_id}
 
     async def compact(self, focus: str | None) -> CompactionResult:
         """Compact the open session now, without waiting for the 50% trigger."""
@@ -612,9 +612,9 @@ class Engine:
 
         return await self.rewinder.rewind(RewindRequest(steps, restore, force))
 
-    async def checkpoints_of(self, session_id: str | None) -> dict[str, Any]:
+    async def checkpoints_of(self, session_id: str | None) -> Checkpoints:
         """What can be rewound in a session (the open one by default), newest first."""
-        return await self.rewinder.list(session_id)
+        return await self.rewinder.checkpoints(session_id)
 
     # --- slash commands (declared in slash.py; a handler each) ------------------------
 

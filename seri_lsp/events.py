@@ -1,9 +1,10 @@
 """What the engine tells its faces while it works.
 
-Each event is a small typed value with the camelCase payload the LSP contract sends;
-the LSP face picks the notification method, the terminal face prints. Some events
-(thinking as it streams, a tool call starting, a file a tool changed) carry more than
-the LSP contract names: a face that has no use for them ignores them.
+Each event is a small typed value; the LSP face picks the notification method and
+turns the value into its camelCase payload (`seri_lsp.lsp.wire`), the terminal face
+prints. Some events (thinking as it streams, a tool call starting, a file a tool
+changed) carry more than the LSP contract names: a face that has no use for them
+ignores them.
 """
 
 from __future__ import annotations
@@ -12,17 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from seri_lsp.store.messages import Message, ToolCall
+from seri_lsp.store.sessions import Session
 
 
 @dataclass(frozen=True)
 class SessionChanged:
     """The open session changed: new, continued, resumed, cleared, rewound or renamed."""
 
-    session: dict[str, Any]
+    session: Session
     reason: str
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"session": self.session, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -31,9 +30,6 @@ class MessageStored:
 
     session_id: str
     message: Message
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "message": self.message.to_wire()}
 
 
 @dataclass(frozen=True)
@@ -47,12 +43,6 @@ class Delta:
     session_id: str
     text: str
     reset: bool = False
-
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"sessionId": self.session_id, "text": self.text}
-        if self.reset:
-            wire["reset"] = True
-        return wire
 
 
 @dataclass(frozen=True)
@@ -109,6 +99,7 @@ class Compacted:
     recap_id: int | None
 
     def to_wire(self) -> dict[str, Any]:
+        # Still here for CompactionResult, which the engine's slash answer flattens.
         return {
             "sessionId": self.session_id,
             "trigger": self.trigger,
@@ -132,16 +123,6 @@ class TurnEnded:
     turns: int
     error: str | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {
-            "sessionId": self.session_id,
-            "status": self.status,
-            "turns": self.turns,
-        }
-        if self.error:
-            wire["error"] = self.error
-        return wire
-
 
 @dataclass(frozen=True)
 class Activity:
@@ -160,18 +141,6 @@ class Activity:
     attempt: int | None = None
     max_attempts: int | None = None
     delay: float | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"sessionId": self.session_id, "state": self.state}
-        if self.detail:
-            wire["detail"] = self.detail
-        if self.attempt is not None:
-            wire["attempt"] = self.attempt
-        if self.max_attempts is not None:
-            wire["maxAttempts"] = self.max_attempts
-        if self.delay is not None:
-            wire["delay"] = round(self.delay, 3)
-        return wire
 
 
 Event = (

@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from seri_lsp.files import NotRegularFile, open_regular
 from seri_lsp.limits import MAX_TURNS, lone_surrogate
@@ -66,7 +66,7 @@ def _non_negative_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
-def _text(value: Any) -> bool:
+def _text(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value.strip()) and lone_surrogate(value) is None
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.store import legacy
 from seri_lsp.store.database import Database
 from seri_lsp.store.legacy import FileReport, SkippedLine, find_pending, import_files
@@ -103,7 +104,7 @@ def test_a_line_of_the_wrong_shape_is_skipped_and_the_rest_imported(
     reports = import_all(tmp_path, store)
 
     assert reports["odd.jsonl"].outcome == "imported"
-    [skipped] = reports["odd.jsonl"].skipped
+    [skipped] = reports["odd.jsonl"].skipped_lines
     assert skipped.line == 3 and skipped.reason.startswith(reason)
     assert [m.content for m in store.messages("legacy-odd")] == GOOD_CONTENTS
     assert reports["fine.jsonl"].outcome == "imported"
@@ -125,7 +126,7 @@ def test_a_token_count_of_the_wrong_shape_is_ignored_and_its_message_kept(
     )
     write_legacy(tmp_path, "usage.jsonl", lines)
     report = import_all(tmp_path, store)["usage.jsonl"]
-    assert report.outcome == "imported" and report.skipped == []
+    assert report.outcome == "imported" and report.skipped_lines == []
     assert [m.content for m in store.messages("legacy-usage")] == [*GOOD_CONTENTS, "and then?"]
 
 
@@ -141,7 +142,7 @@ def test_a_created_time_beyond_the_calendar_falls_back_to_the_files_date(
 
     reports = import_all(tmp_path, store)
 
-    assert reports["old.jsonl"].outcome == "imported" and reports["old.jsonl"].skipped == []
+    assert reports["old.jsonl"].outcome == "imported" and reports["old.jsonl"].skipped_lines == []
     assert store.get("legacy-old").created_at == "2023-11-14T22:13:20.000000Z"
     assert reports["fine.jsonl"].outcome == "imported"
 
@@ -158,7 +159,7 @@ def test_a_session_line_whose_cwd_holds_a_nul_is_skipped(
 
     assert reports["nul.jsonl"].outcome == "failed"
     assert reports["nul.jsonl"].reason == "it has no valid session line"
-    assert reports["nul.jsonl"].skipped[0] == SkippedLine(
+    assert reports["nul.jsonl"].skipped_lines[0] == SkippedLine(
         1, "the session line's cwd contains a NUL character"
     )
     assert reports["fine.jsonl"].outcome == "imported"
@@ -177,7 +178,7 @@ def test_a_file_whose_name_is_not_utf8_is_reported_and_the_others_import(
     failed = reports["caf\\xe9.jsonl"]
     assert failed.outcome == "failed"
     assert failed.reason == "its name is not valid UTF-8; rename it to import it"
-    json.dumps(failed.to_wire(), ensure_ascii=False).encode("utf-8")  # it can be sent
+    json.dumps(to_wire(failed), ensure_ascii=False).encode("utf-8")  # it can be sent
     # Not recorded: once renamed it imports.
     assert find_pending(tmp_path, store) == ([odd], 1)
 
@@ -222,7 +223,7 @@ def test_an_unforeseen_error_on_one_line_skips_that_line_only(
         reports = import_all(tmp_path, store)
 
     reason = "an unexpected error while reading it (TypeError: a bug of ours)"
-    assert reports["boom.jsonl"].skipped == [SkippedLine(3, reason), SkippedLine(4, reason)]
+    assert reports["boom.jsonl"].skipped_lines == [SkippedLine(3, reason), SkippedLine(4, reason)]
     assert [m.content for m in store.messages("legacy-boom")] == GOOD_CONTENTS
     assert reports["fine.jsonl"].outcome == "imported"
     # One traceback per file is logged, to find the fault by.

@@ -56,6 +56,7 @@ from acp.schema import (
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    StopReason,
 )
 
 from seri_lsp import __version__
@@ -74,15 +75,17 @@ from seri_lsp.limits import (
     check_text,
     check_whole_number,
 )
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import Settings, load_settings
+from seri_lsp.store.sessions import Session
 
 logger = logging.getLogger(__name__)
 
 # How a task's status reads as an ACP stop reason. A failed task (the provider failed,
 # the store was busy, an internal error) ends with `refusal`: the turn cannot go on; the
 # reason is shown in the transcript and sent in `_meta.seri.error`.
-STOP_REASONS = {
+STOP_REASONS: dict[str, StopReason] = {
     "done": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
@@ -273,7 +276,8 @@ class SeriAgent:
                 # The conversation first (a compacted session's recap leads), then notes.
                 early = session.host.take_held()
                 view = await session.engine.session_view(None)
-                session.host.send(session.host.transcript.replay(view["messages"]))
+                assert isinstance(view.messages, list)  # not asked for encoded messages
+                session.host.send(session.host.transcript.replay(view.messages))
                 session.host.send(early)
                 self._greet(session)
         session.host.release(session.id)
@@ -327,7 +331,7 @@ class SeriAgent:
                 project = await project_folder(cwd)
                 forked: dict[str, Any] = {}
 
-                async def fork(engine: Engine) -> dict[str, Any]:
+                async def fork(engine: Engine) -> Session:
                     forked.update(await engine.fork_session(source, message_id))
                     return forked["session"]
 
@@ -350,16 +354,16 @@ class SeriAgent:
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
-                    session_id=s["id"],
-                    cwd=s["project"],
-                    title=s["title"] or None,
-                    updated_at=s["updatedAt"],
+                    session_id=s.id,
+                    cwd=s.project,
+                    title=s.title or None,
+                    updated_at=s.updated_at,
                     field_meta={
                         "seri": {
-                            "createdAt": s["createdAt"],
-                            "messageCount": s["messageCount"],
-                            "parentId": s["parentId"],
-                            "spend": s["spend"],
+                            "createdAt": s.created_at,
+                            "messageCount": s.message_count,
+                            "parentId": s.parent_id,
+                            "spend": to_wire(s.spend),
                         }
                     },
                 )
@@ -410,7 +414,9 @@ class SeriAgent:
             note = command_note(result)
             if note and note not in session.host.shown:  # not said twice
                 session.host.note(note, "command")
-        stop = "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+        stop: StopReason = (
+            "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+        )
         await session.host.flush()
         outcome = {
             key: result[key] for key in ("status", "turns", "error", "command") if key in result
@@ -467,7 +473,7 @@ class SeriAgent:
     async def _open(
         self,
         project: Path,
-        opener: Callable[[Engine], Awaitable[dict[str, Any] | None]],
+        opener: Callable[[Engine], Awaitable[Session | None]],
         session_id: str | None = None,
     ) -> AcpSession:
         """A new engine for `project`, opened on a seri session by `opener`."""
@@ -484,9 +490,9 @@ class SeriAgent:
         )
         host.attach(engine.workspace)
         try:
-            wire = await opener(engine)
-            assert wire is not None
-            session = AcpSession(session_id or wire["id"], project, engine, host)
+            opened = await opener(engine)
+            assert opened is not None
+            session = AcpSession(session_id or opened.id, project, engine, host)
             self._make_room(session.id)  # once the session is open, not before it failed
         except BaseException:
             await engine.close()

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp.schema import AvailableCommand, AvailableCommandsUpdate, UnstructuredCommandInput
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    UnstructuredCommandInput,
+)
 
 from seri_lsp.agent.rewind import KEPT_NOTE
 from seri_lsp.slash import COMMANDS
+from seri_lsp.store.sessions import Session
 
 
 def available_commands() -> AvailableCommandsUpdate:
@@ -24,7 +30,7 @@ def available_commands() -> AvailableCommandsUpdate:
             AvailableCommand(
                 name=command.name,
                 description=command.summary,
-                input=UnstructuredCommandInput(hint=command.argument_hint)
+                input=AvailableCommandInput(UnstructuredCommandInput(hint=command.argument_hint))
                 if command.argument_hint
                 else None,
             )
@@ -51,23 +57,23 @@ def command_note(result: dict[str, Any]) -> str | None:
     if name in ("trajectory", "cost", "context"):
         return None  # the engine shows its answer (and any warning) itself
     if name == "fork":
-        session = result.get("session") or {}
+        forked: Session = result["session"]
         return (
-            f"Forked into session {session.get('id')} at message {result.get('forkedAt')}: "
-            f"the prompts from here go to the fork; session {session.get('parentId')} stays "
+            f"Forked into session {forked.id} at message {result.get('forkedAt')}: "
+            f"the prompts from here go to the fork; session {forked.parent_id} stays "
             "as it was (load it from the session history to go back to it)."
         )
     if name in ("resume", "continue"):
-        session = result.get("session")
+        session: Session | None = result.get("session")
         if session is None:
             return "There is no earlier session in this project to continue."
-        return f"Now in session {session['id']}: {session.get('title') or '(untitled)'}."
+        return f"Now in session {session.id}: {session.title or '(untitled)'}."
     return result.get("message") or f"/{name}: done."
 
 
 def _session_id(result: dict[str, Any]) -> str:
-    session = result.get("session") or {}
-    return str(session.get("id", "?"))
+    session: Session | None = result.get("session")
+    return session.id if session is not None else "?"
 
 
 def _rewind_note(result: dict[str, Any]) -> str:

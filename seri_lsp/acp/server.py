@@ -38,7 +38,11 @@ async def _serve(options: AgentOptions) -> int:
     checked = asyncio.StreamReader(limit=LINE_LIMIT)
     gate = asyncio.ensure_future(pass_objects(stdin, checked, stdout, agent.received))
     # The unstable part of the protocol brings session/resume and session/close.
-    serving = asyncio.ensure_future(run_agent(agent, stdout, checked, use_unstable_protocol=True))
+    # SeriAgent is not the full `acp.Agent` protocol: it defines only the methods it
+    # serves (acp answers method-not-found for the others, by attribute lookup).
+    serving = asyncio.ensure_future(
+        run_agent(agent, stdout, checked, use_unstable_protocol=True)  # type: ignore[arg-type]
+    )
     on_stop_signals(lambda _signal: serving.cancel())
     try:
         with contextlib.suppress(asyncio.CancelledError):

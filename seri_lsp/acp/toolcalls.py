@@ -15,6 +15,7 @@ from typing import Any
 from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallLocation,
     ToolKind,
@@ -26,7 +27,8 @@ from seri_lsp.store.messages import ToolCall
 # A model-supplied, workspace-relative path -> the absolute path it leads to (None: denied).
 Locate = Callable[[str], str | None]
 
-ToolContent = ContentToolCallContent | FileEditToolCallContent
+# What a tool call update may carry (seri sends text and diffs, never a terminal).
+ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 
 _KINDS: dict[str, ToolKind] = {
     "read_file": "read",

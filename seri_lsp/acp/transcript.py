@@ -29,6 +29,7 @@ from typing import Any
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommandsUpdate,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -58,7 +59,14 @@ from seri_lsp.events import (
 )
 from seri_lsp.store.messages import ToolCall
 
-Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AvailableCommandsUpdate
+)
 
 
 # A message seri wrote for the model is shown up to this many characters.
@@ -96,7 +104,7 @@ class Transcript:
     def on_event(self, event: Event) -> list[Update]:
         """The updates a live engine event makes (none for other sessions' events)."""
         if isinstance(event, SessionChanged):
-            self.root = event.session["id"]
+            self.root = event.session.id
             return []
         if getattr(event, "session_id", None) != self.root:
             return []

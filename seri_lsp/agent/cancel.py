@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ class CancelScope:
 
     def __init__(self) -> None:
         self.requested = False
-        self._inflight: set[asyncio.Future[object]] = set()
+        self._inflight: set[asyncio.Future[Any]] = set()
 
     def cancel(self) -> None:
         """Stop the task: interrupt what it is waiting on now and refuse new waits."""

@@ -127,7 +127,7 @@ class CheckpointKeeper:
 
     async def take(self, conversation: Conversation, prompt: str) -> TaskCheckpoint:
         """Record a checkpoint before `prompt`'s task starts (then apply retention)."""
-        checkpoint = await self.io(self.store.take, conversation.id, prompt)
+        checkpoint = await self.io(self.store.take, conversation.session_id, prompt)
         await self.retain()
         return TaskCheckpoint(checkpoint, self.store, self.io, self.host)
 

@@ -387,7 +387,7 @@ class TaskChecks:
         failed = []
         for check in self.checks:
             progress.report(f"check {check.name}")
-            self.host.emit(Activity(conversation.id, "checks", check.name))
+            self.host.emit(Activity(conversation.session_id, "checks", check.name))
             result = await self.scope.run(run_check(check, self.cwd))
             await conversation.record_event("check", result.to_record(self.rounds))
             self.host.log("info", f"Check {check.name} {result.describe()}.")

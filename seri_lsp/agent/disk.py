@@ -355,7 +355,7 @@ def list_folder(path: Path, display: str, *, stop: Stop) -> str:
         raise DiskError(f"{display} does not exist.") from None
     if not stat.S_ISDIR(info.st_mode):
         raise DiskError(f"{display} is not a folder.")
-    entries = []
+    entries: list[str] = []
     more = False
     with os.scandir(path) as scan:
         for entry in scan:

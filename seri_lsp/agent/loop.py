@@ -26,6 +26,7 @@ from seri_lsp.agent.provider import (
 )
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import (
+    COMPACTION_ERRORS,
     NOT_ENOUGH,
     CompactionFailed,
     Compactor,
@@ -44,7 +45,6 @@ from seri_lsp.events import (
     TurnEnded,
 )
 from seri_lsp.host import Host, ProgressReporter
-from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import Message, ToolCall
 from seri_lsp.store.spend import Spend
 
@@ -145,7 +145,7 @@ def model_summariser(
                     request,
                     None,
                     on_retry=retry_recorder(conversation, host),
-                    session=conversation.id,
+                    session=conversation.session_id,
                 )
             )
         except ProviderError as exc:
@@ -280,7 +280,7 @@ class AgentLoop:
         finally:
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
-            self.ended = TurnEnded(conversation.id, status, turns, error)
+            self.ended = TurnEnded(conversation.session_id, status, turns, error)
         return outcome
 
     async def _checks_after_stop(self, status: str, progress: ProgressReporter) -> None:
@@ -318,16 +318,16 @@ class AgentLoop:
 
         def on_delta(text: str) -> None:
             self._streamed = True
-            self.host.emit(Delta(conversation.id, text))
+            self.host.emit(Delta(conversation.session_id, text))
 
         def on_thinking(text: str) -> None:
-            self.host.emit(ThinkingDelta(conversation.id, text))
+            self.host.emit(ThinkingDelta(conversation.session_id, text))
 
         async def on_retry(notice: RetryNotice) -> None:
             self._drop_streamed()
             self.host.emit(
                 Activity(
-                    conversation.id,
+                    conversation.session_id,
                     "retrying",
                     notice.error,
                     attempt=notice.attempt,
@@ -337,7 +337,7 @@ class AgentLoop:
             )
             await record_retry(notice)
 
-        self.host.emit(Activity(conversation.id, "model"))
+        self.host.emit(Activity(conversation.session_id, "model"))
         return await self.scope.run(
             self.provider.complete(
                 messages,
@@ -346,7 +346,7 @@ class AgentLoop:
                 on_delta=on_delta,
                 on_retry=on_retry,
                 on_thinking=on_thinking,
-                session=conversation.id,
+                session=conversation.session_id,
             )
         )
 
@@ -354,7 +354,7 @@ class AgentLoop:
         """Tell the faces to drop the text a failed attempt streamed; it is sent again."""
         if self._streamed:
             self._streamed = False
-            self.host.emit(Delta(self.conversation.id, "", reset=True))
+            self.host.emit(Delta(self.conversation.session_id, "", reset=True))
 
     async def _call_model(self) -> Reply:
         try:
@@ -390,7 +390,7 @@ class AgentLoop:
             raise TaskFailed(
                 f"{sentence(rejection)} Compaction cannot make room: {NOT_ENOUGH.lower()}."
             )
-        self.host.emit(Activity(conversation.id, "compacting"))
+        self.host.emit(Activity(conversation.session_id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="overflow", window=window
@@ -424,12 +424,12 @@ class AgentLoop:
                 "can be compacted; going on uncompacted.",
             )
             return
-        self.host.emit(Activity(conversation.id, "compacting"))
+        self.host.emit(Activity(conversation.session_id, "compacting"))
         try:
             await self.compactor.compact(
                 conversation, plan, self.summarise, trigger="auto", window=window
             )
-        except (CompactionFailed, *STORE_ERRORS) as exc:
+        except COMPACTION_ERRORS as exc:
             # Fail-soft, a store error too (StoreBusy, a full disk): the turn goes on.
             # TaskCancelled and asyncio.CancelledError are not caught: a cancel stops it.
             reason = failure_reason(exc)
@@ -486,8 +486,8 @@ class AgentLoop:
         for number, unit in enumerate(units):
             self.scope.check()
             for call in unit:
-                self.host.emit(ToolStarted(conversation.id, call))
-            self.host.emit(Activity(conversation.id, "tool", describe_calls(unit)))
+                self.host.emit(ToolStarted(conversation.session_id, call))
+            self.host.emit(Activity(conversation.session_id, "tool", describe_calls(unit)))
             if unit[0].name == "task":
                 # Subagents share this task's cancel scope and run side by side.
                 outcomes = list(await asyncio.gather(*(self.toolbox.run(c) for c in unit)))
@@ -511,7 +511,7 @@ class AgentLoop:
         """A tool result's step: its message, recording events and paths."""
         conversation = self.conversation
         if outcome.change is not None:
-            self.host.emit(FileChanged(conversation.id, call.id, outcome.change))
+            self.host.emit(FileChanged(conversation.session_id, call.id, outcome.change))
         step = Step(
             [
                 Message(

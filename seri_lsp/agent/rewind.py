@@ -84,6 +84,27 @@ _UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True)
+class RewindPoint:
+    """A prompt that can be rewound: `steps` back, what it said, when, the files it
+    changed, and those changed since (a rewind of them needs `force`)."""
+
+    steps: int
+    prompt: str
+    created_at: str
+    files: list[str]
+    conflicts: list[str]
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """`seri.checkpoints`'s answer, newest first; `retired`: the session's checkpoints
+    were retired (seri keeps them for a project's most recently used sessions)."""
+
+    checkpoints: list[RewindPoint]
+    retired: bool
+
+
+@dataclass(frozen=True)
 class RewindRequest:
     """What to rewind: how many prompts, what to restore, and whether to overwrite."""
 
@@ -240,24 +261,24 @@ class Rewinder:
 
     # --- listing --------------------------------------------------------------------
 
-    async def list(self, session_id: str | None) -> dict[str, Any]:
+    async def checkpoints(self, session_id: str | None) -> Checkpoints:
         """What can be rewound, newest first (`seri.checkpoints`)."""
         if session_id is not None:
             info = await self.io(self.sessions.store.resolve, session_id)
             target: str | None = info.id
         elif self.sessions.conversation is not None:
-            target = self.sessions.conversation.id
+            target = self.sessions.conversation.session_id
         else:
             latest = await self.io(self.sessions.store.latest, self.sessions.project)
             target = latest.id if latest is not None else None
         if target is None:
-            return {"checkpoints": [], "retired": False}
+            return Checkpoints([], retired=False)
         data = await self.io(self.store.session, target)
         checkpoints = reachable(data)
         plans = file_plans(checkpoints)
         current = {plan.path: await self._current(plan.path) for plan in plans}
         expected = {plan.path: plan.expected for plan in plans}
-        entries = []
+        entries: list[RewindPoint] = []
         # What a rewind of `steps` puts each file back to: the before of the oldest of
         # those checkpoints that changed it (so far, walking from the newest).
         targets: dict[str, str | None] = {}
@@ -273,15 +294,15 @@ class Rewinder:
                 }
             )
             entries.append(
-                {
-                    "steps": steps,
-                    "prompt": first_line(checkpoint.prompt),
-                    "createdAt": checkpoint.created_at,
-                    "files": [change.display for change in checkpoint.files],
-                    "conflicts": conflicts,
-                }
+                RewindPoint(
+                    steps=steps,
+                    prompt=first_line(checkpoint.prompt),
+                    created_at=checkpoint.created_at,
+                    files=[change.display for change in checkpoint.files],
+                    conflicts=conflicts,
+                )
             )
-        return {"checkpoints": entries, "retired": data.retired is not None}
+        return Checkpoints(entries, retired=data.retired is not None)
 
     # --- rewinding ------------------------------------------------------------------
 
@@ -307,8 +328,8 @@ class Rewinder:
             )
         with self.tasks.exclusive():
             conversation = await self._target(request.steps)
-            data = await self.io(self.store.session, conversation.id)
-            reason = refusal(data, request.steps, conversation.id)
+            data = await self.io(self.store.session, conversation.session_id)
+            reason = refusal(data, request.steps, conversation.session_id)
             if reason is not None:
                 raise SeriError(reason)
             chosen = reachable(data)[: request.steps]
@@ -333,18 +354,20 @@ class Rewinder:
             recap_kept = False
             if request.restore == "files" or kept:
                 await self.io(self.store.files_restored, [c.id for c in chosen], written)
-                conversation.info = await self.io(self.sessions.store.get, conversation.id)
+                conversation.info = await self.io(self.sessions.store.get, conversation.session_id)
             else:
                 state, recap_kept = await self.io(
-                    self.store.truncate, conversation.id, cut.prompt_seq, written
+                    self.store.truncate, conversation.session_id, cut.prompt_seq, written
                 )
                 conversation.forget_from(
                     cut.prompt_seq,
-                    info=await self.io(self.sessions.store.get, conversation.id),
+                    info=await self.io(self.sessions.store.get, conversation.session_id),
                     last_billed=state.get("lastInputTokens"),
-                    fired_rules=await self.io(self.sessions.store.fired_rules, conversation.id),
+                    fired_rules=await self.io(
+                        self.sessions.store.fired_rules, conversation.session_id
+                    ),
                 )
-            session = self.sessions.wire(conversation.info)
+            session = self.sessions.session(conversation.info)
         result: dict[str, Any] = {"session": session, "rewound": request.steps}
         if kept:
             result["conversationKept"] = True
@@ -393,7 +416,10 @@ class Rewinder:
                 raise SeriError(reason)
             await self.sessions.resume(latest.id)
         except BaseException:
-            if self.sessions.conversation is None or self.sessions.conversation.id != latest.id:
+            if (
+                self.sessions.conversation is None
+                or self.sessions.conversation.session_id != latest.id
+            ):
                 locks.release(latest.id)
             raise
         assert self.sessions.conversation is not None

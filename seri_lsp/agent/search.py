@@ -76,11 +76,11 @@ def _check_repeats(pattern: str) -> None:
     of the syntax that errs on the side of refusing: every atom (a character, an escape,
     a class) counts 1, a group the sum of its parts, and a count multiplies what it
     repeats by its largest number."""
-    for counted in _COUNTED.finditer(pattern):
-        count = _count(counted)
+    for repeat in _COUNTED.finditer(pattern):
+        count = _count(repeat)
         if count is not None and count > MAX_REPEAT_COUNT:
             raise PatternError(
-                f"the pattern repeats {count} times ({counted.group()}); the limit is "
+                f"the pattern repeats {count} times ({repeat.group()}); the limit is "
                 f"{MAX_REPEAT_COUNT} for one repeat count."
             )
     sizes = [0]  # the size so far of each open group, outermost first

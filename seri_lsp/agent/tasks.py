@@ -27,11 +27,11 @@ from seri_lsp.agent.loop import (
     record_compaction_failed,
 )
 from seri_lsp.agent.provider import Provider
-from seri_lsp.agent.tools import Denied, FileChanges, Toolbox, ToolError, ToolOutcome, WriteGate
-from seri_lsp.agent.workspace import Workspace
+from seri_lsp.agent.tools import Denied, Toolbox, ToolError, ToolOutcome, WriteGate
+from seri_lsp.agent.workspace import FileChanges, Workspace
 from seri_lsp.context.compaction import (
+    COMPACTION_ERRORS,
     NOT_ENOUGH,
-    CompactionFailed,
     CompactionResult,
     Compactor,
     failure_reason,
@@ -43,7 +43,6 @@ from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Question, ask_user
 from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
-from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
@@ -187,7 +186,7 @@ class Tasks:
                 return await self.compactor.compact(
                     conversation, plan, summarise, trigger="manual", window=window, focus=focus
                 )
-            except (CompactionFailed, *STORE_ERRORS) as exc:
+            except COMPACTION_ERRORS as exc:
                 reason = failure_reason(exc)
                 message = f"Compaction failed: {reason}."
                 await record_compaction_failed(conversation, "manual", reason, len(plan.evicted))
@@ -233,17 +232,17 @@ class Tasks:
 
     def _run_gate(self, conversation: Conversation) -> RunGate:
         """`permissions.run` for the session: its answer holds for the session."""
-        gate = self._run_gates.get(conversation.id)
+        gate = self._run_gates.get(conversation.session_id)
         if gate is None:
-            gate = RunGate(self.run_permission, self.host, conversation.id)
-            self._run_gates[conversation.id] = gate
+            gate = RunGate(self.run_permission, self.host, conversation.session_id)
+            self._run_gates[conversation.session_id] = gate
         return gate
 
     def _gate(self, conversation: Conversation) -> WriteGate:
-        gate = self._gates.get(conversation.id)
+        gate = self._gates.get(conversation.session_id)
         if gate is None:
-            gate = WriteGate(self.write_permission, self.host, conversation.id)
-            self._gates[conversation.id] = gate
+            gate = WriteGate(self.write_permission, self.host, conversation.session_id)
+            self._gates[conversation.session_id] = gate
         return gate
 
     def _toolbox(
@@ -290,7 +289,7 @@ class Tasks:
         prompt: str,
         changes: FileChanges | None,
     ) -> ToolOutcome:
-        info = await self.io(self.store.create, parent.info.project, parent_id=parent.id)
+        info = await self.io(self.store.create, parent.info.project, parent_id=parent.session_id)
         # Held while it runs, as any open session: no other window may open it meanwhile.
         async with self._held(info.id):
             frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")
@@ -298,11 +297,13 @@ class Tasks:
                 info, frozen, set(), store=self.store, io=self.io, emit=self.host.emit, messages=[]
             )
             await self.recordings.start(
-                child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.id
+                child, reason="subagent", max_turns=SUBAGENT_MAX_TURNS, parent_id=parent.session_id
             )
             loop: AgentLoop | None = None
             try:
-                await child.record_event("opened", {"reason": "subagent", "parentId": parent.id})
+                await child.record_event(
+                    "opened", {"reason": "subagent", "parentId": parent.session_id}
+                )
                 # The child shares the parent's scope: one cancel stops the whole tree, and the
                 # parent task's checkpoint: a rewind of the prompt undoes the child's changes too.
                 loop = self._loop(child, self._toolbox(child, gate, scope, changes=changes), scope)
@@ -318,10 +319,10 @@ class Tasks:
             last = next((m.content for m in reversed(child.messages) if m.role == "assistant"), "")
             content = (
                 f"The subagent used its whole budget of {SUBAGENT_MAX_TURNS} turns without a "
-                f"final answer (session {child.id}). Its last message: {last or '(none)'}"
+                f"final answer (session {child.session_id}). Its last message: {last or '(none)'}"
             )
         else:
-            content = f"The subagent {outcome.status}: {outcome.error} (session {child.id})"
+            content = f"The subagent {outcome.status}: {outcome.error} (session {child.session_id})"
         return ToolOutcome(
             content,
             is_error=outcome.status != "done",
@@ -362,10 +363,12 @@ class Tasks:
             kind="memory",
             message=f"seri wants to remember for this project: “{line}” (saved to {real})",
             choices=("Remember", "Don't remember"),
-            session_id=conversation.id,
+            session_id=conversation.session_id,
             details={"text": line, "path": str(real)},
         )
-        answer = await ask_user(self.host, question, Activity(conversation.id, "tool", "remember"))
+        answer = await ask_user(
+            self.host, question, Activity(conversation.session_id, "tool", "remember")
+        )
         approved = answer.choice == "Remember"
         await conversation.record_event("memory", {"text": line, "approved": approved})
         if not approved:

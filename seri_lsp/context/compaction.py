@@ -58,6 +58,10 @@ class CompactionFailed(Exception):
     """A compaction was attempted and did not happen; the message says why."""
 
 
+# What stops a compaction without stopping the turn that asked for it.
+COMPACTION_ERRORS: tuple[type[Exception], ...] = (CompactionFailed, *STORE_ERRORS)
+
+
 def compaction_threshold(window: int) -> int:
     """The estimate (tokens) at which automatic compaction starts: half the window."""
     return (window + 1) // 2
@@ -597,7 +601,7 @@ class Compactor:
                 f"The conversation was compacted, but recording the compaction failed: {exc}",
             )
         notice = Compacted(
-            conversation.id,
+            conversation.session_id,
             trigger,
             len(plan.evicted),
             messages_before=messages_before,

@@ -126,7 +126,7 @@ class Conversation:
         self.recorder = recorder
 
     @property
-    def id(self) -> str:
+    def session_id(self) -> str:
         return self.info.id
 
     # --- the history ------------------------------------------------------------------
@@ -140,7 +140,7 @@ class Conversation:
     def messages(self) -> list[Message]:
         """The history, oldest first; HistoryNotLoaded before `load()`."""
         if self._messages is None:
-            raise HistoryNotLoaded(self.id)
+            raise HistoryNotLoaded(self.session_id)
         return self._messages
 
     async def load(self) -> list[Message]:
@@ -150,7 +150,7 @@ class Conversation:
                 self._loading = asyncio.Lock()
             async with self._loading:
                 if self._messages is None:
-                    messages = await self._io(self._store.messages, self.id)
+                    messages = await self._io(self._store.messages, self.session_id)
                     self._messages = messages
                     self.appended_since_compaction = sum(1 for m in messages if not m.is_recap)
         return self._messages
@@ -193,7 +193,7 @@ class Conversation:
             self.last_billed = step.billed
         self.fired_rules.update(rule for rule, _ in step.rules)
         for message in stored:
-            self._emit(MessageStored(self.id, message))
+            self._emit(MessageStored(self.session_id, message))
         return stored
 
     async def append(self, message: Message) -> Message:
@@ -208,7 +208,7 @@ class Conversation:
             also = recorder.writer([recorder.number(kind, data) for kind, data in step.events])
         return self._io(
             self._store.write_step,
-            self.id,
+            self.session_id,
             step.messages,
             billed=step.billed,
             read=step.read,
@@ -224,7 +224,7 @@ class Conversation:
         glob rule whose message was evicted fires again at its next matching path."""
         messages = self.messages
         stored, self.fired_rules = await self._io(
-            self._store.replace_prefix, self.id, replaced, recap
+            self._store.replace_prefix, self.session_id, replaced, recap
         )
         gone = {message.id for message in replaced}
         self._messages = [stored, *(m for m in messages if m.id not in gone)]
@@ -233,7 +233,7 @@ class Conversation:
         # The billed count described the history before the cut; it no longer applies.
         self.last_billed = None
         self.appended_since_compaction = 0
-        self._emit(MessageStored(self.id, stored))
+        self._emit(MessageStored(self.session_id, stored))
         return stored
 
     def forget_from(
@@ -272,7 +272,7 @@ class Conversation:
             await self.record_event(kind, data)
         except STORE_ERRORS:
             logger.warning(
-                "Could not record the %s event of session %s", kind, self.id, exc_info=True
+                "Could not record the %s event of session %s", kind, self.session_id, exc_info=True
             )
 
     async def note_context_window(self, window: int) -> None:
@@ -284,5 +284,5 @@ class Conversation:
 
     async def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(read, modified) paths of this session's tools."""
-        paths = await self._io(self._store.paths, self.id)
+        paths = await self._io(self._store.paths, self.session_id)
         return paths.read, paths.modified

@@ -277,7 +277,9 @@ def parse_front_matter(text: str) -> tuple[tuple[str, ...], str]:
 
 def split_globs(value: str) -> list[str]:
     """Globs separated by commas, a comma inside braces or brackets not counting."""
-    globs, current, depth = [], [], 0
+    globs: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in value:
         if char in "{[":
             depth += 1

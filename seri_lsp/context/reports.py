@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seri_lsp.store.spend import SpendTotals
+
 BAR_WIDTH = 20
 
 
@@ -15,30 +17,31 @@ def money(cost: float | None) -> str:
     return f"${cost:,.2f}" if cost >= 1 else f"${cost:.4f}"
 
 
-def spend_words(totals: dict[str, Any]) -> str:
+def spend_words(totals: SpendTotals) -> str:
     """A session's spend in a few words: its cost, else its tokens (`seri-lsp sessions`)."""
-    if totals["cost"] is not None:
-        return money(totals["cost"])
-    return f"{totals['inputTokens'] + totals['outputTokens']:,} tok"
+    if totals.cost is not None:
+        return money(totals.cost)
+    return f"{totals.input_tokens + totals.output_tokens:,} tok"
 
 
 def cost_text(usage: dict[str, Any]) -> str:
     """`/cost`: the totals, the cache's share of the input, then a line per kind of call."""
-    totals = usage["totals"]
+    totals: SpendTotals = usage["totals"]
     calls = usage["calls"]
     plural = "s" if calls != 1 else ""
-    lines = [f"Spend: {money(totals['cost'])} over {calls:,} model call{plural}."]
+    lines = [f"Spend: {money(totals.cost)} over {calls:,} model call{plural}."]
     rate = usage["cacheHitRate"]
-    cached = f" ({totals['cachedInputTokens']:,} cached, {rate:.0%})" if rate is not None else ""
+    cached = f" ({totals.cached_input_tokens:,} cached, {rate:.0%})" if rate is not None else ""
     lines.append(
-        f"Input {totals['inputTokens']:,} tokens{cached}; output {totals['outputTokens']:,}"
-        f" (reasoning {totals['reasoningTokens']:,})."
+        f"Input {totals.input_tokens:,} tokens{cached}; output {totals.output_tokens:,}"
+        f" (reasoning {totals.reasoning_tokens:,})."
     )
-    for kind, entry in usage["byKind"].items():
-        if entry["calls"]:
+    by_kind: dict[str, SpendTotals] = usage["byKind"]
+    for kind, entry in by_kind.items():
+        if entry.calls:
             lines.append(
-                f"  {kind:<10} {entry['calls']:>5,} calls  in {entry['inputTokens']:>10,}"
-                f"  out {entry['outputTokens']:>8,}  {money(entry['cost'])}"
+                f"  {kind:<10} {entry.calls:>5,} calls  in {entry.input_tokens:>10,}"
+                f"  out {entry.output_tokens:>8,}  {money(entry.cost)}"
             )
     return "\n".join(lines)
 

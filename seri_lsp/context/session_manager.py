@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,24 @@ from seri_lsp.host import Host, Level
 from seri_lsp.store import spend
 from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
-from seri_lsp.store.sessions import SessionInfo, SessionPaths, SessionStore
+from seri_lsp.store.sessions import Session, SessionInfo, SessionPaths, SessionStore
 from seri_lsp.store.spend import KINDS, SpendTotals
 from seri_lsp.store.worker import Worker
 from seri_lsp.trajectory.recording import Recordings
 
 Note = tuple[Level, str]  # a log line: (level, text)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """`seri.session.get`'s answer: a session (None: none is open), its messages (a page
+    of them, oldest first), whether older ones exist, its token usage and its paths."""
+
+    session: Session | None
+    messages: list[dict[str, Any]] | EncodedMessages
+    has_more: bool
+    usage: dict[str, Any]
+    paths: SessionPaths
 
 
 class SessionManager:
@@ -96,50 +108,51 @@ class SessionManager:
         """
         stored = conversation.info.max_turns
         if stored is not None and (
-            self._max_turns_flag is None or conversation.id in self._budgets_set_here
+            self._max_turns_flag is None or conversation.session_id in self._budgets_set_here
         ):
             return stored
         return self.default_max_turns()
 
-    def wire(self, info: SessionInfo) -> dict[str, Any]:
-        """A session as the contract sends it (maxTurns: the budget in force)."""
-        wire = info.to_wire(self.default_max_turns())
+    def session(self, info: SessionInfo) -> Session:
+        """A session as the contract shows it (max_turns: the budget in force)."""
+        session = info.session(self.default_max_turns())
         if self._max_turns_flag is not None and info.id not in self._budgets_set_here:
-            wire["maxTurns"] = self._max_turns_flag
-        return wire
+            # The command line's budget wins over the session's own until one is set here.
+            return replace(session, max_turns=self._max_turns_flag)
+        return session
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""
         conversation = await self.ensure_open()
-        conversation.info = await self.io(self.store.set_max_turns, conversation.id, n)
-        self._budgets_set_here.add(conversation.id)
+        conversation.info = await self.io(self.store.set_max_turns, conversation.session_id, n)
+        self._budgets_set_here.add(conversation.session_id)
         await conversation.record_event("budget", {"maxTurns": n})
-        return {"maxTurns": n, "session": self.wire(conversation.info)}
+        return {"maxTurns": n, "session": self.session(conversation.info)}
 
-    async def rename(self, session_id: str | None, title: str) -> dict[str, Any]:
+    async def rename(self, session_id: str | None, title: str) -> Session:
         """Give a session (the open one, started if none is, when `session_id` is None)
         the user's title. Renaming the open session is announced (reason `renamed`)."""
         if session_id is None:
-            target = (await self.ensure_open()).id
+            target = (await self.ensure_open()).session_id
         else:
             target = (await self.io(self.store.resolve, session_id)).id
         info = await self.io(self.store.rename, target, title)
         conversation = self.conversation
-        if conversation is not None and conversation.id == info.id:
+        if conversation is not None and conversation.session_id == info.id:
             conversation.info = replace(conversation.info, title=info.title)
             return self._announce(conversation.info, "renamed", None)
-        return self.wire(info)
+        return self.session(info)
 
     # --- opening --------------------------------------------------------------------------
 
-    async def new(self, reason: str = "new") -> dict[str, Any]:
+    async def new(self, reason: str = "new") -> Session:
         """Start a new, empty session in this project and open it."""
         async with self._switching:
             return await self._new(reason)
 
     async def _new(
         self, reason: str = "new", *, note: Callable[[str], Note] | None = None
-    ) -> dict[str, Any]:
+    ) -> Session:
         # Locked before its row exists, so no other process can continue it first.
         session_id = str(uuid.uuid4())
         await self._acquire(session_id)
@@ -152,7 +165,7 @@ class SessionManager:
             info, reason, new=True, note=None if note is None else note(session_id)
         )
 
-    async def continue_latest(self, *, or_new: bool = False) -> dict[str, Any] | None:
+    async def continue_latest(self, *, or_new: bool = False) -> Session | None:
         """Open the project's most recently touched session that no other process holds.
 
         None when the project has no session. When every one is open in another seri
@@ -162,7 +175,7 @@ class SessionManager:
         async with self._switching:
             return await self._continue_latest(or_new)
 
-    async def _continue_latest(self, or_new: bool) -> dict[str, Any] | None:
+    async def _continue_latest(self, or_new: bool) -> Session | None:
         candidates = await self.io(self.store.recent_ids, self.project)
         if not candidates:
             self.host.log(
@@ -204,6 +217,7 @@ class SessionManager:
         except BaseException:
             self._release_unless_open(session_id)
             raise
+        note: Note
         if skipped is None:
             note = ("info", f"Continued session {session_id}, the project's latest.")
         else:
@@ -214,7 +228,7 @@ class SessionManager:
             )
         return await self._open(info, "continued", note=note)
 
-    async def resume(self, session_id: str) -> dict[str, Any]:
+    async def resume(self, session_id: str) -> Session:
         """Open a session by id (or unique id prefix).
 
         UnknownSession if none matches, SessionHeld if another seri process has it open.
@@ -260,7 +274,7 @@ class SessionManager:
         else the open one (None: none is open)."""
         if session_id is not None:
             return (await self.io(self.store.resolve, session_id)).id
-        return self.conversation.id if self.conversation is not None else None
+        return self.conversation.session_id if self.conversation is not None else None
 
     async def ensure_open(self) -> Conversation:
         """The open conversation, starting a new session if none is open."""
@@ -282,17 +296,17 @@ class SessionManager:
             raise SessionHeld(session_id, holder.describe())
 
     def _release_unless_open(self, session_id: str) -> None:
-        if self.conversation is None or self.conversation.id != session_id:
+        if self.conversation is None or self.conversation.session_id != session_id:
             self.locks.release(session_id)
 
     async def _open(
         self, info: SessionInfo, reason: str, *, new: bool = False, note: Note | None = None
-    ) -> dict[str, Any]:
+    ) -> Session:
         """Open `info` in this process and announce it. `note`, a log line saying why this
         session, goes out just before the announcement, so a client has it in hand when
         the change arrives."""
         current = self.conversation
-        if current is not None and current.id == info.id:
+        if current is not None and current.session_id == info.id:
             # Still open in this process: its frozen prompt (and recording) stay as they were.
             current.info = await self.io(self.store.touch, info.id)
             await self._opened(current.info)
@@ -319,7 +333,7 @@ class SessionManager:
         self.conversation = conversation
         if current is not None:
             self.recordings.finish(current)
-            self.locks.release(current.id)
+            self.locks.release(current.session_id)
         await self.recordings.start(
             conversation, reason=reason, max_turns=self.max_turns_for(conversation)
         )
@@ -352,28 +366,28 @@ class SessionManager:
                 "the log says which and why.",
             )
 
-    def _announce(self, info: SessionInfo, reason: str, note: Note | None) -> dict[str, Any]:
+    def _announce(self, info: SessionInfo, reason: str, note: Note | None) -> Session:
         if note is not None:
             self.host.log(*note)
-        wire = self.wire(info)
+        wire = self.session(info)
         self.host.emit(SessionChanged(wire, reason))
         return wire
 
     # --- reading --------------------------------------------------------------------------
 
-    async def list(self, limit: int | None, all_projects: bool) -> list[dict[str, Any]]:
+    async def recent(self, limit: int | None, all_projects: bool) -> list[Session]:
         """Sessions, most recently touched first: this project's, or every project's."""
         project = None if all_projects else self.project
-        infos = await self.io(self.store.list, project, limit)
-        return [self.wire(info) for info in infos]
+        infos = await self.io(self.store.recent, project, limit)
+        return [self.session(info) for info in infos]
 
     async def page(
         self, project: str | None, offset: int, limit: int
-    ) -> tuple[list[dict[str, Any]], bool]:
+    ) -> tuple[list[Session], bool]:
         """One page of the sessions of `project` (every project's when None), most
         recently touched first, and whether more follow it."""
-        infos = await self.io(self.store.list, project, limit + 1, offset)
-        return [self.wire(info) for info in infos[:limit]], len(infos) > limit
+        infos = await self.io(self.store.recent, project, limit + 1, offset)
+        return [self.session(info) for info in infos[:limit]], len(infos) > limit
 
     async def view(
         self,
@@ -382,7 +396,7 @@ class SessionManager:
         limit: int | None = None,
         before: int | None = None,
         encoded: bool = False,
-    ) -> dict[str, Any]:
+    ) -> SessionView:
         """A session with its messages, token usage and path lists (the open one by default).
 
         With `limit`, only the newest `limit` messages, and with `before` only those that
@@ -393,7 +407,7 @@ class SessionManager:
         conversation = self.conversation
         if session_id is not None:
             info = await self.io(self.store.resolve, session_id)
-            if conversation is not None and conversation.id == info.id:
+            if conversation is not None and conversation.session_id == info.id:
                 info = conversation.info
             else:
                 conversation = None
@@ -402,13 +416,7 @@ class SessionManager:
         else:
             if before is not None:
                 raise _not_a_message(before, None)
-            return {
-                "session": None,
-                "messages": [],
-                "hasMore": False,
-                "usage": await self._usage(0),
-                "paths": {"read": [], "modified": []},
-            }
+            return SessionView(None, [], False, await self._usage(0), SessionPaths((), ()))
         messages: list[dict[str, Any]] | EncodedMessages
         if conversation is not None and conversation.loaded:
             # A history in memory (a task read it) is served from there; one not loaded
@@ -430,13 +438,9 @@ class SessionManager:
                 self._read_stored, info.id, limit, before, root, encoded
             )
             estimate = max(info.last_input_tokens or 0, tokens_for_chars(chars))
-        return {
-            "session": self.wire(info),
-            "messages": messages,
-            "hasMore": has_more,
-            "usage": await self._usage(estimate),
-            "paths": paths.to_wire(),
-        }
+        return SessionView(
+            self.session(info), messages, has_more, await self._usage(estimate), paths
+        )
 
     async def usage(self, session_id: str | None) -> dict[str, Any]:
         """What a session (the open one by default) has spent on model calls: its totals
@@ -450,8 +454,8 @@ class SessionManager:
         rate = totals.cached_input_tokens / totals.input_tokens if totals.input_tokens else None
         return {
             "sessionId": subject,
-            "totals": totals.to_wire(),
-            "byKind": {kind: entry.to_wire() for kind, entry in by_kind.items()},
+            "totals": totals,
+            "byKind": by_kind,
             "calls": totals.calls,
             "cacheHitRate": rate,
         }
@@ -464,7 +468,7 @@ class SessionManager:
         starts with (its system message)."""
         subject = await self._subject(session_id)
         conversation = self.conversation
-        if conversation is not None and conversation.id == subject:
+        if conversation is not None and conversation.session_id == subject:
             await conversation.load()
             frozen, messages = conversation.frozen, conversation.messages
             billed, chars = conversation.last_billed, conversation.chars

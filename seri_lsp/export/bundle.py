@@ -44,7 +44,7 @@ from seri_lsp.store.messages import (
     chars_of,
     tokens_for_chars,
 )
-from seri_lsp.store.sessions import SessionInfo, SessionStore, make_title
+from seri_lsp.store.sessions import Session, SessionInfo, SessionStore, make_title
 from seri_lsp.store.trajectories import TrajectoryStore
 
 FORMAT = "seri-session"
@@ -57,15 +57,21 @@ _TEXT_FIELDS = ("content", "thinking")
 
 @dataclass(frozen=True)
 class Exported:
-    """An export: its text, in which format, and how many secrets it had redacted."""
+    """An export (`seri.session.export`'s answer): its text, in which format, and how
+    many secrets it had redacted."""
 
     format: str
     text: str
     redactions: int
 
-    def to_wire(self) -> dict[str, Any]:
-        """The result of `seri.session.export`."""
-        return {"format": self.format, "text": self.text, "redactions": self.redactions}
+
+@dataclass(frozen=True)
+class Imported:
+    """`seri.session.import`'s answer: the session holding the bundle's conversation,
+    and whether it was made by an earlier import of the same bundle."""
+
+    session: Session
+    already_imported: bool
 
 
 def export_session(
@@ -313,10 +319,15 @@ def _message(index: int, raw: Any) -> Message:
 def _call(raw: Any, where: str) -> ToolCall:
     if not isinstance(raw, dict):
         raise BadBundle(f"{where} is not a JSON object")
-    fields = [raw.get(name) for name in ("id", "name", "arguments")]
-    if not all(isinstance(value, str) for value in fields) or not fields[0]:
-        raise BadBundle(f'{where} must have "id" (not empty), "name" and "arguments" strings')
-    return ToolCall(*fields)
+    call_id, name, arguments = (raw.get(key) for key in ("id", "name", "arguments"))
+    if (
+        isinstance(call_id, str)
+        and call_id
+        and isinstance(name, str)
+        and isinstance(arguments, str)
+    ):
+        return ToolCall(call_id, name, arguments)
+    raise BadBundle(f'{where} must have "id" (not empty), "name" and "arguments" strings')
 
 
 def _recap(raw: Any, where: str) -> dict[str, object]:

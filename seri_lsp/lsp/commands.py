@@ -45,20 +45,22 @@ from seri_lsp.lsp.arguments import (
     single_object,
 )
 from seri_lsp.lsp.protocol import REQUEST_FAILED
+from seri_lsp.lsp.wire import to_wire
 from seri_lsp.slash import COMMANDS as SLASH_COMMANDS
 
-Handler = Callable[[Engine, dict[str, Any]], Awaitable[dict[str, Any]]]
+# A command: the engine's answer to its arguments (a typed value, or a dict holding some).
+Handler = Callable[[Engine, dict[str, Any]], Awaitable[Any]]
 
 
-async def session_new(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_new(engine: Engine, args: dict[str, Any]) -> Any:
     return {"session": await engine.new_session()}
 
 
-async def session_continue(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_continue(engine: Engine, args: dict[str, Any]) -> Any:
     return {"session": await engine.continue_session()}
 
 
-async def session_resume(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_resume(engine: Engine, args: dict[str, Any]) -> Any:
     return {
         "session": await engine.resume_session(
             required_text(args, "sessionId", MAX_SESSION_ID_CHARS)
@@ -66,13 +68,13 @@ async def session_resume(engine: Engine, args: dict[str, Any]) -> dict[str, Any]
     }
 
 
-async def session_list(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_list(engine: Engine, args: dict[str, Any]) -> Any:
     limit = optional_int(args, "limit", 1, MAX_LIST_LIMIT)
     all_projects = bool(optional_bool(args, "allProjects"))
     return {"sessions": await engine.list_sessions(limit, all_projects)}
 
 
-async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_get(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     limit = optional_int(args, "limit", 1, MAX_PAGE_LIMIT)
     before = optional_int(args, "before", 1, MAX_MESSAGE_ID)
@@ -81,64 +83,65 @@ async def session_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     return await engine.session_view(session_id or None, limit=limit, before=before, encoded=True)
 
 
-async def session_fork(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_fork(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     message_id = optional_int(args, "messageId", 1, MAX_MESSAGE_ID)
     return await engine.fork_session(session_id or None, message_id)
 
 
-async def session_usage(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_usage(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.session_usage(session_id or None)
 
 
-async def session_context(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_context(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.session_context(session_id or None)
 
 
-async def session_search(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
-    return await engine.search(
+async def session_search(engine: Engine, args: dict[str, Any]) -> Any:
+    page = await engine.search(
         required_text(args, "query", MAX_QUERY_CHARS),
         all_projects=bool(optional_bool(args, "allProjects")),
         limit=optional_int(args, "limit", 1, MAX_SEARCH_LIMIT) or DEFAULT_SEARCH_LIMIT,
         offset=optional_int(args, "offset", 0, MAX_SEARCH_OFFSET) or 0,
     )
+    return page
 
 
-async def session_rename(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_rename(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     # Surrounding spaces are dropped: the bound is checked on what is kept.
     title = required_text(args, "title", MAX_TITLE_CHARS + 1_000)
     return {"session": await engine.rename_session(session_id or None, title)}
 
 
-async def session_export(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_export(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     export_format = required_text(args, "format", MAX_CHOICE_CHARS)
     return await engine.export_session(session_id or None, export_format)
 
 
-async def session_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def session_import(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.import_session(required_text(args, "text", MAX_BUNDLE_BYTES))
 
 
-async def prompt(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def prompt(engine: Engine, args: dict[str, Any]) -> Any:
     text = required_text(args, "text", MAX_PROMPT_CHARS)
     return await engine.prompt(text, attachments(args))
 
 
-async def compact(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def compact(engine: Engine, args: dict[str, Any]) -> Any:
     focus = optional_text(args, "focus", MAX_FOCUS_CHARS)
     result = await engine.compact(focus.strip() if focus and focus.strip() else None)
     return result.to_wire()
 
 
-async def clear(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def clear(engine: Engine, args: dict[str, Any]) -> Any:
     return {"session": await engine.clear()}
 
 
-async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def rewind(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.rewind(
         steps=optional_int(args, "steps", 1, MAX_REWIND_STEPS) or 1,
         restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
@@ -146,35 +149,35 @@ async def rewind(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-async def checkpoints(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def checkpoints(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     return await engine.checkpoints_of(session_id or None)
 
 
-async def max_turns(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def max_turns(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.set_max_turns(required_int(args, "n", 1, MAX_TURNS))
 
 
-async def cancel(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def cancel(engine: Engine, args: dict[str, Any]) -> Any:
     return {"cancelled": engine.cancel()}
 
 
-async def trajectory(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def trajectory(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.trajectory(optional_bool(args, "enabled"))
 
 
-async def trajectory_get(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def trajectory_get(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     trajectory_id = optional_text(args, "trajectoryId", MAX_SESSION_ID_CHARS)
     return await engine.trajectory_get(session_id or None, trajectory_id or None)
 
 
-async def legacy_import(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def legacy_import(engine: Engine, args: dict[str, Any]) -> Any:
     report = await engine.import_legacy()
-    return report.to_wire()
+    return report.summary()
 
 
-async def info(engine: Engine, args: dict[str, Any]) -> dict[str, Any]:
+async def info(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.info()
 
 
@@ -232,7 +235,8 @@ def _translated(name: str, handler: Handler) -> Callable[..., Awaitable[dict[str
         engine = await ls.ready()  # the SeriServer's engine, once start-up has finished
         try:
             faults.fail_point(f"command.{name}")
-            return await handler(engine, single_object(name, arguments))
+            # The engine's typed answer in the contract's JSON, in one place.
+            return to_wire(await handler(engine, single_object(name, arguments)))
         except InvalidArgument as exc:
             raise JsonRpcInvalidParams(message=str(exc), data={"field": exc.field}) from exc
         except SeriError as exc:

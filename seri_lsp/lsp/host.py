@@ -25,6 +25,7 @@ from seri_lsp.events import (
 )
 from seri_lsp.host import Answer, EditResult, Host, Level, ProgressReporter, Question
 from seri_lsp.limits import clean_text
+from seri_lsp.lsp.wire import to_wire
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
@@ -88,7 +89,7 @@ class LspHost(Host):
         method = NOTIFICATIONS.get(type(event))
         if method is None:
             return  # an event the LSP contract has no notification for
-        self.server.protocol.notify(method, event.to_wire())
+        self.server.protocol.notify(method, to_wire(event))
 
     def log(self, level: Level, message: str) -> None:
         self.server.window_log_message(

@@ -429,7 +429,10 @@ class SeriProtocol(LanguageServerProtocol):
         return result
 
     @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
-    async def lsp_workspace__execute_command(self, params: types.ExecuteCommandParams) -> Any:
+    # pygls declares a generator; this coroutine answers the same request (see below).
+    async def lsp_workspace__execute_command(  # type: ignore[override]
+        self, params: types.ExecuteCommandParams
+    ) -> Any:
         """Run a `seri.*` command with its raw arguments (checked by the command).
 
         A coroutine rather than pygls' generator, so `$/cancelRequest` cancels the

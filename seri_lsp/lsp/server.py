@@ -205,7 +205,7 @@ async def open_from_command_line(engine: Engine, options: ServerOptions) -> None
             "starts a new one (seri.session.list lists the sessions).",
         )
         return
-    engine.host.log("info", f"Resumed session {session['id']} (--resume).")
+    engine.host.log("info", f"Resumed session {session.id} (--resume).")
 
 
 def cannot_start(ls: SeriServer, message: str, exc: Exception) -> NoReturn:

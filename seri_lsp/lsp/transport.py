@@ -219,7 +219,7 @@ def serve_tcp(
                 writer.close()  # one editor per server process
                 return
             connected.set_result(None)
-            protocol.set_writer(writer)  # type: ignore[arg-type]
+            protocol.set_writer(writer)
             try:
                 await read_messages(reader, protocol)
             except asyncio.CancelledError:

@@ -68,21 +68,19 @@ class FileReport:
     outcome: str  # imported | conflict | failed
     session_id: str | None = None
     messages: int = 0
-    skipped: list[SkippedLine] = field(default_factory=list)
-    reason: str | None = None
+    skipped_lines: list[SkippedLine] = field(default_factory=list)
+    reason: str | None = None  # why it was not imported
 
-    def to_wire(self) -> dict[str, Any]:
-        """The file's entry in an import report."""
-        wire: dict[str, Any] = {
-            "path": self.path,
-            "outcome": self.outcome,
-            "sessionId": self.session_id,
-            "messages": self.messages,
-            "skippedLines": [{"line": s.line, "reason": s.reason} for s in self.skipped],
-        }
-        if self.reason:
-            wire["reason"] = self.reason
-        return wire
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What one import run did: files imported, files seen before, bad lines skipped,
+    and each new file's report."""
+
+    imported: int
+    already_imported: int
+    skipped_lines: int
+    files: list[FileReport]
 
 
 @dataclass
@@ -95,16 +93,16 @@ class ImportReport:
     @property
     def skipped_lines(self) -> int:
         """Bad lines skipped over all files of this run."""
-        return sum(len(report.skipped) for report in self.files)
+        return sum(len(report.skipped_lines) for report in self.files)
 
-    def to_wire(self) -> dict[str, Any]:
-        """The report as the `seri.legacy.import` command returns it."""
-        return {
-            "imported": sum(1 for f in self.files if f.outcome == "imported"),
-            "alreadyImported": self.already_imported,
-            "skippedLines": self.skipped_lines,
-            "files": [report.to_wire() for report in self.files],
-        }
+    def summary(self) -> ImportSummary:
+        """The report as the `seri.legacy.import` command answers it."""
+        return ImportSummary(
+            imported=sum(1 for f in self.files if f.outcome == "imported"),
+            already_imported=self.already_imported,
+            skipped_lines=self.skipped_lines,
+            files=self.files,
+        )
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines for logs: one per file with problems."""
@@ -112,7 +110,7 @@ class ImportReport:
         for report in self.files:
             if report.outcome != "imported":
                 lines.append(f"Legacy file {report.path} was not imported: {report.reason}")
-            for skipped in report.skipped:
+            for skipped in report.skipped_lines:
                 lines.append(
                     f"Legacy file {report.path} line {skipped.line} skipped: {skipped.reason}"
                 )
@@ -225,7 +223,7 @@ def _import_file(path: Path, store: SessionStore) -> FileReport | None:
         # A FIFO would block the import (and the database thread) forever.
         return FileReport(path=str(path), outcome="failed", reason="it is not a regular file")
     header, messages, skipped, last_input_tokens, paths = _parse_file(path)
-    report = FileReport(path=str(path), outcome="imported", skipped=skipped)
+    report = FileReport(path=str(path), outcome="imported", skipped_lines=skipped)
     key = _key(path, stat)
     with store.db.transaction() as tx:
         # Another server process may have imported it since we looked.

@@ -274,14 +274,14 @@ class Recap:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> Recap:
+    def from_json(cls, data: dict[str, Any]) -> Recap:
         """Rebuild a recap from its stored structured form."""
         return cls(
             goal=str(data.get("goal", "")),
             progress=str(data.get("progress", "")),
             blockers=str(data.get("blockers", "")),
             next_steps=str(data.get("nextSteps", "")),
-            read=tuple(str(p) for p in data.get("read", []) or []),  # type: ignore[union-attr]
-            modified=tuple(str(p) for p in data.get("modified", []) or []),  # type: ignore[union-attr]
-            evicted=int(data.get("evicted", 0) or 0),  # type: ignore[call-overload]
+            read=tuple(str(p) for p in data.get("read", []) or []),
+            modified=tuple(str(p) for p in data.get("modified", []) or []),
+            evicted=int(data.get("evicted", 0) or 0),
         )

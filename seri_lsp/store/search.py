@@ -154,38 +154,31 @@ def match_expression(query: str) -> str | None:
 
 @dataclass(frozen=True)
 class SearchHit:
-    """A message that matched, with what a client needs to show it and to open it there."""
+    """A message that matched, with what a client needs to show it and to open it there
+    (`seri.session.search`'s hit)."""
 
     session_id: str
     title: str
     message_id: int
     role: str
-    kind: str | None
     snippet: str
     created_at: str
-    project: str
+    project_path: str
     # Messages of the session that come after this one in the conversation: with
     # `seri.session.get {sessionId, limit: messagesAfter + 1}` the page starts with it.
     # Read from positions (`seq`), not counted: what follows a stored message has no gap
     # in them (a compaction's recap takes the last evicted position, a rewind cuts the
     # tail and the next message takes the next position), and an index gives the last.
     messages_after: int
+    kind: str | None = None  # a recap's or a command's message; None: a plain one
 
-    def to_wire(self) -> dict[str, Any]:
-        """A hit of `seri.session.search`."""
-        wire: dict[str, Any] = {
-            "sessionId": self.session_id,
-            "title": self.title,
-            "messageId": self.message_id,
-            "role": self.role,
-            "snippet": self.snippet,
-            "createdAt": self.created_at,
-            "projectPath": self.project,
-            "messagesAfter": self.messages_after,
-        }
-        if self.kind:
-            wire["kind"] = self.kind
-        return wire
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of hits, best first, and whether more follow it."""
+
+    hits: list[SearchHit]
+    has_more: bool
 
 
 _SEARCH = f"""
@@ -224,7 +217,7 @@ def search(
             kind=kind,
             snippet=shown_snippet(snippet or ""),
             created_at=created_at,
-            project=project_path,
+            project_path=project_path,
             messages_after=after,
         )
         for (

@@ -40,6 +40,23 @@ _SESSION_COLUMNS = f"""
 
 
 @dataclass(frozen=True)
+class Session:
+    """A session as the contract shows it: `max_turns` the budget in force, `parent_id`
+    the session it was forked from (or a subagent's parent)."""
+
+    id: str
+    project: str
+    title: str
+    created_at: str
+    updated_at: str
+    max_turns: int
+    message_count: int
+    parent_id: str | None
+    forked_at: int | None
+    spend: SpendTotals
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     """A session's row, as listed and sent to editors."""
 
@@ -61,21 +78,21 @@ class SessionInfo:
     forked_seq: int | None = None
     spend: SpendTotals = field(default_factory=SpendTotals)
 
-    def to_wire(self, default_max_turns: int) -> dict[str, Any]:
-        """The `session` object of the LSP contract; maxTurns is the budget in force,
-        parentId the session it was forked from (or the subagent's parent)."""
-        return {
-            "id": self.id,
-            "project": self.project,
-            "title": self.title,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-            "maxTurns": self.max_turns if self.max_turns is not None else default_max_turns,
-            "messageCount": self.message_count,
-            "parentId": self.forked_from or self.parent_id,
-            "forkedAt": self.forked_at,
-            "spend": self.spend.to_wire(),
-        }
+    def session(self, default_max_turns: int) -> Session:
+        """The session as the contract shows it, `default_max_turns` the budget in force
+        when it set none of its own."""
+        return Session(
+            id=self.id,
+            project=self.project,
+            title=self.title,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            max_turns=self.max_turns if self.max_turns is not None else default_max_turns,
+            message_count=self.message_count,
+            parent_id=self.forked_from or self.parent_id,
+            forked_at=self.forked_at,
+            spend=self.spend,
+        )
 
 
 @dataclass(frozen=True)
@@ -84,10 +101,6 @@ class SessionPaths:
 
     read: tuple[str, ...]
     modified: tuple[str, ...]
-
-    def to_wire(self) -> dict[str, list[str]]:
-        """The `paths` object of `seri.session.get`."""
-        return {"read": list(self.read), "modified": list(self.modified)}
 
 
 @dataclass(frozen=True)
@@ -184,7 +197,7 @@ class SessionStore:
         )
         return [row["id"] for row in rows]
 
-    def list(
+    def recent(
         self, project: str | None, limit: int | None = None, offset: int = 0
     ) -> list[SessionInfo]:
         """Top-level sessions, most recently touched first; all projects when None.
@@ -602,14 +615,14 @@ def note_paths(
             " VALUES (?, ?, 0, ?)",
             rows,
         )
-    rows = [(session_id, path, seq, seq) for path in modified]
-    if rows:
+    changed = [(session_id, path, seq, seq) for path in modified]
+    if changed:
         conn.executemany(
             "INSERT INTO session_paths (session_id, path, modified, seq, modified_seq)"
             " VALUES (?, ?, 1, ?, ?) ON CONFLICT (session_id, path) DO UPDATE SET"
             " modified_seq = CASE WHEN modified = 1 THEN modified_seq ELSE excluded.seq END,"
             " modified = 1",
-            rows,
+            changed,
         )
 
 
@@ -699,7 +712,7 @@ _WIRE_COLUMNS = (
 
 def _page_query(session_id: str, before_seq: int | None) -> tuple[str, list[Any]]:
     """The read of a session's messages in conversation order (before `before_seq`)."""
-    where, params = "session_id = ?", [session_id]
+    where, params = "session_id = ?", list[Any]([session_id])
     if before_seq is not None:
         where += " AND seq < ?"
         params.append(before_seq)

@@ -47,17 +47,6 @@ class SpendTotals:
     cost: float | None = None
     calls: int = 0
 
-    def to_wire(self) -> dict[str, Any]:
-        """`{inputTokens, cachedInputTokens, outputTokens, reasoningTokens, cost, calls}`."""
-        return {
-            "inputTokens": self.input_tokens,
-            "cachedInputTokens": self.cached_input_tokens,
-            "outputTokens": self.output_tokens,
-            "reasoningTokens": self.reasoning_tokens,
-            "cost": self.cost,
-            "calls": self.calls,
-        }
-
 
 # The session row's totals, in SpendTotals' order (`s.` is the sessions table).
 TOTALS_COLUMNS = (

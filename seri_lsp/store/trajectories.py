@@ -39,28 +39,18 @@ class UnknownRecording(InvalidArgument):
 
 @dataclass(frozen=True)
 class RecordingInfo:
-    """A recording's row with what lists show about it."""
+    """A recording's row with what lists show about it (its header, in full, is not
+    listed: `model` is taken from it)."""
 
     id: str
     session_id: str
     started_at: str
     updated_at: str
-    header: dict[str, Any]
+    model: str | None
     events: int
-    project: str | None = None
-    title: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "sessionId": self.session_id,
-            "startedAt": self.started_at,
-            "updatedAt": self.updated_at,
-            "model": self.header.get("model"),
-            "events": self.events,
-            "project": self.project,
-            "title": self.title,
-        }
+    project: str | None
+    title: str | None
+    header: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -72,8 +62,20 @@ class Recorded:
     created_at: str
     data: dict[str, Any]
 
-    def to_wire(self) -> dict[str, Any]:
-        return {"seq": self.seq, "kind": self.kind, "createdAt": self.created_at, "data": self.data}
+
+@dataclass(frozen=True, kw_only=True)
+class Trajectory:
+    """A recording with its events and its session's recordings (`seri.trajectory.get`);
+    `id` None: the session has none (then no times either)."""
+
+    id: str | None
+    session_id: str | None
+    started_at: str | None = None
+    updated_at: str | None = None
+    recording: bool
+    header: dict[str, Any] | None
+    events: list[Recorded]
+    recordings: list[RecordingInfo]
 
 
 @dataclass
@@ -142,7 +144,9 @@ class TrajectoryStore:
 
     # --- reading ------------------------------------------------------------------
 
-    def list(self, session_id: str | None = None, limit: int | None = None) -> list[RecordingInfo]:
+    def recordings(
+        self, session_id: str | None = None, limit: int | None = None
+    ) -> list[RecordingInfo]:
         """Recordings, newest first (by start), with their event counts."""
         sql = _INFO_SELECT
         params: list[Any] = []
@@ -339,15 +343,17 @@ def prune_legacy_files(profile_root: Path, days: float, report: PruneReport) -> 
 
 
 def _info(row: Any) -> RecordingInfo:
+    header = json.loads(row["header"])
     return RecordingInfo(
         id=row["id"],
         session_id=row["session_id"],
         started_at=row["started_at"],
         updated_at=row["updated_at"],
-        header=json.loads(row["header"]),
+        model=header.get("model"),
         events=row["events"],
         project=row["project"],
         title=row["title"],
+        header=header,
     )
 
 

@@ -42,6 +42,7 @@ from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.trajectories import (
     PruneReport,
+    Trajectory,
     TrajectoryStore,
     cutoff_for,
     prune_legacy_files,
@@ -336,7 +337,7 @@ class Recordings:
     ) -> None:
         header = build_header(
             self.settings,
-            session_id=conversation.id,
+            session_id=conversation.session_id,
             project=conversation.info.project,
             reason=reason,
             frozen=conversation.frozen,
@@ -344,13 +345,13 @@ class Recordings:
             context_window=self.known_context_window(),
             parent_id=parent_id,
         )
-        trajectory_id = await self.io(self.store.start, conversation.id, header)
-        self._active[trajectory_id] = conversation.id
+        trajectory_id = await self.io(self.store.start, conversation.session_id, header)
+        self._active[trajectory_id] = conversation.session_id
         conversation.recorder = Recorder(
             self.store,
             self.io,
             trajectory_id=trajectory_id,
-            session_id=conversation.id,
+            session_id=conversation.session_id,
             header=header,
             elide_bytes=self.settings.provider.elide_bytes,
         )
@@ -406,47 +407,50 @@ class Recordings:
         session_id: str | None,
         trajectory_id: str | None,
         conversation: Any | None,
-    ) -> dict[str, Any]:
+    ) -> Trajectory:
         """A recording with its events: a given one, a session's latest, or the open
         session's (its recording in progress when there is one)."""
         if trajectory_id is not None:
             chosen: str | None = await self.io(self.store.resolve, trajectory_id)
         else:
             if session_id is not None:
-                info = await self.io(self.sessions.resolve, session_id)
-                session: str | None = info.id
+                session: str | None = (await self.io(self.sessions.resolve, session_id)).id
             else:
-                session = conversation.id if conversation is not None else None
+                session = conversation.session_id if conversation is not None else None
             recorder = getattr(conversation, "recorder", None)
-            if recorder is not None and conversation.id == session:
+            if (
+                recorder is not None
+                and conversation is not None
+                and conversation.session_id == session
+            ):
                 chosen = recorder.trajectory_id
             elif session is not None:
                 chosen = await self.io(self.store.latest_of, session)
             else:
                 chosen = None
             if chosen is None:
-                return {
-                    "id": None,
-                    "sessionId": session,
-                    "recording": False,
-                    "header": None,
-                    "events": [],
-                    "recordings": [],
-                }
+                return Trajectory(
+                    id=None,
+                    session_id=session,
+                    recording=False,
+                    header=None,
+                    events=[],
+                    recordings=[],
+                )
         info = await self.io(self.store.info, chosen)
         assert info is not None
         events = await self.io(self.store.events, chosen)
-        siblings = await self.io(self.store.list, info.session_id)
-        return {
-            "id": info.id,
-            "sessionId": info.session_id,
-            "startedAt": info.started_at,
-            "updatedAt": info.updated_at,
-            "recording": chosen in self._active,
-            "header": info.header,
-            "events": [event.to_wire() for event in events],
-            "recordings": [sibling.to_wire() for sibling in siblings],
-        }
+        siblings = await self.io(self.store.recordings, info.session_id)
+        return Trajectory(
+            id=info.id,
+            session_id=info.session_id,
+            started_at=info.started_at,
+            updated_at=info.updated_at,
+            recording=chosen in self._active,
+            header=info.header,
+            events=events,
+            recordings=siblings,
+        )
 
     # --- telling the user -----------------------------------------------------------
 

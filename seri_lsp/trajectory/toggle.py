@@ -98,7 +98,7 @@ def read_toggle(profile_root: Path, env: Mapping[str, str] = os.environ) -> Traj
     env_value = _env_toggle(env, notices)
     data, problem = read_config_file(path)
     stored = _stored_toggle(path, data or {}, notices)
-    found = {
+    found: dict[str, Any] = {
         "stored": stored,
         "env": env_value,
         "config_path": path,

@@ -6,6 +6,8 @@ Pure functions over what `store.trajectories` returns; the command line prints t
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from seri_lsp.settings import SAMPLING_KNOBS
@@ -92,49 +94,65 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, An
     return found
 
 
+@dataclass(frozen=True)
+class Difference:
+    """A header field (a setting in force, or `promptFiles.PATH`) that the two differ in."""
+
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class TrajectoryDiff:
+    """Everything `trajectory diff` says: the two recordings, what differs in their
+    headers, and each one's totals (`{"a": ..., "b": ...}`)."""
+
+    a: RecordingInfo
+    b: RecordingInfo
+    differences: list[Difference]
+    totals: dict[str, dict[str, int]]
+
+
 def diff_report(
     a: RecordingInfo, a_events: list[Recorded], b: RecordingInfo, b_events: list[Recorded]
-) -> dict[str, Any]:
-    """Everything `trajectory diff` says, as JSON."""
-    return {
-        "a": a.to_wire(),
-        "b": b.to_wire(),
-        "differences": [
-            {"field": field, "a": left, "b": right}
-            for field, left, right in differences(a.header, b.header)
+) -> TrajectoryDiff:
+    """Everything `trajectory diff` says."""
+    return TrajectoryDiff(
+        a=a,
+        b=b,
+        differences=[
+            Difference(field, left, right) for field, left, right in differences(a.header, b.header)
         ],
-        "totals": {"a": totals(a_events), "b": totals(b_events)},
-    }
+        totals={"a": totals(a_events), "b": totals(b_events)},
+    )
 
 
-def diff_lines(report: dict[str, Any]) -> list[str]:
+def diff_lines(report: TrajectoryDiff) -> list[str]:
     """The side-by-side text of `trajectory diff`."""
-    a, b = report["a"], report["b"]
+    a, b = report.a, report.b
     rows: list[tuple[str, str, str]] = [
-        ("recording", a["id"], b["id"]),
-        ("session", a["sessionId"], b["sessionId"]),
-        ("started", a["startedAt"], b["startedAt"]),
+        ("recording", a.id, b.id),
+        ("session", a.session_id, b.session_id),
+        ("started", a.started_at, b.started_at),
     ]
     lines = _table(rows, ("", "A", "B"))
     lines.append("")
-    settings = [d for d in report["differences"] if not d["field"].startswith("promptFiles.")]
-    files = [d for d in report["differences"] if d["field"].startswith("promptFiles.")]
+    settings = [d for d in report.differences if not d.field.startswith("promptFiles.")]
+    files = [d for d in report.differences if d.field.startswith("promptFiles.")]
     if settings:
         lines.append("Settings in force that differ:")
-        rows = [
-            (_label(d["field"]), _shown(d["field"], d["a"]), _shown(d["field"], d["b"]))
-            for d in settings
-        ]
+        rows = [(_label(d.field), _shown(d.field, d.a), _shown(d.field, d.b)) for d in settings]
         lines += ["  " + line for line in _table(rows)]
     if files:
         lines.append("Prompt files that differ (sha256):")
-        project = str(a.get("project") or "")
+        project = str(a.project or "")
         rows = []
         for d in files:
-            path = d["field"].removeprefix("promptFiles.")
+            path = d.field.removeprefix("promptFiles.")
             if project and path.startswith(project.rstrip("/") + "/"):
                 path = path[len(project.rstrip("/")) + 1 :]
-            rows.append((path, _shown(d["field"], d["a"]), _shown(d["field"], d["b"])))
+            rows.append((path, _shown(d.field, d.a), _shown(d.field, d.b)))
         lines += ["  " + line for line in _table(rows)]
     if not settings and not files:
         lines.append(
@@ -142,7 +160,7 @@ def diff_lines(report: dict[str, Any]) -> list[str]:
         )
     lines.append("")
     lines.append("Totals:")
-    left, right = report["totals"]["a"], report["totals"]["b"]
+    left, right = report.totals["a"], report.totals["b"]
     rows = [
         (label, str(left[key]), str(right[key]) + ("   *" if left[key] != right[key] else ""))
         for key, label in TOTALS
@@ -240,8 +258,8 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _table(rows: list[tuple[str, ...]], heading: tuple[str, ...] | None = None) -> list[str]:
-    everything = ([heading] if heading else []) + rows
+def _table(rows: Sequence[tuple[str, ...]], heading: tuple[str, ...] | None = None) -> list[str]:
+    everything = ([heading] if heading else []) + list(rows)
     if not everything:
         return []
     widths = [max(len(row[i]) for row in everything) for i in range(len(everything[0]))]
