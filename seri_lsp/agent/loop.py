@@ -26,12 +26,13 @@ from seri_lsp.agent.provider import (
 )
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import (
-    NOT_ENOUGH,
     CompactionFailed,
     Compactor,
     Summariser,
     compaction_threshold,
     failure_reason,
+    keep_budget,
+    not_enough,
 )
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy, store_failure_message
@@ -378,11 +379,13 @@ class AgentLoop:
                 f"provider.contextWindow to the model's real window (now {window}), or "
                 "start a new session (/clear)."
             )
-        plan = self.compactor.plan(conversation)
+        plan = self.compactor.plan(conversation, window)
         if plan is None:
-            await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
+            reason = not_enough(conversation.messages, self.compactor.settings.keep_tokens, window)
+            await record_compaction_failed(conversation, "overflow", reason, 0)
             raise TaskFailed(
-                f"{sentence(rejection)} Compaction cannot make room: {NOT_ENOUGH.lower()}."
+                f"{sentence(rejection)} Compaction cannot make room: "
+                f"{reason[0].lower()}{reason[1:]}."
             )
         self.host.emit(Activity(conversation.id, "compacting"))
         try:
@@ -410,12 +413,14 @@ class AgentLoop:
         estimate = conversation.estimate_tokens()
         if estimate < compaction_threshold(window):
             return
-        plan = self.compactor.plan(conversation)
+        plan = self.compactor.plan(conversation, window)
         if plan is None:
+            keep = keep_budget(self.compactor.settings.keep_tokens, window)
             self.host.log(
                 "info",
                 f"The history is at {estimate} of {window} tokens, but too little of it "
-                "can be compacted; going on uncompacted.",
+                f"can be compacted (the newest {keep} tokens are kept: provider.keepTokens, "
+                "at most a quarter of the window); going on uncompacted.",
             )
             return
         self.host.emit(Activity(conversation.id, "compacting"))

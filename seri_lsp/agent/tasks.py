@@ -35,6 +35,7 @@ from seri_lsp.context.compaction import (
     CompactionResult,
     Compactor,
     failure_reason,
+    not_enough,
 )
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
@@ -176,14 +177,19 @@ class Tasks:
         try:
             if conversation is not None:
                 await conversation.load()
-            plan = self.compactor.plan(conversation) if conversation is not None else None
-            if conversation is None or plan is None:
+            if conversation is None:
                 self.host.show("info", NOT_ENOUGH)
                 return CompactionResult(False, 0, NOT_ENOUGH)
+            window = await self.provider.context_window()
+            plan = self.compactor.plan(conversation, window)
+            if plan is None:
+                keep = self.compactor.settings.keep_tokens
+                reason = not_enough(conversation.messages, keep, window)
+                self.host.show("info", reason)
+                return CompactionResult(False, 0, reason)
             summarise = model_summariser(self.provider, conversation, scope, self.host)
             try:
                 scope.check()  # a cancel that came while the history was read
-                window = await self.provider.context_window()
                 return await self.compactor.compact(
                     conversation, plan, summarise, trigger="manual", window=window, focus=focus
                 )

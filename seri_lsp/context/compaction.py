@@ -4,7 +4,8 @@ The rules (SPEC section 4), each in one place here:
 
 - where to cut: only immediately before a `user` or `assistant` message, never before a
   `tool` result, so a call and its result are never separated; the earliest such point
-  whose suffix fits `keepTokens`, else the last one (`choose_cut`);
+  whose suffix fits the keep budget in force, else the last one (`choose_cut`); the
+  budget in force is `keepTokens`, at most a quarter of the window (`keep_budget`);
 - whether to cut: at least four evictable messages, an existing recap not counted
   (`plan_compaction`);
 - what the summariser sees: the evicted messages with every oversized tool argument or
@@ -69,6 +70,24 @@ def failure_reason(exc: Exception) -> str:
     if isinstance(exc, CompactionFailed):
         return str(exc)
     return f"the store failed ({str(exc).rstrip('.')})"
+
+
+def keep_budget(keep_tokens: int, window: int) -> int:
+    """The keep budget in force: `keepTokens`, at most a quarter of the window, so that
+    what a compaction keeps (with the recap) is under the trigger at any window size."""
+    return max(1, min(keep_tokens, window // 4))
+
+
+def keep_note(keep_tokens: int, window: int) -> str | None:
+    """What to tell the user when the window cuts the configured `keepTokens` (None:
+    it does not)."""
+    budget = keep_budget(keep_tokens, window)
+    if budget >= keep_tokens:
+        return None
+    return (
+        f"provider.keepTokens ({keep_tokens}) is more than a quarter of the "
+        f"{window}-token context window: compaction keeps {budget} tokens"
+    )
 
 
 @dataclass(frozen=True)
@@ -140,6 +159,23 @@ def plan_compaction(messages: Sequence[Message], keep_tokens: int) -> Compaction
     if len(evicted) < MIN_EVICTABLE:
         return None
     return CompactionPlan(cut=cut, evicted=evicted, previous=previous)
+
+
+def not_enough(messages: Sequence[Message], keep_tokens: int, window: int) -> str:
+    """Why no compaction can run now: NOT_ENOUGH, naming `keepTokens` and the budget in
+    force when they are the reason (a smaller budget would let it compact)."""
+    if plan_compaction(messages, 0) is None:
+        return NOT_ENOUGH
+    budget = keep_budget(keep_tokens, window)
+    limit = (
+        f"provider.keepTokens, {keep_tokens}"
+        if budget >= keep_tokens
+        else f"provider.keepTokens ({keep_tokens}) cut to a quarter of the {window}-token window"
+    )
+    return (
+        f"{NOT_ENOUGH}: the newest {budget} tokens are kept as they are ({limit}), and too "
+        "little comes before them; lower provider.keepTokens to compact more"
+    )
 
 
 def normalize_path(path: str) -> str:
@@ -507,9 +543,12 @@ class Compactor:
         self.host = host
         self.normalize_path = normalize_path
 
-    def plan(self, conversation: Conversation) -> CompactionPlan | None:
-        """The compaction that would run now (None: not enough history)."""
-        return plan_compaction(conversation.messages, self.settings.keep_tokens)
+    def plan(self, conversation: Conversation, window: int) -> CompactionPlan | None:
+        """The compaction that would run now (None: not enough history), keeping the
+        budget in force for `window`."""
+        return plan_compaction(
+            conversation.messages, keep_budget(self.settings.keep_tokens, window)
+        )
 
     async def compact(
         self,
