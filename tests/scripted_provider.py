@@ -173,6 +173,8 @@ class ScriptedProvider:
         self.window_field = "context_length"
         self.replies: deque[Any] = deque()
         self.requests: list[dict[str, Any]] = []
+        # Every chat request body exactly as it arrived (for byte-for-byte comparisons).
+        self.raw_requests: list[bytes] = []
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
         # Seconds between the bytes of the model list (None: it is sent at once); a
@@ -237,10 +239,17 @@ class ScriptedProvider:
             return list(self.requests)
 
     def chat_requests(self, *, with_tools: bool | None = None) -> list[dict[str, Any]]:
-        """Requests received, optionally only those with (or without) tools."""
+        """Requests received, optionally only those with (or without) tools the model may
+        call: the turns' requests (or the compaction summariser's, whose tools are
+        offered with `tool_choice: "none"`)."""
         if with_tools is None:
             return list(self.requests)
-        return [r for r in self.requests if bool(r.get("tools")) == with_tools]
+        return [r for r in self.requests if callable_tools(r) == with_tools]
+
+
+def callable_tools(body: dict[str, Any]) -> bool:
+    """Whether a request offers tools the model may call."""
+    return bool(body.get("tools")) and body.get("tool_choice") != "none"
 
 
 def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
@@ -296,9 +305,11 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            body = json.loads(raw or b"{}")
             with provider.received:
                 provider.requests.append(body)
+                provider.raw_requests.append(raw)
                 provider.headers.append(dict(self.headers))
                 reply = provider.replies.popleft() if provider.replies else None
                 provider.active += 1

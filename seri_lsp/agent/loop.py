@@ -135,14 +135,24 @@ async def record_summary_usage(conversation: Conversation, usage: Usage | None) 
 
 
 def model_summariser(
-    provider: Provider, conversation: Conversation, scope: CancelScope, host: Host
+    provider: Provider,
+    conversation: Conversation,
+    scope: CancelScope,
+    host: Host,
+    tools: Sequence[dict[str, Any]] = (),
 ) -> Summariser:
-    """The compaction summariser: the same model as the turn, no tools, cancellable."""
+    """The compaction summariser: the same model as the turn, cancellable, offered the
+    turns' own `tools` (so the request's prefix is theirs) with `tool_choice: "none"`."""
 
     async def summarise(request: list[dict[str, Any]]) -> str:
         try:
             reply = await scope.run(
-                provider.complete(request, None, on_retry=retry_recorder(conversation, host))
+                provider.complete(
+                    request,
+                    tools or None,
+                    tool_choice="none" if tools else None,
+                    on_retry=retry_recorder(conversation, host),
+                )
             )
         except ProviderError as exc:
             raise CompactionFailed(f"the summariser call failed: {exc}") from exc
@@ -193,7 +203,7 @@ class AgentLoop:
         self.compactor = compactor
         self.host = host
         self.scope = scope
-        self.summarise = model_summariser(provider, conversation, scope, host)
+        self.summarise = model_summariser(provider, conversation, scope, host, toolbox.schemas())
         self.notices = notices if notices is not None else Notices()
         # The checks run when the model finishes a task that changed files (top level only).
         self.checks = checks

@@ -187,7 +187,12 @@ class Tasks:
                 reason = not_enough(conversation.messages, keep, window)
                 self.host.show("info", reason)
                 return CompactionResult(False, 0, reason)
-            summarise = model_summariser(self.provider, conversation, scope, self.host)
+            # The tools the conversation's turns offer, so the summariser's request
+            # starts with the turns' own prefix.
+            tools = self._toolbox(
+                conversation, self._gate(conversation), scope, asyncio.Semaphore(1)
+            ).schemas()
+            summarise = model_summariser(self.provider, conversation, scope, self.host, tools)
             try:
                 scope.check()  # a cancel that came while the history was read
                 return await self.compactor.compact(

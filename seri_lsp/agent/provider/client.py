@@ -34,7 +34,13 @@ from seri_lsp.agent.provider.reply import (
     read_stream,
     read_whole,
 )
-from seri_lsp.agent.provider.request import JSON_BODY, BodyEncoder, headers, is_local_url
+from seri_lsp.agent.provider.request import (
+    JSON_BODY,
+    BodyEncoder,
+    headers,
+    is_local_url,
+    with_tool_choice,
+)
 from seri_lsp.agent.provider.retry import RetryCallback, retrying
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import ProviderSettings
@@ -102,6 +108,7 @@ class Provider:
         messages: Sequence[dict[str, Any] | bytes],
         tools: Sequence[dict[str, Any]] | None = None,
         *,
+        tool_choice: str | None = None,
         reply: Reply | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: RetryCallback | None = None,
@@ -120,6 +127,8 @@ class Provider:
             # before sending names the setting instead of the provider's own wording.
             raise MissingApiKey(self.missing_key)
         body = self._bodies.encode(messages, tools)
+        if tool_choice is not None:
+            body = with_tool_choice(body, tool_choice)
 
         async def attempt() -> Reply:
             target = reply if reply is not None else Reply()
