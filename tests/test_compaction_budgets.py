@@ -25,8 +25,8 @@ from lsprotocol import types
 from seri_lsp.context.compaction import (
     CompactionPlan,
     SummaryPlanner,
-    request_chars,
     provider_entry,
+    request_chars,
     summary_budget,
 )
 from seri_lsp.store.messages import Message, Recap, ToolCall
@@ -153,7 +153,8 @@ async def test_a_long_task_compacts_many_times_and_finishes_done(
             assert request_tokens(body) <= WINDOW
             if recap > 1:
                 earlier = body["messages"][1]["content"]
-                assert earlier.startswith("This is a recap") and f"compaction {recap - 1}" in earlier
+                assert earlier.startswith("This is a recap")
+                assert f"compaction {recap - 1}" in earlier
                 assert "Update that recap" in body["messages"][-1]["content"]
             continue
         assert_pairs_intact(body)
