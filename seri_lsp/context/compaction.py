@@ -339,7 +339,12 @@ def recap_entry(fields: dict[str, str], limit: int | None = None) -> dict[str, A
     at most that many characters, each field shortened alike."""
 
     def render(values: dict[str, str]) -> str:
-        return Recap(**values).render()
+        return Recap(
+            goal=values["goal"],
+            progress=values["progress"],
+            blockers=values["blockers"],
+            next_steps=values["next_steps"],
+        ).render()
 
     text = render(fields)
     if limit is not None and len(text) > limit:
