@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
+from seri_lsp.context.compaction import keep_note
 from seri_lsp.context.session_manager import SessionManager, SessionView
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
@@ -421,10 +422,11 @@ class Engine:
     async def info(self) -> dict[str, Any]:
         """What this server knows of its set-up (`seri.info`, for `:checkhealth`): its
         version, the profile and its database, the project, the provider (whether a key
-        is set, never the key) and the model's context window with where it came from."""
+        is set, never the key), the model's context window with where it came from, and
+        `notes` on the set-up when there are any (a `keepTokens` the window cuts)."""
         provider = self.settings.provider
         tokens = await self._context_window()
-        return {
+        info: dict[str, Any] = {
             "version": __version__,
             "profileRoot": str(self.profile_root),
             "databasePath": str(self.db.path),
@@ -437,6 +439,10 @@ class Engine:
             },
             "contextWindow": {"tokens": tokens, "source": self._window_source()},
         }
+        note = keep_note(provider.keep_tokens, tokens)
+        if note is not None:
+            info["notes"] = [note]
+        return info
 
     async def set_max_turns(self, n: int) -> dict[str, Any]:
         """Change the turn budget for the rest of the open session (persisted with it)."""

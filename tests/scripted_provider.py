@@ -239,10 +239,17 @@ class ScriptedProvider:
             return list(self.requests)
 
     def chat_requests(self, *, with_tools: bool | None = None) -> list[dict[str, Any]]:
-        """Requests received, optionally only those with (or without) tools."""
+        """Requests received, optionally only those with (or without) tools the model may
+        call: the turns' requests (or the compaction summariser's, whose tools are
+        offered with `tool_choice: "none"`)."""
         if with_tools is None:
             return list(self.requests)
-        return [r for r in self.requests if bool(r.get("tools")) == with_tools]
+        return [r for r in self.requests if callable_tools(r) == with_tools]
+
+
+def callable_tools(body: dict[str, Any]) -> bool:
+    """Whether a request offers tools the model may call."""
+    return bool(body.get("tools")) and body.get("tool_choice") != "none"
 
 
 def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:

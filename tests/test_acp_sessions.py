@@ -57,7 +57,7 @@ async def test_compact_with_focus_shows_the_recap_as_a_note(
         response = await agent.prompt(session_id, "/compact keep the parser decisions")
         notes = agent.client.notes(session_id, "compaction")
     assert response.stop_reason == "end_turn"
-    summariser = provider.chat_requests(with_tools=False)[0]["messages"][1]["content"]
+    summariser = provider.chat_requests(with_tools=False)[0]["messages"][-1]["content"]
     focus = "Focus instructions from the user for this recap: keep the parser decisions"
     assert focus in summariser
     [note] = notes

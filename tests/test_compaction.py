@@ -27,7 +27,7 @@ COMPACT_SETTINGS = {"contextWindow": WINDOW, "keepTokens": 150}
 
 
 def summary_requests(provider: ScriptedProvider) -> list[dict[str, Any]]:
-    """Summariser calls: the only requests sent without tools."""
+    """Summariser calls: the only requests whose tools may not be called."""
     return provider.chat_requests(with_tools=False)
 
 
@@ -65,7 +65,8 @@ async def test_automatic_compaction_triggers_at_exactly_half_the_window(
         assert len(last_turn) == 1 + 7
         return
     summary = summary_requests(provider)[0]
-    assert "tools" not in summary
+    assert summary["tools"] == turn_requests(provider)[-1]["tools"]
+    assert summary["tool_choice"] == "none"
     assert summary["model"] == "test/model"
     # recap, then the kept suffix: prompt 1 and its reply, prompt 2... the cut fits 150 tokens.
     assert [m["role"] for m in last_turn] == ["system", "user", "user", "assistant", "user"]
@@ -98,7 +99,7 @@ async def test_manual_compact_with_focus_words(agent, provider: ScriptedProvider
     result = await prompt(client, "/compact keep the parser decisions")
     assert result["status"] == "done" and result["command"] == "compact"
     assert (result["compacted"], result["evicted"], result["trigger"]) == (True, 4, "manual")
-    request = summary_requests(provider)[0]["messages"][1]["content"]
+    request = summary_requests(provider)[0]["messages"][-1]["content"]
     assert "Focus instructions from the user for this recap: keep the parser decisions" in request
     compacted = await wait_until(lambda: client.seri["seri/compacted"])
     assert compacted[-1]["trigger"] == "manual"
@@ -149,18 +150,20 @@ async def test_oversized_payloads_are_elided_in_the_summarizer_request(
     assert (await command(client, "seri.compact", {}))["compacted"] is True
 
     request = summary_requests(provider)[0]["messages"]
-    text = request[1]["content"]
-    assert big not in text
-    transcript = json.loads(text.split("as JSON:\n\n", 1)[1].split("\n\nAnswer with", 1)[0])
-    results = [m for m in transcript if m["role"] == "tool"]
-    assert results[0]["content"] == {"elided": True, "originalBytes": 12000}
-    write = next(m for m in transcript if m.get("tool_calls", [{}])[0].get("name") == "write_file")
-    assert write["tool_calls"][0]["arguments"] == {
+    assert big not in json.dumps(request, ensure_ascii=False)
+    results = [m for m in request if m["role"] == "tool"]
+    assert json.loads(results[0]["content"]) == {"elided": True, "originalBytes": 12000}
+    write = next(
+        m
+        for m in request
+        if (m.get("tool_calls") or [{}])[0].get("function", {}).get("name") == "write_file"
+    )
+    assert json.loads(write["tool_calls"][0]["function"]["arguments"]) == {
         "path": "copy.txt",
         "content": {"elided": True, "originalBytes": 12000},
     }
-    system = request[0]["content"]
-    assert "Do not guess or invent" in system and "Quote literal values" in system
+    instructions = request[-1]["content"]
+    assert "Do not guess or invent" in instructions and "Quote literal values" in instructions
 
     # Paths come from the evicted tool calls, not from the model.
     recap = (await messages(client))[0]
@@ -195,9 +198,10 @@ async def test_a_second_compaction_updates_the_earlier_recap(
     provider.script(Text(updated))
     assert (await command(client, "seri.compact", {"focus": "the release"}))["compacted"] is True
 
-    second = summary_requests(provider)[1]["messages"][1]["content"]
-    assert "Earlier recap:" in second and "Update it with the messages below" in second
-    assert "renamed foo to bar in src/app.py; 3 tests pass" in second  # the earlier Progress
+    second = summary_requests(provider)[1]["messages"]
+    assert "Update that recap with the messages after it" in second[-1]["content"]
+    assert second[1]["content"].startswith("This is a recap")  # the earlier recap, in place
+    assert "renamed foo to bar in src/app.py; 3 tests pass" in second[1]["content"]
     history = await messages(client)
     recaps = [m for m in history if m.get("kind") == "recap"]
     assert len(recaps) == 1 and history[0] == recaps[0]
@@ -328,7 +332,9 @@ async def test_a_failing_automatic_compaction_is_tried_at_most_once_per_turn(
     assert result["status"] == "done" and result["turns"] == 8
     # No cap, and no loop: one summariser attempt before each turn after the first,
     # never two in a row on an unchanged history.
-    kinds = ["turn" if r.get("tools") else "summary" for r in provider.requests[before:]]
+    kinds = [
+        "summary" if r.get("tool_choice") == "none" else "turn" for r in provider.requests[before:]
+    ]
     assert kinds == ["turn"] + ["summary", "turn"] * 7
 
 
@@ -442,3 +448,38 @@ async def test_a_glob_rule_evicted_by_a_compaction_fires_again(
     await stop_server(client)
     client = await start(agent)
     assert len(await read_a("after a restart")) == 1
+
+
+async def test_the_summariser_request_starts_with_the_turns_own_request(
+    agent, provider: ScriptedProvider
+) -> None:
+    """The summariser's request begins byte for byte with the turn request before it
+    (tools, system message, the conversation up to the cut), then one user message with
+    the instructions; its tools are offered but may not be called."""
+    client = await start(agent)
+    await build_history(client, provider, 3, last_usage=100)
+    provider.script(Text(SUMMARY))
+    assert (await command(client, "seri.compact", {"focus": "the parser"}))["compacted"] is True
+
+    index = next(i for i, r in enumerate(provider.requests) if r.get("tool_choice") == "none")
+    summary, turn = provider.requests[index], provider.requests[index - 1]
+    raw_summary, raw_turn = provider.raw_requests[index], provider.raw_requests[index - 1]
+    assert summary["tool_choice"] == "none"
+    assert summary["model"] == turn["model"]
+    assert summary["tools"] == turn["tools"]
+    prefix = summary["messages"][:-1]
+    assert prefix == turn["messages"][: len(prefix)]
+    assert prefix[0]["role"] == "system" and len(prefix) == 1 + 4  # the 4 evicted messages
+    # Byte for byte: the body up to the end of the shared messages is the turn's own.
+    shared = b",".join(
+        json.dumps(m, ensure_ascii=False, separators=(",", ":")).encode() for m in prefix
+    )
+    start_of = b'{"model":"test/model","messages":[' + shared + b","
+    assert raw_summary.startswith(start_of) and raw_turn.startswith(start_of)
+    tools = json.dumps(turn["tools"], ensure_ascii=False, separators=(",", ":")).encode()
+    assert b'"tools":' + tools in raw_summary and b'"tools":' + tools in raw_turn
+    last = summary["messages"][-1]
+    assert last["role"] == "user"
+    assert "Goal:" in last["content"] and "Quote literal values" in last["content"]
+    assert "Do not guess or invent" in last["content"]
+    assert "Focus instructions from the user for this recap: the parser" in last["content"]

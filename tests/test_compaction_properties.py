@@ -551,28 +551,32 @@ def test_user_and_assistant_text_reaches_the_summariser_unchanged(messages) -> N
 def test_the_summary_request_carries_every_field_of_the_earlier_recap(messages, focus) -> None:
     plan = whole_plan(messages)
     earlier = plan.previous.recap
-    _, request = summary_request(plan, focus, ELIDE_BYTES)
+    request = summary_request(plan, focus, ELIDE_BYTES)
+    # The earlier recap leads the conversation as the turns carried it, and the
+    # instructions ask for it to be updated.
+    assert request[0] == plan.previous.to_provider()
+    assert "Update that recap" in request[-1]["content"]
     for title, value in [
         ("Goal", earlier.goal),
         ("Progress", earlier.progress),
         ("Blockers", earlier.blockers),
         ("Next steps", earlier.next_steps),
     ]:
-        assert f"{title}:\n{value}" in request["content"]
+        assert f"{title}:\n{value.strip() or '(none)'}" in request[0]["content"]
 
 
 @PROPERTY
 @given(histories(with_recap=False))
 def test_the_summary_request_without_an_earlier_recap_asks_for_no_update(messages) -> None:
-    _, request = summary_request(whole_plan(messages), None, ELIDE_BYTES)
-    assert "Earlier recap" not in request["content"]
+    request = summary_request(whole_plan(messages), None, ELIDE_BYTES)
+    assert "Update that recap" not in request[-1]["content"]
 
 
 @PROPERTY
 @given(histories(), st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1))
 def test_the_summary_request_carries_the_focus_words(messages, focus) -> None:
-    _, request = summary_request(whole_plan(messages), focus, ELIDE_BYTES)
-    assert focus in request["content"]
+    request = summary_request(whole_plan(messages), focus, ELIDE_BYTES)
+    assert focus in request[-1]["content"]
 
 
 @PROPERTY

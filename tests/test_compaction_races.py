@@ -33,8 +33,8 @@ BUSY = "A task is running"
 
 
 def is_summary(body: dict[str, Any]) -> bool:
-    """Summariser requests are the only ones sent without tools."""
-    return not body.get("tools")
+    """Summariser requests offer the turns' tools with `tool_choice: "none"`."""
+    return body.get("tool_choice") == "none"
 
 
 async def build_history(client, provider: ScriptedProvider, prompts: int, last_usage: int) -> None:

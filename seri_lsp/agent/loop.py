@@ -27,12 +27,13 @@ from seri_lsp.agent.provider import (
 from seri_lsp.agent.tools import WRITE_TOOLS, Toolbox, ToolOutcome
 from seri_lsp.context.compaction import (
     COMPACTION_ERRORS,
-    NOT_ENOUGH,
     CompactionFailed,
     Compactor,
     Summariser,
     compaction_threshold,
     failure_reason,
+    keep_budget,
+    not_enough,
 )
 from seri_lsp.context.conversation import Conversation, Step
 from seri_lsp.errors import StoreBusy, store_failure_message
@@ -134,16 +135,22 @@ async def record_summary_usage(conversation: Conversation, usage: Usage | None) 
 
 
 def model_summariser(
-    provider: Provider, conversation: Conversation, scope: CancelScope, host: Host
+    provider: Provider,
+    conversation: Conversation,
+    scope: CancelScope,
+    host: Host,
+    tools: Sequence[dict[str, Any]] = (),
 ) -> Summariser:
-    """The compaction summariser: the same model as the turn, no tools, cancellable."""
+    """The compaction summariser: the same model as the turn, cancellable, offered the
+    turns' own `tools` (so the request's prefix is theirs) with `tool_choice: "none"`."""
 
     async def summarise(request: list[dict[str, Any]]) -> str:
         try:
             reply = await scope.run(
                 provider.complete(
                     request,
-                    None,
+                    tools or None,
+                    tool_choice="none" if tools else None,
                     on_retry=retry_recorder(conversation, host),
                     session=conversation.session_id,
                 )
@@ -197,7 +204,7 @@ class AgentLoop:
         self.compactor = compactor
         self.host = host
         self.scope = scope
-        self.summarise = model_summariser(provider, conversation, scope, host)
+        self.summarise = model_summariser(provider, conversation, scope, host, toolbox.schemas())
         self.notices = notices if notices is not None else Notices()
         # The checks run when the model finishes a task that changed files (top level only).
         self.checks = checks
@@ -384,11 +391,13 @@ class AgentLoop:
                 f"provider.contextWindow to the model's real window (now {window}), or "
                 "start a new session (/clear)."
             )
-        plan = self.compactor.plan(conversation)
+        plan = self.compactor.plan(conversation, window)
         if plan is None:
-            await record_compaction_failed(conversation, "overflow", NOT_ENOUGH, 0)
+            reason = not_enough(conversation.messages, self.compactor.settings.keep_tokens, window)
+            await record_compaction_failed(conversation, "overflow", reason, 0)
             raise TaskFailed(
-                f"{sentence(rejection)} Compaction cannot make room: {NOT_ENOUGH.lower()}."
+                f"{sentence(rejection)} Compaction cannot make room: "
+                f"{reason[0].lower()}{reason[1:]}."
             )
         self.host.emit(Activity(conversation.session_id, "compacting"))
         try:
@@ -416,12 +425,14 @@ class AgentLoop:
         estimate = conversation.estimate_tokens()
         if estimate < compaction_threshold(window):
             return
-        plan = self.compactor.plan(conversation)
+        plan = self.compactor.plan(conversation, window)
         if plan is None:
+            keep = keep_budget(self.compactor.settings.keep_tokens, window)
             self.host.log(
                 "info",
                 f"The history is at {estimate} of {window} tokens, but too little of it "
-                "can be compacted; going on uncompacted.",
+                f"can be compacted (the newest {keep} tokens are kept: provider.keepTokens, "
+                "at most a quarter of the window); going on uncompacted.",
             )
             return
         self.host.emit(Activity(conversation.session_id, "compacting"))

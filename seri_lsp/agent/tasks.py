@@ -35,6 +35,7 @@ from seri_lsp.context.compaction import (
     CompactionResult,
     Compactor,
     failure_reason,
+    not_enough,
 )
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.prompt_files import freeze, leads_outside
@@ -175,14 +176,24 @@ class Tasks:
         try:
             if conversation is not None:
                 await conversation.load()
-            plan = self.compactor.plan(conversation) if conversation is not None else None
-            if conversation is None or plan is None:
+            if conversation is None:
                 self.host.show("info", NOT_ENOUGH)
                 return CompactionResult(False, 0, NOT_ENOUGH)
-            summarise = model_summariser(self.provider, conversation, scope, self.host)
+            window = await self.provider.context_window()
+            plan = self.compactor.plan(conversation, window)
+            if plan is None:
+                keep = self.compactor.settings.keep_tokens
+                reason = not_enough(conversation.messages, keep, window)
+                self.host.show("info", reason)
+                return CompactionResult(False, 0, reason)
+            # The tools the conversation's turns offer, so the summariser's request
+            # starts with the turns' own prefix.
+            tools = self._toolbox(
+                conversation, self._gate(conversation), scope, asyncio.Semaphore(1)
+            ).schemas()
+            summarise = model_summariser(self.provider, conversation, scope, self.host, tools)
             try:
                 scope.check()  # a cancel that came while the history was read
-                window = await self.provider.context_window()
                 return await self.compactor.compact(
                     conversation, plan, summarise, trigger="manual", window=window, focus=focus
                 )

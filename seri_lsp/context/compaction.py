@@ -4,12 +4,15 @@ The rules (SPEC section 4), each in one place here:
 
 - where to cut: only immediately before a `user` or `assistant` message, never before a
   `tool` result, so a call and its result are never separated; the earliest such point
-  whose suffix fits `keepTokens`, else the last one (`choose_cut`);
+  whose suffix fits the keep budget in force, else the last one (`choose_cut`); the
+  budget in force is `keepTokens`, at most a quarter of the window (`keep_budget`);
 - whether to cut: at least four evictable messages, an existing recap not counted
   (`plan_compaction`);
-- what the summariser sees: the evicted messages with every oversized tool argument or
-  result replaced by `{"elided": true, "originalBytes": N}`, the earlier recap to
-  update, and the focus words (`summary_request`);
+- what the summariser sees: the turns' own request up to the cut (their system message
+  and the conversation in the shape the turns sent it, so a provider's cached prefix is
+  read again) with every oversized tool argument or result replaced by
+  `{"elided": true, "originalBytes": N}`, then one user message with the instructions:
+  the four fields, the earlier recap to update, the focus words (`summary_request`);
 - that every summariser request fits the model's window with room for the reply: a
   message too large for one request has its largest texts elided the same way, and a
   prefix too long for one request is summarised in chunks, each chunk updating the
@@ -32,6 +35,7 @@ from typing import Any
 
 from seri_lsp import faults
 from seri_lsp.context.conversation import Conversation
+from seri_lsp.context.pairing import PairedHistory
 from seri_lsp.context.prompt_files import builtin_prompt
 from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
 from seri_lsp.events import Compacted
@@ -40,7 +44,6 @@ from seri_lsp.settings import ProviderSettings
 from seri_lsp.store.database import STORE_ERRORS
 from seri_lsp.store.messages import (
     FIELDS,
-    HEADINGS,
     MODIFY_TOOLS,
     READ_TOOLS,
     Message,
@@ -73,6 +76,24 @@ def failure_reason(exc: Exception) -> str:
     if isinstance(exc, CompactionFailed):
         return str(exc)
     return f"the store failed ({str(exc).rstrip('.')})"
+
+
+def keep_budget(keep_tokens: int, window: int) -> int:
+    """The keep budget in force: `keepTokens`, at most a quarter of the window, so that
+    what a compaction keeps (with the recap) is under the trigger at any window size."""
+    return max(1, min(keep_tokens, window // 4))
+
+
+def keep_note(keep_tokens: int, window: int) -> str | None:
+    """What to tell the user when the window cuts the configured `keepTokens` (None:
+    it does not)."""
+    budget = keep_budget(keep_tokens, window)
+    if budget >= keep_tokens:
+        return None
+    return (
+        f"provider.keepTokens ({keep_tokens}) is more than a quarter of the "
+        f"{window}-token context window: compaction keeps {budget} tokens"
+    )
 
 
 @dataclass(frozen=True)
@@ -144,6 +165,23 @@ def plan_compaction(messages: Sequence[Message], keep_tokens: int) -> Compaction
     if len(evicted) < MIN_EVICTABLE:
         return None
     return CompactionPlan(cut=cut, evicted=evicted, previous=previous)
+
+
+def not_enough(messages: Sequence[Message], keep_tokens: int, window: int) -> str:
+    """Why no compaction can run now: NOT_ENOUGH, naming `keepTokens` and the budget in
+    force when they are the reason (a smaller budget would let it compact)."""
+    if plan_compaction(messages, 0) is None:
+        return NOT_ENOUGH
+    budget = keep_budget(keep_tokens, window)
+    limit = (
+        f"provider.keepTokens, {keep_tokens}"
+        if budget >= keep_tokens
+        else f"provider.keepTokens ({keep_tokens}) cut to a quarter of the {window}-token window"
+    )
+    return (
+        f"{NOT_ENOUGH}: the newest {budget} tokens are kept as they are ({limit}), and too "
+        "little comes before them; lower provider.keepTokens to compact more"
+    )
 
 
 def normalize_path(path: str) -> str:
@@ -255,13 +293,35 @@ def transcript(messages: Sequence[Message], elide_bytes: int) -> list[dict[str, 
     return out
 
 
-_UPDATE_INTRO = (
-    "An earlier recap already covers the start of this session. Update it with "
-    "the messages below rather than writing a new one: move work that is now "
-    "finished into Progress, drop blockers that these messages resolved, and keep "
-    "everything else that still holds.\n\nEarlier recap:\n\n"
+def json_text(value: Any) -> str:
+    """An elision marker (or arguments holding some) as the JSON text a request carries
+    where the turn's request carried text."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def provider_entry(message: Message, elide_bytes: int) -> dict[str, Any]:
+    """A message as the turns' requests carry it (`Message.to_provider`), with every tool
+    result and tool argument over `elide_bytes` replaced by its elision marker (as the
+    transcript elides them); a message with nothing elided is exactly the turns' own."""
+    out = message.to_provider()
+    [entry] = transcript([message], elide_bytes)
+    if message.role == "tool" and _is_marker(entry["content"]):
+        out["content"] = json_text(entry["content"])
+    for call, sent in zip(out.get("tool_calls", []), entry.get("tool_calls", []), strict=True):
+        arguments = sent["arguments"]
+        if _is_marker(arguments) or (
+            isinstance(arguments, dict) and any(_is_marker(v) for v in arguments.values())
+        ):
+            call["function"]["arguments"] = json_text(arguments)
+    return out
+
+
+_UPDATE = (
+    "The conversation above starts with a recap of its earlier part (the message that "
+    'begins "This is a recap"). Update that recap with the messages after it rather than '
+    "writing a new one: move work that is now finished into Progress, drop blockers that "
+    "these messages resolved, and keep everything else that still holds."
 )
-_TRANSCRIPT_INTRO = "Messages to compact, oldest first, as JSON:\n\n"
 _ANSWER = "Answer with the four sections Goal:, Progress:, Blockers: and Next steps:."
 
 
@@ -278,63 +338,67 @@ def shorten(text: str, limit: int) -> str:
     return (text[:keep] + marker.format(len(text) - keep))[:limit]
 
 
-def earlier_recap_section(fields: dict[str, str], limit: int | None = None) -> str:
-    """The request's "update this recap" part; with `limit`, at most that many characters."""
+def recap_entry(fields: dict[str, str], limit: int | None = None) -> dict[str, Any]:
+    """A recap as the turns carry it (its fields, no path lines); with `limit`, its text
+    at most that many characters, each field shortened alike."""
 
     def render(values: dict[str, str]) -> str:
-        return _UPDATE_INTRO + "\n\n".join(f"{HEADINGS[name]}:\n{values[name]}" for name in FIELDS)
+        return Recap(
+            goal=values["goal"],
+            progress=values["progress"],
+            blockers=values["blockers"],
+            next_steps=values["next_steps"],
+        ).render()
 
     text = render(fields)
-    if limit is None or len(text) <= limit:
-        return text
-    fixed = len(render(dict.fromkeys(FIELDS, "")))
-    allowance = max(0, (limit - fixed) // len(FIELDS))
-    return render({name: shorten(fields[name], allowance) for name in FIELDS})
+    if limit is not None and len(text) > limit:
+        fixed = len(render(dict.fromkeys(FIELDS, "")))
+        allowance = max(0, (limit - fixed) // len(FIELDS))
+        text = render({name: shorten(fields[name], allowance) for name in FIELDS})
+    return {"role": "user", "content": text}
 
 
-def item_text(entry: dict[str, Any]) -> str:
-    """One transcript entry exactly as it appears inside the request's JSON array."""
-    return "\n".join(
-        " " + line for line in json.dumps(entry, ensure_ascii=False, indent=1).splitlines()
-    )
-
-
-def transcript_json(item_texts: Sequence[str]) -> str:
-    """The JSON array of entries (the same text `json.dumps(entries, indent=1)` gives)."""
-    if not item_texts:
-        return "[]"
-    return "[\n" + ",\n".join(item_texts) + "\n]"
-
-
-def request_messages(
-    earlier: str | None, transcript_text: str, focus: str | None
-) -> list[dict[str, Any]]:
-    """A summariser request: the summariser's system prompt and one user message."""
-    parts = [earlier] if earlier else []
-    parts.append(_TRANSCRIPT_INTRO + transcript_text)
+def instructions(earlier: bool, focus: str | None) -> dict[str, Any]:
+    """The one user message after the conversation that asks for the recap."""
+    parts = [builtin_prompt("summarizer").strip()]
+    if earlier:
+        parts.append(_UPDATE)
     if focus:
         parts.append(f"Focus instructions from the user for this recap: {focus}")
     parts.append(_ANSWER)
-    return [
-        {"role": "system", "content": builtin_prompt("summarizer")},
-        {"role": "user", "content": "\n\n".join(parts)},
-    ]
+    return {"role": "user", "content": "\n\n".join(parts)}
+
+
+def entry_chars(entry: dict[str, Any]) -> int:
+    """Characters of a request message, the measure of the ceil(chars / 4) estimate: its
+    text, its reasoning and its tool calls' arguments (as `count_chars` counts them)."""
+    calls = entry.get("tool_calls") or []
+    return (
+        len(entry.get("content") or "")
+        + len(entry.get("reasoning") or "")
+        + sum(len(call["function"]["arguments"] or "") for call in calls)
+    )
 
 
 def request_chars(request: Sequence[dict[str, Any]]) -> int:
     """Characters of a request's messages, the measure of the ceil(chars / 4) estimate."""
-    return sum(len(m.get("content") or "") for m in request)
+    return sum(entry_chars(m) for m in request)
 
 
 def summary_request(
-    plan: CompactionPlan, focus: str | None, elide_bytes: int
+    plan: CompactionPlan,
+    focus: str | None,
+    elide_bytes: int,
+    system: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """The messages of a single summariser request (sent without tools) for the whole plan.
+    """The messages of a single summariser request for the whole plan: the system
+    message (when given), the conversation up to the cut as the turns sent it (oversized
+    tool payloads elided), and the instructions.
 
     With no window to fit, every evicted message goes in one request; the Compactor
     uses `SummaryPlanner` with a budget, which elides and splits to fit the window.
     """
-    return SummaryPlanner(plan, focus, elide_bytes, None).next_request()
+    return SummaryPlanner(plan, focus, elide_bytes, None, system).next_request()
 
 
 # A summariser request leaves room in the window for the reply: a quarter of it, at most
@@ -368,122 +432,214 @@ def _is_marker(value: Any) -> bool:
     return isinstance(value, dict) and value.get("elided") is True
 
 
-def shrink_entry(entry: dict[str, Any], limit: int) -> tuple[dict[str, Any], int]:
-    """`entry` with its largest texts elided until its item text fits `limit` characters.
+def _is_marker_text(value: Any) -> bool:
+    if not isinstance(value, str) or not value.startswith('{"elided": true'):
+        return False
+    try:
+        return _is_marker(json.loads(value))
+    except json.JSONDecodeError:
+        return False
 
-    Its texts (message text, thinking, each tool argument, a tool result) are elided
-    largest first; an elided user or assistant text keeps its first characters as
-    `contentStart`. If even that does not fit, the whole entry becomes a marker.
-    Returns the entry and how many texts were elided.
+
+def shrink_entry(entry: dict[str, Any], limit: int) -> tuple[dict[str, Any], int]:
+    """`entry` with its largest texts elided until it fits `limit` characters
+    (`entry_chars`).
+
+    Its texts (message text, reasoning, each tool argument, a tool result) are elided
+    largest first, each as the JSON text of its marker; an elided user or assistant
+    text keeps its first characters as the marker's `contentStart`. If even that does
+    not fit, every text left becomes one marker. Returns the entry and how many texts
+    were elided.
     """
-    if len(item_text(entry)) <= limit:
+    if entry_chars(entry) <= limit:
         return entry, 0
     entry = json.loads(json.dumps(entry))  # a private copy to change
     # (size, setter) for every text still in the entry.
     fields: list[tuple[int, Callable[[], None]]] = []
 
-    def add(container: dict[str, Any], key: str, value: Any, keep_start: bool = False) -> None:
-        if _is_marker(value):
+    def add(container: dict[str, Any], key: str, keep_start: bool = False) -> None:
+        text = container.get(key)
+        if not isinstance(text, str) or not text or _is_marker_text(text):
             return
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
         def elide_it() -> None:
-            container[key] = _marker(text)
+            marker = _marker(text)
             if keep_start:
-                container["contentStart"] = text[: min(CONTENT_START_CHARS, limit // 4)]
+                marker["contentStart"] = text[: min(CONTENT_START_CHARS, limit // 4)]
+            container[key] = json_text(marker)
 
         fields.append((len(text), elide_it))
 
-    add(entry, "content", entry.get("content"), keep_start=entry["role"] != "tool")
-    if "thinking" in entry:
-        add(entry, "thinking", entry["thinking"])
-    for call in entry.get("tool_calls", []):
-        arguments = call.get("arguments")
-        if isinstance(arguments, dict):
-            for key, value in arguments.items():
-                add(arguments, key, value)
-        else:
-            add(call, "arguments", arguments)
+    add(entry, "content", keep_start=entry["role"] != "tool")
+    add(entry, "reasoning")
+    arguments: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for call in entry.get("tool_calls") or []:
+        function = call["function"]
+        try:
+            parsed = json.loads(function["arguments"] or "{}")
+        except json.JSONDecodeError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            add(function, "arguments")
+            continue
+        arguments.append((function, parsed))
+        for key, value in parsed.items():
+            if _is_marker(value):
+                continue
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+            def elide_argument(
+                function: dict[str, Any] = function,
+                parsed: dict[str, Any] = parsed,
+                key: str = key,
+                text: str = text,
+            ) -> None:
+                parsed[key] = _marker(text)
+                function["arguments"] = json_text(parsed)
+
+            fields.append((len(text), elide_argument))
     elided = 0
     for _, elide_it in sorted(fields, key=lambda field: field[0], reverse=True):
         elide_it()
         elided += 1
-        if len(item_text(entry)) <= limit:
+        if entry_chars(entry) <= limit:
             return entry, elided
-    entry.pop("contentStart", None)
-    if len(item_text(entry)) <= limit:
+    if entry_chars(entry) <= limit:
         return entry, elided
-    whole = {"role": entry["role"], **_marker(json.dumps(entry, ensure_ascii=False))}
-    return whole, elided + 1
+    # Even the markers are too many: one marker for the text, one per call's arguments
+    # (the calls stay, for their results to answer).
+    content = entry.get("content")
+    if content:
+        entry["content"] = json_text(_marker(content))
+    entry.pop("reasoning", None)
+    for call in entry.get("tool_calls") or []:
+        call["function"]["arguments"] = json_text(_marker(call["function"]["arguments"] or ""))
+    return entry, elided + 1
+
+
+def _closed(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chunk that splits a call from its results (a group too large for one request)
+    made valid on its own: results whose call went in the chunk before become user text,
+    and calls whose results come in the next chunk get a result that says so."""
+    out: list[dict[str, Any]] = []
+    index = 0
+    while index < len(chunk) and chunk[index]["role"] == "tool":
+        result = chunk[index]
+        out.append(
+            {
+                "role": "user",
+                "content": f"(The result of tool call {result.get('tool_call_id')}, from "
+                f"the part before:)\n{result.get('content') or ''}",
+            }
+        )
+        index += 1
+    out.extend(chunk[index:])
+    last = max((i for i, e in enumerate(out) if e["role"] != "tool"), default=None)
+    if last is not None and out[last].get("tool_calls"):
+        answered = {e.get("tool_call_id") for e in out[last + 1 :]}
+        out.extend(
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "content": "(Its result comes in the next part.)",
+            }
+            for call in out[last]["tool_calls"]
+            if call["id"] not in answered
+        )
+    return out
 
 
 class SummaryPlanner:
     """The summariser requests for a plan, each fitting `budget` characters.
 
-    The evicted messages go in order; each request holds as many as fit beside the
-    recap so far (the earlier recap, then the recap of the chunks already summarised),
-    ending before a user or assistant message where it can, so a call and its results
-    reach the summariser together. A message that could not fit any request on its own
-    is shrunk first (`shrink_entry`), so every request holds at least one message and
-    fits. With no budget, everything goes in one request.
+    A request is the turns' own prefix: the system message (`system`), then the
+    conversation up to the cut as the turns sent it (the earlier recap first, calls and
+    results paired as the turns paired them, oversized tool payloads elided), then one
+    user message with the instructions. The first request shares its prefix with the
+    turns up to the first elided payload; when the prefix is too long for one request it
+    goes in chunks, oldest first, each later chunk starting with the recap of the chunks
+    before it. A chunk ends before a user or assistant message where it can, so a call
+    and its results reach the summariser together. A message that could not fit any
+    request on its own is shrunk first (`shrink_entry`), so every request holds at
+    least one message and fits. With no budget, everything goes in one request.
     """
 
     def __init__(
-        self, plan: CompactionPlan, focus: str | None, elide_bytes: int, budget: int | None
+        self,
+        plan: CompactionPlan,
+        focus: str | None,
+        elide_bytes: int,
+        budget: int | None,
+        system: dict[str, Any] | None = None,
     ) -> None:
         self.budget = budget
         self.focus = shorten(focus, budget // 16) if focus and budget is not None else focus
         self.recap_limit = budget // 4 if budget is not None else None
-        entries = transcript(plan.evicted, elide_bytes)
-        self.elided = 0
-        if budget is not None:
-            # The most a request can hold besides its messages: the earlier recap at its
-            # limit, and the separator that goes with it.
-            overhead = request_chars(request_messages(None, "[\n\n]", self.focus))
-            item_limit = max(MIN_ITEM_CHARS, budget - overhead - budget // 4 - 2)
-            fitted = []
-            for entry in entries:
-                entry, elided = shrink_entry(entry, item_limit)
-                self.elided += elided
-                fitted.append(entry)
-            entries = fitted
-        self.items = [item_text(entry) for entry in entries]
-        self.roles = [entry["role"] for entry in entries]
+        self.system = [system] if system is not None else []
         self.earlier = (
             _recap_fields(plan.previous.recap)
             if plan.previous is not None and plan.previous.recap is not None
             else None
         )
+        paired, _ = PairedHistory(plan.replaced).request()
+        entries = [provider_entry(m, elide_bytes) for m in paired]
+        self.elided = 0
+        if budget is not None:
+            if paired and paired[0].is_recap and entry_chars(entries[0]) > budget // 4:
+                # An earlier recap too large for its share is sent shortened.
+                assert self.earlier is not None
+                entries[0] = recap_entry(self.earlier, self.recap_limit)
+            # The most a request can hold besides its messages: the system message, the
+            # recap at its limit and the instructions.
+            overhead = request_chars([*self.system, instructions(True, self.focus)])
+            item_limit = max(MIN_ITEM_CHARS, budget - overhead - budget // 4)
+            fitted = []
+            for index, entry in enumerate(entries):
+                if not (index == 0 and paired[0].is_recap):
+                    entry, elided = shrink_entry(entry, item_limit)
+                    self.elided += elided
+                fitted.append(entry)
+            entries = fitted
+        # The first request starts with the earlier recap (when there is one) in place.
+        self.leading_recap = bool(paired) and paired[0].is_recap
+        self.entries = entries
         self.requests = 0
 
     @property
     def done(self) -> bool:
-        return not self.items
+        return not self.entries or (self.leading_recap and len(self.entries) == 1)
 
     def next_request(self) -> list[dict[str, Any]]:
         """The request for the next chunk of messages (call `update` with its answer)."""
-        earlier = earlier_recap_section(self.earlier, self.recap_limit) if self.earlier else None
-        count = len(self.items)
+        head = list(self.system)
+        if self.requests and self.earlier is not None:
+            head.append(recap_entry(self.earlier, self.recap_limit))
+        tail = instructions(self.earlier is not None, self.focus)
+        entries = self.entries
+        count = len(entries)
         if self.budget is not None:
-            room = self.budget - request_chars(request_messages(earlier, "[\n\n]", self.focus))
+            room = self.budget - request_chars([*head, tail])
+            least = 2 if self.leading_recap and not self.requests else 1
             count, used = 0, 0
-            while count < len(self.items):
-                used += len(self.items[count]) + (2 if count else 0)
-                if count and used > room:
+            while count < len(entries):
+                used += entry_chars(entries[count])
+                if count >= least and used > room:
                     break
                 count += 1
-            if count < len(self.items) and self.roles[count] == "tool":
+            if count < len(entries) and entries[count]["role"] == "tool":
                 # Do not end between a call and its results unless the group alone is
                 # too large for one request.
-                start = max((i for i in range(1, count) if self.roles[i] != "tool"), default=count)
+                start = max(
+                    (i for i in range(least, count) if entries[i]["role"] != "tool"),
+                    default=count,
+                )
                 count = start
-        chunk, self.items, self.roles = (
-            self.items[:count],
-            self.items[count:],
-            self.roles[count:],
-        )
+        chunk, self.entries = entries[:count], entries[count:]
+        self.leading_recap = self.leading_recap and self.requests > 0
         self.requests += 1
-        return request_messages(earlier, transcript_json(chunk), self.focus)
+        if self.requests > 1 or self.entries:
+            chunk = _closed(chunk)
+        return [*head, *chunk, tail]
 
     def update(self, fields: dict[str, str]) -> None:
         """The summary of the chunk just sent: the recap the next chunk updates."""
@@ -491,7 +647,8 @@ class SummaryPlanner:
 
 
 Summariser = Callable[[list[dict[str, Any]]], Awaitable[str]]
-"""Sends a summariser request (no tools) to the model and returns the reply's text.
+"""Sends a summariser request's messages to the model (with the turns' tools, not
+callable) and returns the reply's text.
 
 Raises CompactionFailed when the model cannot be asked; the caller that supplies it owns
 cancellation, retries and the usage record.
@@ -511,9 +668,12 @@ class Compactor:
         self.host = host
         self.normalize_path = normalize_path
 
-    def plan(self, conversation: Conversation) -> CompactionPlan | None:
-        """The compaction that would run now (None: not enough history)."""
-        return plan_compaction(conversation.messages, self.settings.keep_tokens)
+    def plan(self, conversation: Conversation, window: int) -> CompactionPlan | None:
+        """The compaction that would run now (None: not enough history), keeping the
+        budget in force for `window`."""
+        return plan_compaction(
+            conversation.messages, keep_budget(self.settings.keep_tokens, window)
+        )
 
     async def compact(
         self,
@@ -532,7 +692,9 @@ class Compactor:
         in chunks.
         """
         budget = summary_budget(window, self.settings.sampling.get("max_tokens"))
-        planner = SummaryPlanner(plan, focus, self.settings.elide_bytes, budget)
+        planner = SummaryPlanner(
+            plan, focus, self.settings.elide_bytes, budget, conversation.system_message()
+        )
         async with self.host.progress("seri: compacting the conversation") as progress:
             progress.report(f"summarising {len(plan.evicted)} messages")
             while True:

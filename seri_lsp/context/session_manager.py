@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.context.breakdown import apportion, history_parts
-from seri_lsp.context.compaction import compaction_threshold
+from seri_lsp.context.compaction import compaction_threshold, keep_budget
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.context.fork import fork_point, fork_title
 from seri_lsp.context.prompt_files import FrozenPrompt, freeze
@@ -464,7 +464,8 @@ class SessionManager:
         """What fills a session's context (the open one by default): the local estimate
         split into parts (`context.breakdown`) that add up to `localTokens`, the count the
         compaction trigger uses, beside the window, where compaction starts and the
-        estimate the trigger compares with it. With no session open: what a new one
+        estimate the trigger compares with it, and the keep budget in force (`keepTokens`,
+        at most a quarter of the window) beside the setting. With no session open: what a new one
         starts with (its system message)."""
         subject = await self._subject(session_id)
         conversation = self.conversation
@@ -482,7 +483,8 @@ class SessionManager:
             "sessionId": subject,
             "contextWindow": window,
             "compactAt": compaction_threshold(window),
-            "keepTokens": keep_tokens,
+            "keepTokens": keep_budget(keep_tokens, window),
+            "keepTokensSetting": keep_tokens,
             "estimateTokens": max(billed or 0, local),
             "lastBilledTokens": billed,
             "localTokens": local,

@@ -36,7 +36,13 @@ from seri_lsp.agent.provider.reply import (
     read_stream,
     read_whole,
 )
-from seri_lsp.agent.provider.request import JSON_BODY, BodyEncoder, headers, is_local_url
+from seri_lsp.agent.provider.request import (
+    JSON_BODY,
+    BodyEncoder,
+    headers,
+    is_local_url,
+    with_tool_choice,
+)
 from seri_lsp.agent.provider.retry import RetryCallback, retrying
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import ProviderSettings
@@ -107,6 +113,7 @@ class Provider:
         messages: Sequence[dict[str, Any] | bytes],
         tools: Sequence[dict[str, Any]] | None = None,
         *,
+        tool_choice: str | None = None,
         reply: Reply | None = None,
         on_delta: DeltaCallback | None = None,
         on_retry: RetryCallback | None = None,
@@ -133,6 +140,8 @@ class Provider:
 
         async def send(marked: bool) -> Reply:
             body = self._bodies.encode(messages, tools, session=session, mark=marked)
+            if tool_choice is not None:
+                body = with_tool_choice(body, tool_choice)
 
             async def attempt() -> Reply:
                 target = reply if reply is not None else Reply()

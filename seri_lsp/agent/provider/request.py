@@ -64,6 +64,13 @@ def headers(settings: ProviderSettings) -> dict[str, str]:
     return sent
 
 
+def with_tool_choice(body: bytes, choice: str) -> bytes:
+    """An encoded body with `tool_choice` added as its last member (`"none"`: the tools
+    are offered but may not be called, as the compaction summariser sends them)."""
+    assert body.endswith(b"}")
+    return body[:-1] + b',"tool_choice":' + request_json(choice) + b"}"
+
+
 def request_body(
     settings: ProviderSettings,
     messages: Sequence[dict[str, Any]],

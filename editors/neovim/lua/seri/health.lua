@@ -247,6 +247,10 @@ function M.check()
   health.ok(("server version: %s, project: %s"):format(info.version, info.project))
   report_profile(info)
   report_provider(info)
+  -- Notes on the set-up the server makes (a provider.keepTokens the window cuts).
+  for _, note in ipairs(info.notes or {}) do
+    health.warn(note)
+  end
 end
 
 return M
