@@ -29,7 +29,11 @@ def cost_text(usage: dict[str, Any]) -> str:
     plural = "s" if calls != 1 else ""
     lines = [f"Spend: {money(totals['cost'])} over {calls:,} model call{plural}."]
     rate = usage["cacheHitRate"]
-    cached = f" ({totals['cachedInputTokens']:,} cached, {rate:.0%})" if rate is not None else ""
+    written = totals["cacheWriteTokens"]
+    writes = f"; {written:,} written to the cache" if written else ""
+    cached = (
+        f" ({totals['cachedInputTokens']:,} cached, {rate:.0%}{writes})" if rate is not None else ""
+    )
     lines.append(
         f"Input {totals['inputTokens']:,} tokens{cached}; output {totals['outputTokens']:,}"
         f" (reasoning {totals['reasoningTokens']:,})."
