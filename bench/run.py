@@ -33,6 +33,9 @@ figures and their baselines:
   one `seri.session.get` of all 10,000.
 - search: `seri.session.search` round trip over 100,000 messages in 1,000 sessions
   against the raw FTS5 query of the same words (`bench/search.py`).
+- cache: `bench/cache.py`, the share of a long task's input tokens a provider that caches
+  as Anthropic does reads from its cache (200k and 24k windows), against the
+  longest-common-prefix share, and the input cost against no cache.
 - estimate: `bench/estimate.py`, the pre-call token estimate against re-counting.
 """
 
@@ -47,12 +50,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import engine, estimate, search, server
+from bench import cache, engine, estimate, search, server
 from bench.measure import Figure, render
 
 FULL = {"start": 31, "history": 15, "memory": 3, "turn": 41, "import": 11, "search": 31}
 QUICK = {"start": 5, "history": 3, "memory": 1, "turn": 3, "import": 3, "search": 5}
-FIGURES = ["turn", "start", "history", "import", "memory", "search", "estimate"]
+FIGURES = ["turn", "start", "history", "import", "memory", "search", "cache", "estimate"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         if "search" in wanted:
             step(f"search over 100,000 messages ({reps['search']} rounds of 6 queries)")
             figures += search.search_figures(root, reps["search"])
+        if "cache" in wanted:
+            step("prompt cache (a 60-tool-turn task with a 200k and a 24k window)")
+            figures += cache.cache_figures(root)
     print()
     print(render(figures))
     print("\nmedians of interleaved repetitions; spread: lowest-highest per-repetition ratio")

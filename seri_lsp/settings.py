@@ -33,6 +33,10 @@ API_KEY_ENV = ("SERI_API_KEY", "OPENROUTER_API_KEY")
 WritePermission = Literal["allow", "ask", "deny"]
 Permission = WritePermission  # permissions.write and permissions.run take the same values
 PERMISSIONS = ("allow", "ask", "deny")
+# provider.promptCache and provider.cacheTtl (see agent/provider/cache.py).
+PromptCache = Literal["auto", "on", "off"]
+PROMPT_CACHE_MODES = ("auto", "on", "off")
+CACHE_TTLS = ("5m", "1h")
 # A check runs at most this long unless its own `timeout` says otherwise (seconds).
 DEFAULT_CHECK_TIMEOUT = 120.0
 # The largest config.json read: settings are a few hundred bytes.
@@ -104,6 +108,14 @@ def _max_turns(value: Any) -> bool:
 
 def _permission(value: Any) -> bool:
     return value in PERMISSIONS
+
+
+def _prompt_cache(value: Any) -> bool:
+    return value in PROMPT_CACHE_MODES
+
+
+def _cache_ttl(value: Any) -> bool:
+    return value in CACHE_TTLS
 
 
 @dataclass(frozen=True)
@@ -223,6 +235,12 @@ class ProviderSettings:
     retry_max_delay: float = setting(
         "provider.retryMaxDelay", 60.0, _non_negative_number, "a number of seconds"
     )
+    # Prompt-cache breakpoints: where the model needs them, always, or never.
+    prompt_cache: PromptCache = setting(
+        "provider.promptCache", "auto", _prompt_cache, "one of auto, on, off"
+    )
+    # The breakpoints' time to live.
+    cache_ttl: str = setting("provider.cacheTtl", "5m", _cache_ttl, "one of 5m, 1h")
     # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
     api_key_source: str | None = field(default=None, compare=False)
 

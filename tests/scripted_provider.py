@@ -177,6 +177,8 @@ class ScriptedProvider:
         self.window_field = "context_length"
         self.replies: deque[Any] = deque()
         self.requests: list[dict[str, Any]] = []
+        # Every chat request body exactly as it arrived (for byte-for-byte comparisons).
+        self.raw_requests: list[bytes] = []
         self.headers: list[dict[str, str]] = []
         self.model_list_requests = 0
         # Seconds between the bytes of the model list (None: it is sent at once); a
@@ -300,9 +302,11 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"{}")
+            raw = self.rfile.read(length)
+            body = json.loads(raw or b"{}")
             with provider.received:
                 provider.requests.append(body)
+                provider.raw_requests.append(raw)
                 provider.headers.append(dict(self.headers))
                 reply = provider.replies.popleft() if provider.replies else None
                 provider.active += 1

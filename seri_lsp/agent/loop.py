@@ -148,7 +148,12 @@ def model_summariser(
     async def summarise(request: list[dict[str, Any]]) -> str:
         try:
             reply = await scope.run(
-                provider.complete(request, None, on_retry=retry_recorder(conversation, host))
+                provider.complete(
+                    request,
+                    None,
+                    on_retry=retry_recorder(conversation, host),
+                    session=conversation.id,
+                )
             )
         except ProviderError as exc:
             raise CompactionFailed(f"the summariser call failed: {exc}") from exc
@@ -348,6 +353,7 @@ class AgentLoop:
                 on_delta=on_delta,
                 on_retry=on_retry,
                 on_thinking=on_thinking,
+                session=conversation.id,
             )
         )
 

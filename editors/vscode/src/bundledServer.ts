@@ -8,6 +8,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import { describe } from './errors';
 import { NoPython, PythonCandidate, VERSION_SCRIPT, environmentPython, pythonCandidates, unsuitable } from './pythons';
 
 /** What scripts/package.mjs wrote into bundled/manifest.json. */
@@ -51,7 +52,7 @@ async function selectedInterpreter(folder: vscode.Uri | undefined, log: vscode.L
     const resolved = await environments.resolveEnvironment(environments.getActiveEnvironmentPath(folder));
     return resolved?.executable.uri?.fsPath;
   } catch (error) {
-    log.warn(`The Python extension did not say its interpreter: ${error instanceof Error ? error.message : String(error)}`);
+    log.warn(`The Python extension did not say its interpreter: ${describe(error)}`);
     return undefined;
   }
 }

@@ -1,6 +1,6 @@
 // Small formatting rules shared by the status bar, the QuickPick and the chat page.
 
-import type { CompactedParams, Spend } from './protocol';
+import type { CompactedParams, RewindResult, Spend } from './protocol';
 
 /** `estimateTokens / contextWindow` as a whole percentage (at least 1 once anything is used). */
 export function contextPercent(estimateTokens: number, contextWindow: number): number {
@@ -195,4 +195,16 @@ const EDITOR_COMMANDS: [RegExp, string][] = [
  */
 export function inEditorWords(message: string): string {
   return EDITOR_COMMANDS.reduce((text, [name, command]) => text.replace(name, `“${command}”`), message);
+}
+
+/** The files a rewind left alone or could not restore, in one sentence each; '' if none. */
+export function rewindProblems(result: Partial<RewindResult>): string {
+  const parts: string[] = [];
+  if (result.conflicts && result.conflicts.length > 0) {
+    parts.push(`Left alone, changed since seri wrote them: ${result.conflicts.join(', ')}.`);
+  }
+  for (const failure of result.failed ?? []) {
+    parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
+  }
+  return parts.join(' ');
 }

@@ -1,15 +1,8 @@
-// Finding, starting and restarting the seri-lsp server, and talking to it.
+// Starting and restarting the seri-lsp server, and talking to it.
 
-import { execFile, spawnSync } from 'child_process';
-import * as fs from 'fs';
-import * as path from 'path';
 import * as vscode from 'vscode';
 import {
-  ClientCapabilities,
-  CloseAction,
-  ErrorAction,
   ExecuteCommandRequest,
-  FeatureState,
   LanguageClient,
   LanguageClientOptions,
   MessageType,
@@ -17,114 +10,27 @@ import {
   ShowMessageNotification,
   ShowMessageParams,
   State,
-  StaticFeature,
 } from 'vscode-languageclient/node';
 
 import { ApiKeyStore } from './apiKey';
+import { ChatApprovals } from './approvalsCapability';
 import { BundledServer } from './bundledServer';
 import { NoPython } from './pythons';
-import { ChatModel, ServerLink } from './chat/model';
+import { ChatModel } from './chat/model';
+import type { ServerLink } from './chat/chatState';
+import { ServerErrorHandler } from './crashPolicy';
 import { applyEdit, saveEditedDocuments } from './edits';
+import { describe } from './errors';
+import { ServerSetting, settingId } from './settingKeys';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification, ServerRequest } from './protocol';
+import { ServerCommandLine, findServer, probeServer } from './serverCommandLine';
+import { readSlashCommands } from './slashCommands';
 
 export const INSTALL_HINT =
   'Turn `seri.server.useBundled` back on to use the server this extension carries, or install ' +
   'seri-lsp from a checkout with `pipx install .` so that `seri-lsp` is on PATH, or point the ' +
   'setting `seri.server.command` at it.';
-
-/** How the server is started, or why it cannot be. */
-export type ServerCommandLine =
-  | { found: true; command: string; args: string[]; origin: 'setting' | 'path' | 'python' | 'bundled' }
-  | { found: false; tried: string[] };
-
-/**
- * The server's command line: `seri.server.command`, else `seri-lsp` on PATH, else
- * `python3 -m seri_lsp` when that Python has the package.
- */
-export function findServer(configured: string[], env: NodeJS.ProcessEnv = process.env): ServerCommandLine {
-  if (configured.length > 0) {
-    const [command, ...args] = configured;
-    if (findExecutable(command, env)) {
-      return { found: true, command, args, origin: 'setting' };
-    }
-    return { found: false, tried: [configured.join(' ')] };
-  }
-  const onPath = findExecutable('seri-lsp', env);
-  if (onPath) {
-    return { found: true, command: onPath, args: [], origin: 'path' };
-  }
-  const python = findExecutable('python3', env);
-  if (python) {
-    const probe = spawnSync(python, ['-c', 'import importlib.util, sys; sys.exit(importlib.util.find_spec("seri_lsp") is None)'], {
-      env,
-      timeout: 10_000,
-    });
-    if (probe.status === 0) {
-      return { found: true, command: python, args: ['-m', 'seri_lsp'], origin: 'python' };
-    }
-  }
-  return { found: false, tried: ['seri-lsp (on PATH)', 'python3 -m seri_lsp'] };
-}
-
-/** How long `COMMAND --version` may take before the command counts as not working. */
-const PROBE_TIMEOUT_MS = 5_000;
-
-/**
- * Run the found command with `--version`: a command that exists but cannot run the server
- * (a Python without the package, a broken venv) fails here, once, instead of crashing
- * the language client several times. Returns why it failed, or undefined when it works.
- */
-export function probeServer(
-  found: Extract<ServerCommandLine, { found: true }>,
-  env: NodeJS.ProcessEnv,
-  cwd: string | undefined,
-): Promise<string | undefined> {
-  // Off the extension host's thread: the probe starts a Python process.
-  return new Promise((resolve) => {
-    execFile(
-      found.command,
-      [...found.args, '--version'],
-      { env, cwd, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        if (!error) {
-          resolve(undefined);
-        } else if (error.killed) {
-          resolve(`no answer within ${PROBE_TIMEOUT_MS / 1000} s`);
-        } else if (typeof error.code === 'number') {
-          const lastLine = (stderr || stdout || '').trim().split('\n').at(-1);
-          resolve(lastLine || `exit ${error.code}`);
-        } else {
-          resolve(error.message);
-        }
-      },
-    );
-  });
-}
-
-function findExecutable(command: string, env: NodeJS.ProcessEnv): string | undefined {
-  const isFile = (candidate: string): boolean => {
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return fs.statSync(candidate).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (command.includes('/') || command.includes(path.sep)) {
-    return isFile(command) ? command : undefined;
-  }
-  const extensions = process.platform === 'win32' ? (env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
-  for (const dir of (env.PATH ?? '').split(path.delimiter).filter(Boolean)) {
-    for (const extension of extensions) {
-      const candidate = path.join(dir, command + extension);
-      if (isFile(candidate)) {
-        return candidate;
-      }
-    }
-  }
-  return undefined;
-}
 
 /** The running server as the rest of the extension sees it. */
 export class SeriServer implements ServerLink, vscode.Disposable {
@@ -244,6 +150,12 @@ export class SeriServer implements ServerLink, vscode.Disposable {
         }
         if (event.newState === State.Running) {
           void this.model.attach(this).then(() => this.client === client && this.loadEmitter.fire());
+          // Read again at every start: a restarted server may be a newer one.
+          void readSlashCommands(client.initializeResult, this).then((commands) => {
+            if (this.client === client && client.state === State.Running) {
+              this.model.setSlashCommands(commands);
+            }
+          });
         } else if (event.newState === State.Starting) {
           this.model.detach('starting');
         } else {
@@ -307,7 +219,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     this.stateEmitter.fire();
     void vscode.window.showErrorMessage(error.message, 'Open Setting', 'Show Log').then((choice) => {
       if (choice === 'Open Setting') {
-        void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.python');
+        void vscode.commands.executeCommand('workbench.action.openSettings', settingId(ServerSetting.python));
       } else if (choice === 'Show Log') {
         this.log.show();
       }
@@ -337,7 +249,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       .showErrorMessage(`Seri: ${problem}. ${INSTALL_HINT}`, 'Open Settings', 'Show Log')
       .then((choice) => {
         if (choice === 'Open Settings') {
-          void vscode.commands.executeCommand('workbench.action.openSettings', 'seri.server.command');
+          void vscode.commands.executeCommand('workbench.action.openSettings', settingId(ServerSetting.command));
         } else if (choice === 'Show Log') {
           this.log.show();
         }
@@ -383,55 +295,4 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     this.stateEmitter.dispose();
     this.loadEmitter.dispose();
   }
-}
-
-/**
- * Announces `experimental.seri.approvals`: the server then asks its questions (a write,
- * a memory line, running the checks) with `seri/approve`, which the chat shows as cards
- * with the change to review, rather than with `window/showMessageRequest` (a toast).
- */
-class ChatApprovals implements StaticFeature {
-  fillClientCapabilities(capabilities: ClientCapabilities): void {
-    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    capabilities.experimental = { ...experimental, seri: { approvals: true } };
-  }
-
-  initialize(): void {}
-
-  getState(): FeatureState {
-    return { kind: 'static' };
-  }
-
-  clear(): void {}
-}
-
-/** Restart after a crash, three times in three minutes at most, then say so once. */
-class ServerErrorHandler {
-  private readonly crashes: number[] = [];
-
-  constructor(private readonly log: vscode.LogOutputChannel) {}
-
-  error(_error: Error, _message: unknown, count: number | undefined) {
-    return { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown };
-  }
-
-  closed() {
-    const now = Date.now();
-    this.crashes.push(now);
-    while (this.crashes.length > 0 && now - this.crashes[0] > 3 * 60_000) {
-      this.crashes.shift();
-    }
-    if (this.crashes.length <= 3) {
-      this.log.warn('seri-lsp exited; restarting it.');
-      return { action: CloseAction.Restart, handled: true };
-    }
-    return {
-      action: CloseAction.DoNotRestart,
-      message: 'Seri: the server stopped 4 times in 3 minutes and is not restarted. See "Seri: Show Server Log", then run "Seri: Restart Server".',
-    };
-  }
-}
-
-export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -4,7 +4,9 @@
 
 import * as vscode from 'vscode';
 
-import type { ChatModel, ServerLink } from './chat/model';
+import type { ChatModel } from './chat/model';
+import type { ServerLink } from './chat/chatState';
+import { describe } from './errors';
 import { ServerCommand } from './protocol';
 
 const OPEN_SESSION_KEY = 'seri.openSession';
@@ -35,7 +37,7 @@ export class SessionMemory implements vscode.Disposable {
       await server.execute(ServerCommand.sessionResume, { sessionId });
     } catch (error) {
       // Deleted, or open in another window: the chat stays empty, as without a memory.
-      this.log.warn(`Could not reopen session ${sessionId}: ${error instanceof Error ? error.message : String(error)}`);
+      this.log.warn(`Could not reopen session ${sessionId}: ${describe(error)}`);
     }
   }
 

@@ -5,8 +5,9 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import type { ServerLink } from './chat/model';
+import type { ServerLink } from './chat/chatState';
 import { sessionTitle } from './chat/promptText';
+import { describe } from './errors';
 import { inEditorWords, relativeTime } from './format';
 import { SearchHit, SearchResult, ServerCommand } from './protocol';
 
@@ -107,7 +108,7 @@ export class SessionSearch {
           items.push(note(`$(info) The ${items.length} best matches; more words narrow them.`));
         }
       } catch (error) {
-        items = [note(`$(error) ${inEditorWords(error instanceof Error ? error.message : String(error))}`)];
+        items = [note(`$(error) ${inEditorWords(describe(error))}`)];
       }
       if (number === asked) {
         quickPick.items = items;

@@ -1,10 +1,10 @@
-// Every `seri.*` setting is read here, and nowhere else.
+// Every `seri.*` setting is read here, and nowhere else (their keys are in settingKeys.ts).
 
 import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-export const SECTION = 'seri';
+import { OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
 
 /** Initialization options as the server reads them (settings it has not been given are left out). */
 export interface InitializationOptions {
@@ -14,6 +14,8 @@ export interface InitializationOptions {
     contextWindow?: number;
     keepTokens?: number;
     reasoningEffort?: string;
+    promptCache?: 'auto' | 'on' | 'off';
+    cacheTtl?: '5m' | '1h';
   };
   permissions?: { write?: 'allow' | 'ask' | 'deny' };
   maxTurns?: number;
@@ -48,29 +50,20 @@ export function readSettings(folder: vscode.WorkspaceFolder | undefined = projec
     return value;
   };
 
-  const provider = dropUndefined({
-    baseUrl: set<string>('provider.baseUrl'),
-    model: set<string>('provider.model'),
-    contextWindow: set<number>('provider.contextWindow'),
-    keepTokens: set<number>('provider.keepTokens'),
-    reasoningEffort: set<string>('provider.reasoningEffort'),
-  });
-  const write = set<'allow' | 'ask' | 'deny'>('permissions.write');
-  const profileRoot = set<string>('profileRoot');
-  const options: InitializationOptions = dropUndefined({
-    provider: Object.keys(provider).length > 0 ? provider : undefined,
-    permissions: write !== undefined ? { write } : undefined,
-    maxTurns: set<number>('maxTurns'),
-    resumeOnOpen: set<boolean>('resumeOnOpen'),
-    profileRoot: profileRoot !== undefined ? expandHome(profileRoot, folder) : undefined,
-  });
-  const command = config.get<unknown>('server.command');
-  const python = config.get<unknown>('server.python');
+  const options: Record<string, unknown> = {};
+  for (const key of OPTION_SETTINGS) {
+    const value = set<unknown>(key);
+    if (value !== undefined) {
+      placeAt(options, key, key === 'profileRoot' && typeof value === 'string' ? expandHome(value, folder) : value);
+    }
+  }
+  const command = config.get<unknown>(ServerSetting.command);
+  const python = config.get<unknown>(ServerSetting.python);
   return {
     serverCommand: Array.isArray(command) ? command.filter((part): part is string => typeof part === 'string') : [],
-    useBundled: config.get<unknown>('server.useBundled') !== false,
+    useBundled: config.get<unknown>(ServerSetting.useBundled) !== false,
     serverPython: typeof python === 'string' ? expandHome(python.trim(), folder) : '',
-    initializationOptions: options,
+    initializationOptions: options as InitializationOptions,
   };
 }
 
@@ -80,15 +73,7 @@ export function affectsServer(event: vscode.ConfigurationChangeEvent): boolean {
 }
 
 function onlyTrace(event: vscode.ConfigurationChangeEvent): boolean {
-  const startup = [
-    'server',
-    'provider',
-    'permissions',
-    'maxTurns',
-    'resumeOnOpen',
-    'profileRoot',
-  ];
-  return !startup.some((key) => event.affectsConfiguration(`${SECTION}.${key}`));
+  return !STARTUP_SETTINGS.some((key) => event.affectsConfiguration(settingId(key)));
 }
 
 /** The project: the first workspace folder, as the server sees it. */
@@ -107,6 +92,13 @@ function expandHome(value: string, folder: vscode.WorkspaceFolder | undefined): 
   return expanded;
 }
 
-function dropUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+/** Put `value` into `target` at the dotted `key`, making the objects on the way. */
+function placeAt(target: Record<string, unknown>, key: string, value: unknown): void {
+  const [head, ...rest] = key.split('.');
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const inner = (target[head] ??= {}) as Record<string, unknown>;
+  placeAt(inner, rest.join('.'), value);
 }

@@ -175,13 +175,16 @@ async function promptWithTool({ page, config, shot }) {
   const view = chat(page);
   const input = view.locator('#prompt-input');
 
-  // Slash commands are suggested as you type.
+  // Slash commands are suggested as you type: the server's list, with usage and summary.
   await input.click();
   await input.pressSequentially('/');
   await view.locator('#suggestions .suggestion', { hasText: '/compact' }).waitFor();
-  for (const command of ['/clear', '/resume', '/max-turns']) {
+  for (const command of ['/clear', '/resume', '/max-turns', '/rename']) {
     expect(await view.locator('#suggestions .suggestion', { hasText: command }).count(), `${command} is suggested`);
   }
+  const compactSummary = await view.locator('#suggestions .suggestion[data-key="/compact"] .suggestion-description').innerText();
+  expect(compactSummary.trim().length > 0, 'the suggestion shows the command’s summary');
+  await shot('slash-suggestions-all');
   await input.pressSequentially('cl');
   await waitUntil(async () => (await view.locator('#suggestions .suggestion').count()) === 1, 'only /clear to be left');
   await shot('slash-suggestions');

@@ -4,6 +4,7 @@ OpenRouter is the default base URL. Replies stream as server-sent events; `usage
 from every response. One module per concern:
 
 - `request`: what a call sends (headers, the JSON body: messages, tools, sampling knobs);
+- `cache`: the prompt-cache breakpoints (which models need them, where they go);
 - `reply`: reading the answer (streamed chunks or a whole body) into a `Reply`;
 - `errors`: the typed errors, in the user's words;
 - `retry`: which failures are sent again, with backoff and jitter;

@@ -18,8 +18,10 @@ from typing import Any
 import httpx
 
 from seri_lsp.agent.connection import BadBaseUrl, BadProxy, Client, make_client
+from seri_lsp.agent.provider.cache import marks_wanted, refuses_markers
 from seri_lsp.agent.provider.errors import (
     MissingApiKey,
+    ProviderHTTPError,
     ProviderUnreachable,
     call_failure,
     http_error,
@@ -54,8 +56,11 @@ class Provider:
         self.settings = settings
         self._connection: Client | None = None
         self._connecting: asyncio.Lock | None = None
+        self._log = log
         self._bodies = BodyEncoder(settings)
         self._window = ContextWindow(settings, log)
+        # Sessions whose provider refused the prompt-cache breakpoints: sent none since.
+        self._unmarked: set[str | None] = set()
 
     async def _client(self) -> Client:
         """The HTTP client with its connection pool, made at the first call (off the
@@ -106,8 +111,13 @@ class Provider:
         on_delta: DeltaCallback | None = None,
         on_retry: RetryCallback | None = None,
         on_thinking: DeltaCallback | None = None,
+        session: str | None = None,
     ) -> Reply:
         """Send one chat completion and return the model's reply.
+
+        `session` is the id of the seri session the call is for (a subagent's own): named
+        to OpenRouter, and where the provider refused the prompt-cache breakpoints, no
+        more are sent for it (see `cache.py`).
 
         `reply` (if given) is filled as the stream arrives, so a caller that cancels
         this coroutine still has the text received so far. `on_delta` and `on_thinking`
@@ -119,14 +129,34 @@ class Provider:
             # A provider on the internet refuses a call without a key anyway; saying so
             # before sending names the setting instead of the provider's own wording.
             raise MissingApiKey(self.missing_key)
-        body = self._bodies.encode(messages, tools)
+        mark = marks_wanted(self.settings) and session not in self._unmarked
 
-        async def attempt() -> Reply:
-            target = reply if reply is not None else Reply()
-            target.reset()
-            return await self._attempt(body, target, on_delta, on_thinking)
+        async def send(marked: bool) -> Reply:
+            body = self._bodies.encode(messages, tools, session=session, mark=marked)
 
-        return await retrying(attempt, self.settings, on_retry)
+            async def attempt() -> Reply:
+                target = reply if reply is not None else Reply()
+                target.reset()
+                return await self._attempt(body, target, on_delta, on_thinking)
+
+            return await retrying(attempt, self.settings, on_retry)
+
+        try:
+            return await send(mark)
+        except ProviderHTTPError as exc:
+            if not (mark and refuses_markers(exc)):
+                raise
+            # A gateway or model that does not take the breakpoints: the turn goes on
+            # without them, and the session sends none from now on.
+            self._unmarked.add(session)
+            if self._log is not None:
+                self._log(
+                    "warning",
+                    f"The provider refused the prompt-cache breakpoints (cache_control) of "
+                    f"{self.settings.model} ({exc}); this session sends none from now on. "
+                    "Set provider.promptCache to off to stop sending them.",
+                )
+            return await send(False)
 
     async def _attempt(
         self,

@@ -2,7 +2,8 @@
 // task runs, and the context use. Fed by the server's notifications and results; read by
 // the chat view and the status bar. No `vscode` import, so it is testable in plain Node.
 
-import { compactionSummary, inEditorWords } from '../format';
+import { describe } from '../errors';
+import { compactionSummary, inEditorWords, rewindProblems } from '../format';
 import {
   ApproveParams,
   ApproveResult,
@@ -19,102 +20,15 @@ import {
   Session,
   SessionChangedParams,
   SessionView,
+  SlashCommand,
   StatusParams,
   TaskStatus,
   TurnEndedParams,
   Usage,
   WireMessage,
 } from '../protocol';
+import type { Activity, Cancellation, ChatChange, ChatSnapshot, Notice, NoticeExtras, PromptRequest, Question, QueuedPrompt, ServerLink, ServerState } from './chatState';
 import { ForkOrigin } from './fork';
-
-/** How the model reaches the server: `workspace/executeCommand` with one argument. */
-export interface ServerLink {
-  execute<T>(command: string, args?: object): Promise<T>;
-}
-
-/**
- * `missing`: no server command could be found; `failed`: it did not start or it died;
- * `noFolder`: the window has no folder, so there is no project to hold sessions.
- */
-export type ServerState = 'starting' | 'running' | 'stopped' | 'missing' | 'failed' | 'noFolder';
-
-export interface ChatSnapshot {
-  serverState: ServerState;
-  session: Session | null;
-  messages: WireMessage[];
-  hasMore: boolean;
-  streaming: string;
-  running: boolean;
-  usage: Usage | null;
-  notices: Notice[];
-  /** What the running task waits for (`seri/status`); null when not told. */
-  activity: Activity | null;
-  /** Questions the task waits on, oldest first. */
-  questions: Question[];
-  /** Prompts sent while a task ran, sent in order once it ends. */
-  queued: QueuedPrompt[];
-  /** What fills the open session's context, by part; null until the server said. */
-  context: ContextBreakdown | null;
-  /** The session the open one was forked from; null when it is no fork. */
-  forkOrigin: ForkOrigin | null;
-}
-
-/** A line the chat shows without storing it: how a task ended, a refused command. */
-export interface Notice {
-  id: number;
-  level: 'info' | 'warning' | 'error';
-  text: string;
-  /** The id of the last message when the notice was raised; it is shown after it. */
-  afterId: number | null;
-  /** The prompt a Retry button sends again (a failed task's, a refused one's). */
-  retry?: PromptRequest;
-  /** A report (`/cost`, `/context`): aligned lines, shown as they are. */
-  report?: boolean;
-  /** A compaction's notice: the recap (a button shows it) and its Read/Modified lists. */
-  compaction?: { recapId?: number; read: string[]; modified: string[] };
-}
-
-/** What a notice may carry besides its text. */
-export type NoticeExtras = Pick<Notice, 'retry' | 'report' | 'compaction'>;
-
-/** What the chat input sends: the text and what the user attached. */
-export interface PromptRequest {
-  text: string;
-  context?: PromptContext[];
-}
-
-export interface QueuedPrompt extends PromptRequest {
-  id: number;
-}
-
-/** A `seri/approve` question on screen until it is answered or withdrawn. */
-export interface Question {
-  id: number;
-  params: ApproveParams;
-}
-
-export type Activity = Omit<StatusParams, 'sessionId'>;
-
-/** The part of a CancellationToken the model needs (no `vscode` import here). */
-export interface Cancellation {
-  readonly isCancellationRequested: boolean;
-  onCancellationRequested(listener: () => void): { dispose(): void };
-}
-
-export type ChatChange =
-  /** `reveal: 'recap'`: a compaction happened, show its recap. */
-  | { kind: 'reset'; reveal?: 'recap' }
-  | { kind: 'append'; message: WireMessage }
-  | { kind: 'prepend'; messages: WireMessage[]; hasMore: boolean }
-  | { kind: 'streaming'; text: string }
-  | { kind: 'notice'; notice: Notice }
-  | { kind: 'state' }
-  /** The input's text was set; `context`: attachments that come back with it. */
-  | { kind: 'input'; text: string; context?: PromptContext[] }
-  /** The open questions changed (the state with them); `asked` is a new one. */
-  | { kind: 'questions'; asked?: Question }
-  /** Scroll to message `messageId` (earlier pages read as needed) and highlight it. */
-  | { kind: 'reveal'; messageId: number };
 
 type Listener = (change: ChatChange) => void;
 
@@ -162,6 +76,7 @@ export class ChatModel {
   // `/cost` and `/context` sent and not answered: the server also shows their text as a
   // message, which the chat shows already.
   private reportsPending = 0;
+  private slashCommands: SlashCommand[] = [];
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
 
@@ -186,6 +101,7 @@ export class ChatModel {
       queued: [...this.queue],
       context: this.context,
       forkOrigin: this.forkOrigin,
+      slashCommands: [...this.slashCommands],
     };
   }
 
@@ -245,6 +161,8 @@ export class ChatModel {
     this.generation++;
     this.server = server;
     this.serverState = 'running';
+    // The new server's own list comes with setSlashCommands; never an earlier server's.
+    this.slashCommands = [];
     this.promptsInFlight = 0;
     this.streamingTask = false;
     this.activity = null;
@@ -257,6 +175,7 @@ export class ChatModel {
     this.generation++;
     this.server = undefined;
     this.serverState = state;
+    this.slashCommands = [];
     this.promptsInFlight = 0;
     this.streamingTask = false;
     this.streaming = '';
@@ -268,6 +187,15 @@ export class ChatModel {
     [...this.answers.values()].forEach((settle) => settle(null));
     this.emit({ kind: 'state' });
     this.emit({ kind: 'streaming', text: '' });
+  }
+
+  /** The slash commands the attached server advertises (ignored while none is attached). */
+  setSlashCommands(commands: readonly SlashCommand[]): void {
+    if (!this.server) {
+      return;
+    }
+    this.slashCommands = [...commands];
+    this.emit({ kind: 'state' });
   }
 
   // --- notifications -------------------------------------------------------------------
@@ -886,18 +814,6 @@ export class ChatModel {
   }
 }
 
-/** The files a rewind left alone or could not restore, in one sentence each; '' if none. */
-export function rewindProblems(result: Partial<RewindResult>): string {
-  const parts: string[] = [];
-  if (result.conflicts && result.conflicts.length > 0) {
-    parts.push(`Left alone, changed since seri wrote them: ${result.conflicts.join(', ')}.`);
-  }
-  for (const failure of result.failed ?? []) {
-    parts.push(`Could not restore ${failure.path}: ${failure.reason}.`);
-  }
-  return parts.join(' ');
-}
-
 /** The line the chat keeps after a question is answered: “Allow”: edit src/app.py. */
 function answered(question: ApproveParams, choice: string, note: string | undefined): string {
   let about: string;
@@ -925,8 +841,4 @@ function isReport(text: string): boolean {
 /** A prompt the user typed (not a recap, a loaded rule or failing checks). */
 function isPrompt(message: WireMessage): boolean {
   return message.role === 'user' && message.kind === undefined;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,14 +7,15 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import { ChatChange, ChatModel } from './model';
+import { ChatModel } from './model';
+import type { ChatChange } from './chatState';
 import { Proposals } from './proposals';
 import { FromWebview, MenuAction, ToWebview } from './webviewProtocol';
 import { bufferContext, editorForAttaching, selectionContext } from '../attachments';
 import { inEditorWords } from '../format';
 import { Commands, FOCUS_CHAT } from '../ids';
 import type { PromptContext } from '../protocol';
-import { describe } from '../server';
+import { describe } from '../errors';
 import { projectFolder } from '../settings';
 import { WorkspaceFiles } from '../workspaceFiles';
 

@@ -1,6 +1,6 @@
 // Messages between the chat view's webview and the extension. Shared by both bundles.
 
-import type { ChatSnapshot, Notice } from './model';
+import type { ChatSnapshot, Notice } from './chatState';
 import type { PromptContext, WireMessage } from '../protocol';
 
 /** What the header, the working line, the question cards and the queue are drawn from. */

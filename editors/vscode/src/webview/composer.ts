@@ -1,12 +1,13 @@
 // The chat input: the text, the attachments shown as chips above it, and the suggestions
-// under the caret: slash commands (`/`), workspace files (`@`, searched by the extension
+// under the caret: slash commands (`/`, those the server advertises), workspace files (`@`, searched by the extension
 // as you type) and the editor's selection or file (`#selection`, `#buffer`). Enter sends,
 // also while a task runs (the extension queues it); Shift+Enter starts a new line.
 
 import { mentionLabel } from '../chat/promptText';
 import type { FromWebview } from '../chat/webviewProtocol';
-import { PromptContext, SLASH_COMMANDS } from '../protocol';
+import type { PromptContext, SlashCommand } from '../protocol';
 import { Icons, h, icon } from './dom';
+import { slashSuggestions } from './slashCompletion';
 
 /** What the composer keeps across the view being hidden and the window reloading. */
 export interface Draft {
@@ -39,6 +40,8 @@ export class Composer {
   private suggestions: Suggestion[] = [];
   private selected = 0;
   private usable = false;
+  // The running server's slash commands; none before it runs.
+  private slashCommands: readonly SlashCommand[] = [];
   // The `@` search: its number, so that a late answer to an older query is dropped.
   private fileQuery = 0;
 
@@ -109,6 +112,18 @@ export class Composer {
     this.stopButton.hidden = !running;
     this.sendButton.title = running ? 'Queue: sent when the running task ends (Enter)' : 'Send (Enter)';
     this.input.placeholder = running ? 'Queue a message…' : 'Ask seri…';
+  }
+
+  /** The slash commands the running server advertises (none while it is not running). */
+  setSlashCommands(commands: readonly SlashCommand[]): void {
+    // Every state message carries the list: only a different one is drawn again.
+    if (JSON.stringify(commands) === JSON.stringify(this.slashCommands)) {
+      return;
+    }
+    this.slashCommands = commands;
+    if (document.activeElement === this.input && this.tokenAtCaret()?.sigil === '/') {
+      this.suggest();
+    }
   }
 
   focus(): void {
@@ -234,14 +249,11 @@ export class Composer {
     if (!token) {
       this.closeSuggestions();
     } else if (token.sigil === '/') {
-      const commands = SLASH_COMMANDS.filter((command) => command.name.startsWith(token.word.toLowerCase()));
       this.show(
-        commands.map((command) => ({
-          key: `/${command.name}`,
-          label: command.usage,
-          description: command.description,
+        slashSuggestions(this.slashCommands, token.word).map((suggestion) => ({
+          ...suggestion,
           accept: () => {
-            this.input.value = `/${command.name}${command.usage.includes(' ') ? ' ' : ''}`;
+            this.input.value = suggestion.insert;
             this.closeSuggestions();
             this.resize();
             this.save();
@@ -297,7 +309,14 @@ export class Composer {
     const items = this.suggestions.map((suggestion, index) =>
       h(
         'li',
-        { role: 'option', class: 'suggestion', 'data-key': suggestion.key, 'aria-selected': String(index === this.selected) },
+        {
+          role: 'option',
+          class: 'suggestion',
+          'data-key': suggestion.key,
+          'aria-selected': String(index === this.selected),
+          // A narrow view cuts the summary short: the whole of it on hover.
+          title: suggestion.description ? `${suggestion.label}: ${suggestion.description}` : undefined,
+        },
         h('span', { class: 'suggestion-usage' }, suggestion.label),
         suggestion.description ? h('span', { class: 'suggestion-description' }, suggestion.description) : null,
       ),

@@ -8,16 +8,16 @@
 import './style.css';
 
 import { lastCopied } from '../chat/fork';
-import { sessionTitle } from '../chat/promptText';
-import type { FromWebview, HeaderState, MenuAction, ToWebview } from '../chat/webviewProtocol';
-import { contextPercent, describeActivity, formatTokens, shortTokens, spendSentence, spendWords } from '../format';
+import type { FromWebview, HeaderState, ToWebview } from '../chat/webviewProtocol';
+import { describeActivity } from '../format';
 import { Composer, Draft } from './composer';
-import { ContextBar } from './contextBar';
 import { Icons, h, icon } from './dom';
 import { Follower } from './follow';
+import { Header, originName } from './header';
 import { renderMarkdown } from './markdown';
 import { PathLinks } from './paths';
 import { Transcript } from './transcript';
+import { handleTranscriptClicks } from './transcriptActions';
 import { renderQuestions, renderQueue } from './waiting';
 
 interface VsCodeApi {
@@ -36,45 +36,9 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const post = (message: FromWebview): void => vscode.postMessage(message);
 
-const MENU: { action: MenuAction; label: string }[] = [
-  { action: 'new', label: 'New session' },
-  { action: 'resume', label: 'Resume session…' },
-  { action: 'search', label: 'Search sessions…' },
-  { action: 'continue', label: 'Continue last session' },
-  { action: 'rename', label: 'Rename session…' },
-  { action: 'compact', label: 'Compact context…' },
-  { action: 'clear', label: 'Clear conversation' },
-  { action: 'maxTurns', label: 'Set max turns…' },
-  { action: 'rewind', label: 'Rewind…' },
-  { action: 'fork', label: 'Fork session' },
-  { action: 'export', label: 'Export session…' },
-  { action: 'import', label: 'Import session…' },
-];
-
 // --- layout -------------------------------------------------------------------------
 
-const title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
-const subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
-const spend = h('span', { class: 'spend', id: 'session-spend', hidden: true });
-const contextBar = new ContextBar(() => post({ type: 'menu', action: 'compact' }));
-const menuButton = h(
-  'button',
-  { class: 'icon-button', id: 'session-menu-button', type: 'button', title: 'Session menu', 'aria-label': 'Session menu', 'aria-haspopup': 'menu', 'aria-expanded': 'false' },
-  icon(Icons.menu),
-);
-const menu = h(
-  'div',
-  { class: 'menu', id: 'session-menu', role: 'menu', hidden: true },
-  ...MENU.map((item) => h('button', { class: 'menu-item', type: 'button', role: 'menuitem', 'data-action': item.action }, item.label)),
-);
-const header = h(
-  'header',
-  { class: 'header' },
-  h('div', { class: 'title-block' }, title, h('div', { class: 'subtitle' }, subtitle, spend), contextBar.meter),
-  menuButton,
-  menu,
-  contextBar.details,
-);
+const header = new Header(post);
 
 const older = h('button', { class: 'older', type: 'button', hidden: true }, 'Load earlier messages');
 const rows = h('div', { class: 'rows', id: 'messages' });
@@ -101,7 +65,7 @@ const composer = new Composer(
   () => follower.toBottom(),
 );
 
-document.getElementById('app')!.append(header, h('div', { class: 'transcript-frame' }, transcriptBox, newMessages), composer.element);
+document.getElementById('app')!.append(header.element, h('div', { class: 'transcript-frame' }, transcriptBox, newMessages), composer.element);
 const transcript = new Transcript(rows);
 
 // --- state --------------------------------------------------------------------------
@@ -119,22 +83,16 @@ function applyHeader(next: HeaderState): void {
   const before = state;
   state = next;
   const session = next.session;
-  title.textContent = session ? sessionTitle(session.title) : 'Seri';
-  const forkedFrom = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
-  title.title = session ? `${sessionTitle(session.title)} (${session.id})${forkedFrom}` : '';
-  applyUsage(next);
-  spend.textContent = spendWords(session?.spend);
-  spend.title = spendSentence(session?.spend);
-  spend.hidden = spend.textContent === '';
+  header.update(next);
   const usable = next.serverState === 'running';
   composer.setState(usable, next.running);
+  composer.setSlashCommands(next.slashCommands);
   // No forking while a task runs (the server refuses it).
   document.body.classList.toggle('task-running', next.running);
   const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
   if (origin(next) !== origin(before)) {
     placeForkMark();
   }
-  menuButton.disabled = !usable;
   older.hidden = !next.hasMore;
   renderQuestions(questions, next.questions, session?.project ?? '', post);
   renderQueue(queue, next.queued, post);
@@ -153,26 +111,6 @@ function applyHeader(next: HeaderState): void {
   if (next.questions.length > (before?.questions.length ?? 0) || next.queued.length > (before?.queued.length ?? 0)) {
     follower.arrived();
   }
-}
-
-/** "12% · 15k / 128k tokens", then the context bar (its parts, the compaction mark). */
-function applyUsage(next: HeaderState): void {
-  if (!next.usage || !next.session) {
-    subtitle.textContent = '';
-    contextBar.update(null, null, '');
-    return;
-  }
-  const { estimateTokens, contextWindow } = next.usage;
-  const percent = contextPercent(estimateTokens, contextWindow);
-  subtitle.textContent = `${percent}% · ${shortTokens(estimateTokens)} / ${shortTokens(contextWindow)} tokens`;
-  subtitle.title = `${formatTokens(estimateTokens)} of ${formatTokens(contextWindow)} tokens`;
-  contextBar.update(next.usage, next.context, next.session.project);
-}
-
-/** “The parent’s title”, or its id when its title could not be read. */
-function originName(next: HeaderState): string {
-  const origin = next.forkOrigin!;
-  return origin.title ? `“${sessionTitle(origin.title)}”` : `session ${origin.id}`;
 }
 
 /** After a fork's copied messages: a line saying where they come from. */
@@ -359,99 +297,13 @@ older.addEventListener('click', requestOlder);
 
 // --- links, files, code copy, retry ---------------------------------------------------
 
-transcriptBox.addEventListener('click', (event) => {
-  const target = event.target as HTMLElement;
-  const copy = target.closest('.code-copy');
-  if (copy) {
-    const code = copy.closest('.code-block')?.querySelector('code');
-    post({ type: 'copy', text: code?.textContent ?? '' });
-    copy.textContent = 'Copied';
-    setTimeout(() => (copy.textContent = 'Copy'), 1200);
-    return;
-  }
-  const fork = target.closest<HTMLButtonElement>('.fork-here');
-  if (fork?.dataset.messageId) {
-    post({ type: 'fork', id: Number(fork.dataset.messageId) });
-    return;
-  }
-  const original = target.closest<HTMLButtonElement>('.fork-original');
-  if (original?.dataset.sessionId) {
-    post({ type: 'resume', sessionId: original.dataset.sessionId });
-    return;
-  }
-  const showRecap = target.closest<HTMLButtonElement>('.notice-show-recap');
-  if (showRecap) {
-    wanted = { id: Number(showRecap.dataset.recapId) || 0, recap: true };
+handleTranscriptClicks(transcriptBox, {
+  post,
+  showRecap: (recapId) => {
+    wanted = { id: recapId, recap: true };
     revealWanted();
-    return;
-  }
-  const retry = target.closest<HTMLButtonElement>('.notice-retry');
-  if (retry?.dataset.noticeId) {
-    retry.disabled = true;
-    post({ type: 'retry', id: Number(retry.dataset.noticeId) });
-    follower.toBottom();
-    return;
-  }
-  const file = target.closest<HTMLElement>('.file-link');
-  if (file && (file.dataset.file ?? file.dataset.path)) {
-    event.preventDefault();
-    const line = file.dataset.line ? Number(file.dataset.line) : undefined;
-    post({ type: 'openFile', path: (file.dataset.file ?? file.dataset.path)!, line });
-    return;
-  }
-  const link = target.closest('a');
-  if (link) {
-    event.preventDefault();
-    const href = link.getAttribute('href');
-    if (href && /^[a-z][\w+.-]*:/i.test(href)) {
-      post({ type: 'openLink', href });
-    } else if (href && !href.startsWith('#')) {
-      // A link written to a relative path (`[the app](src/app.py#L3)`) is a file.
-      const [path, fragment] = href.split('#');
-      const line = /^L?(\d+)/.exec(fragment ?? '')?.[1];
-      post({ type: 'openFile', path: decodeURIComponent(path), line: line ? Number(line) : undefined });
-    }
-  }
-});
-
-// --- session menu -------------------------------------------------------------------
-
-function closeMenu(): void {
-  menu.hidden = true;
-  menuButton.setAttribute('aria-expanded', 'false');
-}
-
-menuButton.addEventListener('click', (event) => {
-  event.stopPropagation();
-  menu.hidden = !menu.hidden;
-  menuButton.setAttribute('aria-expanded', String(!menu.hidden));
-  if (!menu.hidden) {
-    menu.querySelector<HTMLButtonElement>('.menu-item')?.focus();
-  }
-});
-menu.addEventListener('click', (event) => {
-  const item = (event.target as HTMLElement).closest<HTMLElement>('.menu-item');
-  if (item?.dataset.action) {
-    closeMenu();
-    post({ type: 'menu', action: item.dataset.action as MenuAction });
-  }
-});
-menu.addEventListener('keydown', (event) => {
-  const items = [...menu.querySelectorAll<HTMLButtonElement>('.menu-item')];
-  const index = items.indexOf(document.activeElement as HTMLButtonElement);
-  if (event.key === 'Escape') {
-    closeMenu();
-    menuButton.focus();
-  } else if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
-    event.preventDefault();
-    const step = event.key === 'ArrowDown' ? 1 : -1;
-    items[(index + step + items.length) % items.length]?.focus();
-  }
-});
-document.addEventListener('click', (event) => {
-  if (!menu.hidden && !menu.contains(event.target as Node)) {
-    closeMenu();
-  }
+  },
+  toBottom: () => follower.toBottom(),
 });
 
 const saved = vscode.getState();

@@ -3,7 +3,7 @@
 // a note a Deny sends to the model), and the prompts queued while a task runs. Both are
 // drawn by id, so that a redraw keeps a note being typed.
 
-import type { QueuedPrompt, Question } from '../chat/model';
+import type { QueuedPrompt, Question } from '../chat/chatState';
 import { mentionLabel } from '../chat/promptText';
 import type { FromWebview } from '../chat/webviewProtocol';
 import { plural } from '../format';

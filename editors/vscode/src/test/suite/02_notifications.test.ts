@@ -1,7 +1,7 @@
 import * as assert from 'assert';
 import * as vscode from 'vscode';
 
-import type { ChatChange } from '../../chat/model';
+import type { ChatChange } from '../../chat/chatState';
 import { Commands } from '../../ids';
 import { activated, longText, provider, sessionView, waitFor } from './helpers';
 

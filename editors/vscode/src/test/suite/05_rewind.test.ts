@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import type { CheckpointPickItem, RestorePickItem } from '../../commands';
+import type { CheckpointPickItem, RestorePickItem } from '../../commands/rewind';
 import { Commands } from '../../ids';
 import type { RewindResult } from '../../protocol';
 import { activated, provider, sessionView, stubWindow, waitFor } from './helpers';

@@ -4,7 +4,8 @@
 
 import * as assert from 'assert';
 
-import { ChatChange, ChatModel, ServerLink } from '../../chat/model';
+import { ChatModel } from '../../chat/model';
+import type { ChatChange, ServerLink } from '../../chat/chatState';
 import type { ApproveParams, PromptResult, Session, SessionView, WireMessage } from '../../protocol';
 
 function session(id: string, title = ''): Session {

@@ -1,0 +1,42 @@
+// The method names: server commands, notifications, and requests to the editor.
+
+/** Server commands (`workspace/executeCommand`), each with one JSON object argument. */
+export const ServerCommand = {
+  sessionNew: 'seri.session.new',
+  sessionContinue: 'seri.session.continue',
+  sessionResume: 'seri.session.resume',
+  sessionList: 'seri.session.list',
+  sessionGet: 'seri.session.get',
+  sessionFork: 'seri.session.fork',
+  sessionUsage: 'seri.session.usage',
+  sessionContext: 'seri.session.context',
+  sessionSearch: 'seri.session.search',
+  sessionRename: 'seri.session.rename',
+  sessionExport: 'seri.session.export',
+  sessionImport: 'seri.session.import',
+  prompt: 'seri.prompt',
+  compact: 'seri.compact',
+  clear: 'seri.clear',
+  maxTurns: 'seri.maxTurns',
+  cancel: 'seri.cancel',
+  rewind: 'seri.rewind',
+  checkpoints: 'seri.checkpoints',
+  trajectory: 'seri.trajectory',
+  /** The slash commands the server understands (also in its initialize result). */
+  commands: 'seri.commands',
+} as const;
+
+export const Notification = {
+  sessionChanged: 'seri/sessionChanged',
+  message: 'seri/message',
+  delta: 'seri/delta',
+  compacted: 'seri/compacted',
+  turnEnded: 'seri/turnEnded',
+  status: 'seri/status',
+} as const;
+
+/** Requests the server sends to the editor. */
+export const ServerRequest = {
+  saveDocuments: 'seri/saveDocuments',
+  approve: 'seri/approve',
+} as const;

@@ -1,0 +1,13 @@
+// `seri.trajectory`: whether runs are recorded.
+
+/** `seri.trajectory`: whether runs are recorded, and where that comes from. */
+export interface TrajectoryState {
+  enabled: boolean;
+  source: 'env' | 'profile' | 'default';
+  /** What the profile's config.json holds (null: nothing). */
+  stored?: boolean | null;
+  /** A sentence for the user: on or off, and why. */
+  message?: string;
+  /** Set when SERI_TRAJECTORY_ENABLED in the server's environment overrides the stored toggle. */
+  warning?: string;
+}

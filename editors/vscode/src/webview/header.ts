@@ -1,0 +1,63 @@
+// The chat's header: the session's title (and where a fork comes from), the context use
+// with its bar, what the session's model calls cost, and the session menu.
+
+import { sessionTitle } from '../chat/promptText';
+import type { FromWebview, HeaderState } from '../chat/webviewProtocol';
+import { contextPercent, formatTokens, shortTokens, spendSentence, spendWords } from '../format';
+import { ContextBar } from './contextBar';
+import { h } from './dom';
+import { SessionMenu } from './sessionMenu';
+
+export class Header {
+  readonly element: HTMLElement;
+  private readonly title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
+  private readonly subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
+  private readonly spend = h('span', { class: 'spend', id: 'session-spend', hidden: true });
+  private readonly contextBar: ContextBar;
+  private readonly sessionMenu: SessionMenu;
+
+  constructor(post: (message: FromWebview) => void) {
+    this.contextBar = new ContextBar(() => post({ type: 'menu', action: 'compact' }));
+    this.sessionMenu = new SessionMenu(post);
+    this.element = h(
+      'header',
+      { class: 'header' },
+      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, this.spend), this.contextBar.meter),
+      this.sessionMenu.button,
+      this.sessionMenu.menu,
+      this.contextBar.details,
+    );
+  }
+
+  update(next: HeaderState): void {
+    const session = next.session;
+    this.title.textContent = session ? sessionTitle(session.title) : 'Seri';
+    const forkedFrom = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
+    this.title.title = session ? `${sessionTitle(session.title)} (${session.id})${forkedFrom}` : '';
+    this.updateUsage(next);
+    this.spend.textContent = spendWords(session?.spend);
+    this.spend.title = spendSentence(session?.spend);
+    this.spend.hidden = this.spend.textContent === '';
+    this.sessionMenu.disabled = next.serverState !== 'running';
+  }
+
+  /** "12% · 15k / 128k tokens", then the context bar (its parts, the compaction mark). */
+  private updateUsage(next: HeaderState): void {
+    if (!next.usage || !next.session) {
+      this.subtitle.textContent = '';
+      this.contextBar.update(null, null, '');
+      return;
+    }
+    const { estimateTokens, contextWindow } = next.usage;
+    const percent = contextPercent(estimateTokens, contextWindow);
+    this.subtitle.textContent = `${percent}% · ${shortTokens(estimateTokens)} / ${shortTokens(contextWindow)} tokens`;
+    this.subtitle.title = `${formatTokens(estimateTokens)} of ${formatTokens(contextWindow)} tokens`;
+    this.contextBar.update(next.usage, next.context, next.session.project);
+  }
+}
+
+/** “The parent’s title”, or its id when its title could not be read (the state has a fork origin). */
+export function originName(next: HeaderState): string {
+  const origin = next.forkOrigin!;
+  return origin.title ? `“${sessionTitle(origin.title)}”` : `session ${origin.id}`;
+}
