@@ -73,10 +73,13 @@ export function cachePercent(spend: Spend | undefined): number | null {
   return Math.round((spend.cachedInputTokens * 100) / spend.inputTokens);
 }
 
-/** The cache beside the spend: "cache 85% of input"; '' when `cachePercent` is null. */
+/**
+ * The cache beside the spend in the chat's narrow header: "cache 85%" (`cacheSentence` on
+ * hover says of what); '' when `cachePercent` is null.
+ */
 export function cacheWords(spend: Spend | undefined): string {
   const percent = cachePercent(spend);
-  return percent === null ? '' : `cache ${percent}% of input`;
+  return percent === null ? '' : `cache ${percent}%`;
 }
 
 /**

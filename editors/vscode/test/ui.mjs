@@ -923,7 +923,7 @@ async function contextBar({ page, config, shot }) {
   // The spend, in the header.
   await view.locator('#session-spend', { hasText: '$0.0083' }).waitFor({ timeout: 10_000 });
   // Beside it, the share of the input read from the prompt cache; the sentence on hover.
-  const cache = view.locator('#session-cache', { hasText: 'cache 40% of input' });
+  const cache = view.locator('#session-cache', { hasText: 'cache 40%' });
   await cache.waitFor({ timeout: 10_000 });
   const cacheTitle = await cache.getAttribute('title');
   expect(cacheTitle === 'Prompt cache: 40% of the input read from it (80 of 200 tokens); 80 tokens written to it.', `the cache's title (${cacheTitle})`);

@@ -36,11 +36,11 @@ suite('spend, context and forks', () => {
   });
 
   test('beside the spend, the share of the input read from the prompt cache; nothing when the provider reported none', () => {
-    assert.strictEqual(cacheWords(spend()), 'cache 85% of input');
-    assert.strictEqual(cacheWords(spend({ cacheWriteTokens: 6144 })), 'cache 85% of input');
+    assert.strictEqual(cacheWords(spend()), 'cache 85%');
+    assert.strictEqual(cacheWords(spend({ cacheWriteTokens: 6144 })), 'cache 85%');
     assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0 })), '', 'no cache read or write reported');
     assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0, cacheWriteTokens: 0 })), '');
-    assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0, cacheWriteTokens: 900 })), 'cache 0% of input', 'written, not yet read');
+    assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0, cacheWriteTokens: 900 })), 'cache 0%', 'written, not yet read');
     assert.strictEqual(cacheWords(spend({ inputTokens: 0, cachedInputTokens: 0, calls: 0 })), '');
     assert.strictEqual(cacheWords(undefined), '');
     assert.strictEqual(
