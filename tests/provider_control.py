@@ -13,8 +13,9 @@ through this small JSON API on 127.0.0.1:
 A reply is `{"text": "...", "chunkSize"?, "chunkDelay"?, "usage"?, "stallAfter"?}`,
 `{"calls": [[id, name, arguments], ...], "text"?, "usage"?, "delay"?}` (`delay`: seconds
 before the calls stream) or `{"error": status, "body"?, "headers"?}` (`{"Retry-After":
-"3"}` makes the retry wait); `usage` is the billed input token count, and `cost` (with
-`usage`) the call's cost in USD as OpenRouter reports it.
+"3"}` makes the retry wait); `usage` is the billed input token count, and `cost`,
+`cached` and `cacheWrite` (with `usage`) the call's cost in USD and the input tokens read
+from and written to the prompt cache, as OpenRouter reports them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from tests.scripted_provider import STOP_POLL_SECONDS, Calls, Error, ScriptedPro
 
 def reply_from_json(data: dict[str, Any]) -> Text | Calls | Error:
     """One queued reply from its JSON description."""
-    billed = usage(data["usage"], cost=data.get("cost")) if data.get("usage") is not None else None
+    billed = (
+        usage(
+            data["usage"],
+            cost=data.get("cost"),
+            cached=data.get("cached"),
+            cache_write=data.get("cacheWrite"),
+        )
+        if data.get("usage") is not None
+        else None
+    )
     if "error" in data:
         headers = {str(k): str(v) for k, v in (data.get("headers") or {}).items()}
         return Error(int(data["error"]), data.get("body"), headers=headers)

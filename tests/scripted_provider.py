@@ -145,9 +145,11 @@ def usage(
     cached: int | None = None,
     reasoning: int | None = None,
     cost: float | None = None,
+    cache_write: int | None = None,
 ) -> dict[str, Any]:
     """A `usage` object as OpenAI-compatible providers send it: the cached input and
-    reasoning tokens in their details when given, OpenRouter's `cost` when given."""
+    reasoning tokens in their details when given, OpenRouter's `cost` and its cache
+    writes (`prompt_tokens_details.cache_write_tokens`) when given."""
     body: dict[str, Any] = {
         "prompt_tokens": input_tokens,
         "completion_tokens": output_tokens,
@@ -155,6 +157,8 @@ def usage(
     }
     if cached is not None:
         body["prompt_tokens_details"] = {"cached_tokens": cached}
+    if cache_write is not None:
+        body.setdefault("prompt_tokens_details", {})["cache_write_tokens"] = cache_write
     if reasoning is not None:
         body["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     if cost is not None:

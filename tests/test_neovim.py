@@ -480,8 +480,11 @@ def test_spend_context_float_and_the_compaction_notice(
     (workspace / "AGENTS.md").write_text("# Rules\n\n" + "Keep functions short.\n" * 8)
     (workspace / "notes.txt").write_text("Notes on parsing. " * 60 + "\n")
     provider.script(
-        Calls([("r1", "read_file", {"path": "notes.txt"})], usage=usage(100, cost=0.0031)),
-        Text("The notes are about parsing.", usage=usage(100, cost=0.0052)),
+        Calls(
+            [("r1", "read_file", {"path": "notes.txt"})],
+            usage=usage(100, cost=0.0031, cached=0, cache_write=80),
+        ),
+        Text("The notes are about parsing.", usage=usage(100, cost=0.0052, cached=80)),
         Text("Then nothing more."),
         Text(SUMMARY),
     )

@@ -29,8 +29,8 @@ async def test_new_session_is_listed_and_fetched(lsp, client_name, workspace: Pa
     }  # fmt: skip
     assert session["parentId"] is None and session["forkedAt"] is None
     assert session["spend"] == {
-        "inputTokens": 0, "cachedInputTokens": 0, "outputTokens": 0, "reasoningTokens": 0,
-        "cost": None, "calls": 0,
+        "inputTokens": 0, "cachedInputTokens": 0, "cacheWriteTokens": 0, "outputTokens": 0,
+        "reasoningTokens": 0, "cost": None, "calls": 0,
     }  # fmt: skip
 
     listed = await command(client, "seri.session.list", {})

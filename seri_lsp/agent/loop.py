@@ -100,12 +100,18 @@ async def record_compaction_failed(
 
 
 def usage_event(purpose: str, usage: Usage) -> dict[str, Any]:
-    """The recording event of the tokens a reply was billed for."""
-    return {
+    """The recording event of the tokens a reply was billed for (the prompt cache's reads
+    and writes when the provider reported them)."""
+    event: dict[str, Any] = {
         "purpose": purpose,
         "inputTokens": usage.input_tokens,
         "outputTokens": usage.output_tokens,
     }
+    if usage.cached_input_tokens is not None:
+        event["cachedInputTokens"] = usage.cached_input_tokens
+    if usage.cache_write_tokens is not None:
+        event["cacheWriteTokens"] = usage.cache_write_tokens
+    return event
 
 
 def spend_of(conversation: Conversation, kind: str, usage: Usage | None) -> Spend:
@@ -122,6 +128,7 @@ def spend_of(conversation: Conversation, kind: str, usage: Usage | None) -> Spen
         output_tokens=usage.output_tokens,
         reasoning_tokens=usage.reasoning_tokens,
         cost=usage.cost,
+        cache_write_tokens=usage.cache_write_tokens,
     )
 
 

@@ -31,7 +31,11 @@ def cost_text(usage: dict[str, Any]) -> str:
     plural = "s" if calls != 1 else ""
     lines = [f"Spend: {money(totals.cost)} over {calls:,} model call{plural}."]
     rate = usage["cacheHitRate"]
-    cached = f" ({totals.cached_input_tokens:,} cached, {rate:.0%})" if rate is not None else ""
+    written = totals.cache_write_tokens
+    writes = f"; {written:,} written to the cache" if written else ""
+    cached = (
+        f" ({totals.cached_input_tokens:,} cached, {rate:.0%}{writes})" if rate is not None else ""
+    )
     lines.append(
         f"Input {totals.input_tokens:,} tokens{cached}; output {totals.output_tokens:,}"
         f" (reasoning {totals.reasoning_tokens:,})."

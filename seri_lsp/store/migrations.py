@@ -351,6 +351,16 @@ def m010_forks_and_spend(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE session_rules_fired ADD COLUMN seq INTEGER")
 
 
+def m011_cache_writes(conn: sqlite3.Connection) -> None:
+    # Spend: the input tokens a call wrote to the provider's prompt cache (its reads are
+    # `cached_input_tokens`), per call and in the session's running totals. Calls stored
+    # before this migration count 0 in the totals and NULL (not reported) on their row.
+    conn.execute("ALTER TABLE model_calls ADD COLUMN cache_write_tokens INTEGER")
+    conn.execute(
+        "ALTER TABLE sessions ADD COLUMN spent_cache_write_tokens INTEGER NOT NULL DEFAULT 0"
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
@@ -362,4 +372,5 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "rules_fired_by_message", m008_rules_fired_by_message),
     (9, "search_titles_and_imports", m009_search_titles_and_imports),
     (10, "forks_and_spend", m010_forks_and_spend),
+    (11, "cache_writes", m011_cache_writes),
 ]

@@ -26,7 +26,14 @@ from seri_lsp.store.messages import (
     wire_message,
 )
 from seri_lsp.store.search_index import indexed_after
-from seri_lsp.store.spend import TOTALS_COLUMNS, Spend, SpendTotals, record_spend, totals_from_row
+from seri_lsp.store.spend import (
+    TOTALS_COLUMNS,
+    TOTALS_WIDTH,
+    Spend,
+    SpendTotals,
+    record_spend,
+    totals_from_row,
+)
 
 TITLE_LENGTH = 80
 
@@ -766,5 +773,5 @@ def _session_from_row(row: sqlite3.Row) -> SessionInfo:
         forked_from=row["forked_from"],
         forked_at=row["forked_at"],
         forked_seq=row["forked_seq"],
-        spend=totals_from_row(tuple(row)[-6:]),
+        spend=totals_from_row(tuple(row)[-TOTALS_WIDTH:]),
     )

@@ -13,7 +13,7 @@ Everything here is synchronous; the engine runs it on its database thread.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from seri_lsp.store.database import Database, utc_now
@@ -25,7 +25,8 @@ KINDS = ("turn", "compaction", "subagent")
 class Spend:
     """What one model call was billed, as the provider reported it (None: not reported).
 
-    `input_tokens` as the provider bills them, the cached ones included; `cost` in USD.
+    `input_tokens` as the provider bills them, the cached ones included; `cost` in USD;
+    `cache_write_tokens`: the input tokens written to the provider's prompt cache.
     """
 
     kind: str
@@ -34,6 +35,7 @@ class Spend:
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost: float | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -46,13 +48,16 @@ class SpendTotals:
     reasoning_tokens: int = 0
     cost: float | None = None
     calls: int = 0
+    cache_write_tokens: int = 0
 
 
 # The session row's totals, in SpendTotals' order (`s.` is the sessions table).
 TOTALS_COLUMNS = (
     "s.spent_input_tokens, s.spent_cached_input_tokens, s.spent_output_tokens,"
-    " s.spent_reasoning_tokens, s.spent_cost, s.model_calls"
+    " s.spent_reasoning_tokens, s.spent_cost, s.model_calls, s.spent_cache_write_tokens"
 )
+# How many values that is (a session row ends with them).
+TOTALS_WIDTH = len(fields(SpendTotals))
 
 # The session and its subagents (and theirs), for the calls behind its totals.
 _DOWN = (
@@ -68,8 +73,8 @@ def record_spend(
     session and of every session above it. `message_id`: the reply stored with it."""
     conn.execute(
         "INSERT INTO model_calls (session_id, kind, input_tokens, cached_input_tokens,"
-        " output_tokens, reasoning_tokens, cost, message_id, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " output_tokens, reasoning_tokens, cost, message_id, created_at, cache_write_tokens)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
             spend.kind,
@@ -80,6 +85,7 @@ def record_spend(
             spend.cost,
             message_id,
             utc_now(),
+            spend.cache_write_tokens,
         ),
     )
     amounts = (
@@ -89,6 +95,7 @@ def record_spend(
         spend.reasoning_tokens or 0,
         spend.cost,
         spend.cost,
+        spend.cache_write_tokens or 0,
     )
     # The session, then the session above it while there is one: an update by key each
     # (a recursive query cost a turn several times as much, for a chain rarely two long).
@@ -107,15 +114,15 @@ _ADD_SPEND = (
     " spent_output_tokens = spent_output_tokens + ?,"
     " spent_reasoning_tokens = spent_reasoning_tokens + ?,"
     " spent_cost = CASE WHEN ? IS NULL THEN spent_cost ELSE COALESCE(spent_cost, 0) + ? END,"
-    " model_calls = model_calls + 1"
+    " model_calls = model_calls + 1,"
+    " spent_cache_write_tokens = spent_cache_write_tokens + ?"
     " WHERE id = ? RETURNING parent_id"
 )
 
 
 def totals_from_row(values: tuple[Any, ...]) -> SpendTotals:
     """The totals from the values of `TOTALS_COLUMNS`, in order."""
-    input_tokens, cached, output, reasoning, cost, calls = values
-    return SpendTotals(input_tokens, cached, output, reasoning, cost, calls)
+    return SpendTotals(*values)
 
 
 def usage(db: Database, session_id: str) -> tuple[SpendTotals, dict[str, SpendTotals]]:
@@ -127,7 +134,8 @@ def usage(db: Database, session_id: str) -> tuple[SpendTotals, dict[str, SpendTo
         for kind, *sums in db.query_tuples(
             f"{_DOWN} SELECT kind, COALESCE(SUM(input_tokens), 0),"
             " COALESCE(SUM(cached_input_tokens), 0), COALESCE(SUM(output_tokens), 0),"
-            " COALESCE(SUM(reasoning_tokens), 0), SUM(cost), COUNT(*) FROM model_calls"
+            " COALESCE(SUM(reasoning_tokens), 0), SUM(cost), COUNT(*),"
+            " COALESCE(SUM(cache_write_tokens), 0) FROM model_calls"
             " WHERE session_id IN (SELECT id FROM down) GROUP BY kind",
             (session_id,),
         )

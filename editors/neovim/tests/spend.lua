@@ -34,10 +34,25 @@ H.run(function()
   H.truthy(seri.status():find("$0.0083", 1, true), "status.spend = true: " .. seri.status())
   require("seri.config").options.status.spend = false
   H.truthy(chat.winbar():find("$0.0083", 1, true), "the chat's bar: " .. chat.winbar())
+  -- Beside the spend, the share of the input read from the provider's prompt cache.
+  H.truthy(
+    seri.status({ spend = true }):find(" · $0.0083 · cache 40% of input", 1, true),
+    "the cache rate in the status: " .. seri.status({ spend = true })
+  )
+  -- (A bar's text has its % doubled, as 'winbar' wants.)
+  H.truthy(chat.winbar():find("cache 40%% of input", 1, true), "the chat's bar: " .. chat.winbar())
+  H.truthy(not seri.status():find("cache", 1, true), "not in the short status")
+  -- Nothing when the provider reported no cache read or write.
+  local status = require("seri.status")
+  local plain = { inputTokens = 200, cachedInputTokens = 0, cacheWriteTokens = 0, calls = 2 }
+  H.eq(nil, status.cache({ spend = plain }), "no cache figures, no rate")
+  local written = vim.tbl_extend("force", plain, { cacheWriteTokens = 150 })
+  H.eq("cache 0% of input", status.cache({ spend = written }), "a write alone: nothing read yet")
 
   -- :SeriCost prints the report in the chat, once (the server's message is held back).
   vim.cmd("SeriCost")
   H.wait_chat({ "Spend: $0.0083 over 2 model calls.", "turn" })
+  H.wait_chat("Input 200 tokens (80 cached, 40%; 80 written to the cache)")
   vim.wait(300)
   H.eq(1, count("Spend: $0.0083"), "the report, once")
   -- /context typed in the input: its text bars, in the chat, at once.

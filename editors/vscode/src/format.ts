@@ -62,6 +62,40 @@ export function spendSentence(spend: Spend | undefined): string {
   return `Spend: ${words} over ${plural(spend.calls, 'model call')} (${counts}).${noCost}`;
 }
 
+/**
+ * The share of the input the provider read from its prompt cache, in whole percent; null
+ * before any input, and for a provider that reported no cache read or write.
+ */
+export function cachePercent(spend: Spend | undefined): number | null {
+  if (!spend || spend.inputTokens <= 0 || (spend.cachedInputTokens <= 0 && (spend.cacheWriteTokens ?? 0) <= 0)) {
+    return null;
+  }
+  return Math.round((spend.cachedInputTokens * 100) / spend.inputTokens);
+}
+
+/**
+ * The cache beside the spend in the chat's narrow header: "cache 85%" (`cacheSentence` on
+ * hover says of what); '' when `cachePercent` is null.
+ */
+export function cacheWords(spend: Spend | undefined): string {
+  const percent = cachePercent(spend);
+  return percent === null ? '' : `cache ${percent}%`;
+}
+
+/**
+ * The cache in a sentence, for tooltips: "Prompt cache: 85% of the input read from it
+ * (40,960 of 48,210 tokens); 6,144 tokens written to it."; '' when `cachePercent` is null.
+ */
+export function cacheSentence(spend: Spend | undefined): string {
+  const percent = cachePercent(spend);
+  if (!spend || percent === null) {
+    return '';
+  }
+  const read = `${percent}% of the input read from it (${formatTokens(spend.cachedInputTokens)} of ${formatTokens(spend.inputTokens)} tokens)`;
+  const written = spend.cacheWriteTokens ? `; ${formatTokens(spend.cacheWriteTokens)} tokens written to it` : '';
+  return `Prompt cache: ${read}${written}.`;
+}
+
 const COMPACTED_BY: Record<CompactedParams['trigger'], string> = {
   auto: 'Context compacted automatically',
   manual: 'Context compacted',

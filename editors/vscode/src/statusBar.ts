@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 
 import { ChatModel } from './chat/model';
 import { sessionTitle } from './chat/promptText';
-import { contextPercent, formatTokens, spendSentence } from './format';
+import { cacheSentence, contextPercent, formatTokens, spendSentence } from './format';
 import { Commands, STATUS_ITEM_ID } from './ids';
 
 export class ContextStatusBar implements vscode.Disposable {
@@ -86,6 +86,10 @@ export class ContextStatusBar implements vscode.Disposable {
     const spend = spendSentence(session.spend);
     if (spend) {
       lines.push(spend);
+    }
+    const cache = cacheSentence(session.spend);
+    if (cache) {
+      lines.push(cache);
     }
     if (model.running) {
       lines.push('A task is running.');

@@ -911,8 +911,8 @@ async function segmentsAgainstParts(view) {
 
 async function contextBar({ page, config, shot }) {
   await provider(config).script(
-    { calls: [['ctx-read', 'read_file', { path: 'docs/notes.md' }]], usage: 100, cost: 0.0031 },
-    { text: 'The notes describe how the parser recovers from errors.', usage: 100, cost: 0.0052 },
+    { calls: [['ctx-read', 'read_file', { path: 'docs/notes.md' }]], usage: 100, cost: 0.0031, cached: 0, cacheWrite: 80 },
+    { text: 'The notes describe how the parser recovers from errors.', usage: 100, cost: 0.0052, cached: 80 },
   );
   await openChat(page);
   const view = chat(page);
@@ -922,6 +922,11 @@ async function contextBar({ page, config, shot }) {
   await view.locator('#context-segments .segment[data-kind="toolResult"]').waitFor({ timeout: 20_000 });
   // The spend, in the header.
   await view.locator('#session-spend', { hasText: '$0.0083' }).waitFor({ timeout: 10_000 });
+  // Beside it, the share of the input read from the prompt cache; the sentence on hover.
+  const cache = view.locator('#session-cache', { hasText: 'cache 40%' });
+  await cache.waitFor({ timeout: 10_000 });
+  const cacheTitle = await cache.getAttribute('title');
+  expect(cacheTitle === 'Prompt cache: 40% of the input read from it (80 of 200 tokens); 80 tokens written to it.', `the cache's title (${cacheTitle})`);
 
   // Hovering the bar shows the breakdown: each part, its tokens, where compaction starts.
   const details = view.locator('#context-details');

@@ -46,13 +46,17 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 @dataclass(frozen=True)
 class Usage:
     """What the provider billed for one response: tokens (input as billed, the cached
-    ones included), and the cost in USD when it says (OpenRouter's `usage.cost`)."""
+    ones included), and the cost in USD when it says (OpenRouter's `usage.cost`).
+
+    `cached_input_tokens` were read from the provider's prompt cache and
+    `cache_write_tokens` written to it, both among the input tokens."""
 
     input_tokens: int | None
     output_tokens: int | None
     cached_input_tokens: int | None = None
     reasoning_tokens: int | None = None
     cost: float | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass
@@ -232,19 +236,28 @@ def _usage(data: dict[str, Any]) -> Usage:
         Responses API's)."""
         return next((data[key] for key in keys if isinstance(data.get(key), dict)), {})
 
+    def first(*counts: int | None) -> int | None:
+        return next((count for count in counts if count is not None), None)
+
     cost = data.get("cost")
     if isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < math.inf:
         cost = None
+    # The cache's reads and writes: in the input's details (OpenAI, OpenRouter), else at
+    # the top level under Anthropic's names (as LiteLLM passes them on).
+    input_details = details("prompt_tokens_details", "input_tokens_details")
     return Usage(
         input_tokens=number("prompt_tokens") or number("input_tokens"),
         output_tokens=number("completion_tokens") or number("output_tokens"),
-        cached_input_tokens=number(
-            "cached_tokens", details("prompt_tokens_details", "input_tokens_details")
+        cached_input_tokens=first(
+            number("cached_tokens", input_details), number("cache_read_input_tokens")
         ),
         reasoning_tokens=number(
             "reasoning_tokens", details("completion_tokens_details", "output_tokens_details")
         ),
         cost=float(cost) if cost is not None else None,
+        cache_write_tokens=first(
+            number("cache_write_tokens", input_details), number("cache_creation_input_tokens")
+        ),
     )
 
 

@@ -24,7 +24,8 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 
 ---@class seri.Spend a session's spend on model calls (`seri.session.usage` totals)
 ---@field inputTokens integer billed input, the cached tokens included
----@field cachedInputTokens integer
+---@field cachedInputTokens integer input read from the provider's prompt cache
+---@field cacheWriteTokens integer input written to the provider's prompt cache
 ---@field outputTokens integer
 ---@field reasoningTokens integer
 ---@field cost number|userdata USD, vim.NIL when no call reported one

@@ -709,7 +709,8 @@ function M.install()
 end
 
 ---A short string for statuslines: `seri 34% (44k/128k) ▏compacts at 64k`, plus the
----session's spend (`· $0.0213`) with `opts.spend` or the `status.spend` option, and what
+---session's spend (`· $0.0213`, then `· cache 83% of input` once the provider reported
+---a cache read or write) with `opts.spend` or the `status.spend` option, and what
 ---a running task waits for (`· waiting for your approval`); "" when no server runs.
 ---@param opts {spend?: boolean}?
 ---@return string

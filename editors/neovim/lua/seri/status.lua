@@ -46,6 +46,24 @@ function M.spend(session)
   return used > 0 and (M.tokens(used) .. " tok") or nil
 end
 
+---The share of a session's input the provider read from its prompt cache: `cache 83% of
+---input`; nil before any input, and for a provider that reported no cache read or write.
+---@param session seri.Session?
+---@return string?
+function M.cache(session)
+  local spend = session and session.spend
+  if type(spend) ~= "table" then
+    return nil
+  end
+  local input = tonumber(spend.inputTokens) or 0
+  local read = tonumber(spend.cachedInputTokens) or 0
+  local written = tonumber(spend.cacheWriteTokens) or 0
+  if input <= 0 or (read <= 0 and written <= 0) then
+    return nil
+  end
+  return ("cache %d%% of input"):format(math.floor(read * 100 / input + 0.5))
+end
+
 ---The project a statusline talks about: the only one running, else the current buffer's.
 ---@return seri.Project?
 function M.project()
@@ -100,8 +118,9 @@ function M.activity(project)
 end
 
 ---`seri 34% (44k/128k) ▏compacts at 64k`: the open session's context use, where
----automatic compaction starts, `· $0.0213` (its spend) with `spend` (default: the
----`status.spend` option), and `· <activity>` while a task runs (`M.activity`); "" when
+---automatic compaction starts, `· $0.0213 · cache 83% of input` (its spend and the
+---cache's share of its input, `M.cache`) with `spend` (default: the `status.spend`
+---option), and `· <activity>` while a task runs (`M.activity`); "" when
 ---no server runs.
 ---@param project seri.Project?
 ---@param opts {spend?: boolean}?
@@ -128,6 +147,10 @@ function M.text(project, opts)
   local spend = with_spend and M.spend(project.session)
   if spend then
     text = text .. " · " .. spend
+    local cache = M.cache(project.session)
+    if cache then
+      text = text .. " · " .. cache
+    end
   end
   local activity = M.activity(project)
   if activity then

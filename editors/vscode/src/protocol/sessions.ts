@@ -24,7 +24,10 @@ export interface Session {
 export interface Spend {
   /** As the provider bills them, the cached ones included. */
   inputTokens: number;
+  /** Read from the provider's prompt cache (among the input tokens). */
   cachedInputTokens: number;
+  /** Written to the provider's prompt cache (among the input tokens); absent from a server before it was reported. */
+  cacheWriteTokens?: number;
   outputTokens: number;
   reasoningTokens: number;
   /** USD, summed over the calls that reported one; null when none did. */

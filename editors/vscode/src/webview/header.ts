@@ -1,9 +1,10 @@
 // The chat's header: the session's title (and where a fork comes from), the context use
-// with its bar, what the session's model calls cost, and the session menu.
+// with its bar, what the session's model calls cost (and the prompt cache's share of the
+// input), and the session menu.
 
 import { sessionTitle } from '../chat/promptText';
 import type { FromWebview, HeaderState } from '../chat/webviewProtocol';
-import { contextPercent, formatTokens, shortTokens, spendSentence, spendWords } from '../format';
+import { cacheSentence, cacheWords, contextPercent, formatTokens, shortTokens, spendSentence, spendWords } from '../format';
 import { ContextBar } from './contextBar';
 import { h } from './dom';
 import { SessionMenu } from './sessionMenu';
@@ -13,6 +14,7 @@ export class Header {
   private readonly title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
   private readonly subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
   private readonly spend = h('span', { class: 'spend', id: 'session-spend', hidden: true });
+  private readonly cache = h('span', { class: 'cache', id: 'session-cache', hidden: true });
   private readonly contextBar: ContextBar;
   private readonly sessionMenu: SessionMenu;
 
@@ -22,7 +24,7 @@ export class Header {
     this.element = h(
       'header',
       { class: 'header' },
-      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, this.spend), this.contextBar.meter),
+      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, this.spend, this.cache), this.contextBar.meter),
       this.sessionMenu.button,
       this.sessionMenu.menu,
       this.contextBar.details,
@@ -38,6 +40,10 @@ export class Header {
     this.spend.textContent = spendWords(session?.spend);
     this.spend.title = spendSentence(session?.spend);
     this.spend.hidden = this.spend.textContent === '';
+    // Beside the spend: the share of the input read from the provider's prompt cache.
+    this.cache.textContent = this.spend.hidden ? '' : cacheWords(session?.spend);
+    this.cache.title = cacheSentence(session?.spend);
+    this.cache.hidden = this.cache.textContent === '';
     this.sessionMenu.disabled = next.serverState !== 'running';
   }
 

@@ -55,4 +55,16 @@ suite('Forks and spend', () => {
     assert.strictEqual(api.model.currentSession?.parentId, source.id);
     assert.strictEqual(result.session.title, 'How does the parser work? (fork)');
   });
+
+  test('the tooltip says what the prompt cache read and wrote, beside the spend', async () => {
+    const api = await activated();
+    // The fork's spend starts at zero: its only call is this one.
+    await provider.script({ text: 'The lexer is hand-written.', usage: 1000, cost: 0.001, cached: 850, cacheWrite: 100 });
+    assert.strictEqual((await api.model.send('Who wrote the lexer?')).status, 'done');
+    await waitFor(
+      () => api.statusBar.tooltip.includes('Prompt cache: 85% of the input read from it (850 of 1,000 tokens); 100 tokens written to it.'),
+      `the cache in the tooltip (${api.statusBar.tooltip})`,
+    );
+    assert.strictEqual(api.model.currentSession?.spend?.cacheWriteTokens, 100);
+  });
 });

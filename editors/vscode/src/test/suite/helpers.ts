@@ -42,6 +42,9 @@ export interface Reply {
   usage?: number;
   /** The call's cost in USD (with `usage`), as OpenRouter reports it. */
   cost?: number;
+  /** Input tokens read from and written to the prompt cache (with `usage`), as OpenRouter reports them. */
+  cached?: number;
+  cacheWrite?: number;
   chunkSize?: number;
   chunkDelay?: number;
   stallAfter?: number;

@@ -4,7 +4,7 @@ import * as assert from 'assert';
 
 import { partLabel, segments } from '../../chat/contextParts';
 import { lastCopied } from '../../chat/fork';
-import { compactionSummary, money, shortTokens, spendSentence, spendWords } from '../../format';
+import { cacheSentence, cacheWords, compactionSummary, money, shortTokens, spendSentence, spendWords } from '../../format';
 import type { ContextBreakdown, Session, Spend, WireMessage } from '../../protocol';
 
 function spend(extra: Partial<Spend> = {}): Spend {
@@ -33,6 +33,22 @@ suite('spend, context and forks', () => {
       spendSentence(spend({ cost: null, cachedInputTokens: 0, calls: 1 })),
       'Spend: 50,040 tokens over 1 model call (48,210 input tokens; 1,830 output). The provider reported no cost.',
     );
+  });
+
+  test('beside the spend, the share of the input read from the prompt cache; nothing when the provider reported none', () => {
+    assert.strictEqual(cacheWords(spend()), 'cache 85%');
+    assert.strictEqual(cacheWords(spend({ cacheWriteTokens: 6144 })), 'cache 85%');
+    assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0 })), '', 'no cache read or write reported');
+    assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0, cacheWriteTokens: 0 })), '');
+    assert.strictEqual(cacheWords(spend({ cachedInputTokens: 0, cacheWriteTokens: 900 })), 'cache 0%', 'written, not yet read');
+    assert.strictEqual(cacheWords(spend({ inputTokens: 0, cachedInputTokens: 0, calls: 0 })), '');
+    assert.strictEqual(cacheWords(undefined), '');
+    assert.strictEqual(
+      cacheSentence(spend({ cacheWriteTokens: 6144 })),
+      'Prompt cache: 85% of the input read from it (40,960 of 48,210 tokens); 6,144 tokens written to it.',
+    );
+    assert.strictEqual(cacheSentence(spend()), 'Prompt cache: 85% of the input read from it (40,960 of 48,210 tokens).');
+    assert.strictEqual(cacheSentence(spend({ cachedInputTokens: 0 })), '');
   });
 
   test('token counts in a few characters, for the header', () => {
