@@ -28,11 +28,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from seri_lsp import __version__
 from seri_lsp.context.reports import spend_words
-from seri_lsp.engine import Engine
+from seri_lsp.engine import Engine, PromptOutcome
 from seri_lsp.errors import InvalidArgument, SeriError
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.files import atomic_write_text
@@ -53,6 +52,7 @@ from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import DB_NAME, ensure_profile_root, resolve_profile_root
 from seri_lsp.settings import load_settings
 from seri_lsp.signals import on_stop_signals
+from seri_lsp.slash import SlashAnswer
 from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
@@ -660,22 +660,25 @@ async def _run(args: argparse.Namespace) -> int:
         result = await engine.prompt(args.prompt)
     finally:
         await engine.close()
-    error = result.get("error")
-    if error and error not in host.shown:
-        print(f"seri-lsp: {error}", file=sys.stderr)
-    said = _said(result)
-    if said:
-        print(said, flush=True)
-    # A slash command may have moved to another session (/clear, /new, /resume).
-    now = result.get("session")
-    current = now.id if isinstance(now, Session) else session.id
-    print(f"\n[{result.get('status', 'done')}] session {current}", file=sys.stderr)
-    return 0 if result.get("status", "done") == "done" else 1
+    current = session.id
+    if isinstance(result, PromptOutcome):
+        if result.error and result.error not in host.shown:
+            print(f"seri-lsp: {result.error}", file=sys.stderr)
+    else:
+        said = _said(result)
+        if said:
+            print(said, flush=True)
+        # A slash command may have moved to another session (/clear, /new, /resume).
+        now = result.field("session")
+        current = now.id if isinstance(now, Session) else session.id
+    print(f"\n[{result.status}] session {current}", file=sys.stderr)
+    return 0 if result.status == "done" else 1
 
 
-def _said(result: dict[str, Any]) -> str | None:
+def _said(answer: SlashAnswer) -> str | None:
     """What a slash command did, in words (the editors show their own)."""
-    if result.get("command") == "rewind":
+    result = answer.fields
+    if answer.command == "rewind":
         from seri_lsp.agent.rewind import KEPT_NOTE, plural
 
         lines = [f"Rewound {plural(result['rewound'])}."]

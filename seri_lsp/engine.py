@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,7 @@ from seri_lsp.limits import (
 )
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import Settings
-from seri_lsp.slash import SlashCommand, SlashHandlers, parse_slash, usage
+from seri_lsp.slash import SlashAnswer, SlashCommand, SlashHandlers, parse_slash, usage
 from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import ImportReport, find_pending, import_files
@@ -63,6 +64,17 @@ if TYPE_CHECKING:
     from seri_lsp.context.compaction import CompactionResult
     from seri_lsp.export.bundle import Exported, Imported
     from seri_lsp.store.checkpoints import CheckpointStore
+
+
+@dataclass(frozen=True)
+class PromptOutcome:
+    """How a prompt's task ended, as `seri.prompt` answers it: `status` is "done",
+    "failed", "cancelled" or "max_turns"; `error` says why it did not finish."""
+
+    status: str
+    turns: int
+    error: str | None
+    session_id: str
 
 
 class Engine:
@@ -571,7 +583,9 @@ class Engine:
 
     # --- prompts, compaction, cancel --------------------------------------------------
 
-    async def prompt(self, text: str, attachments: Sequence[Attachment] = ()) -> dict[str, Any]:
+    async def prompt(
+        self, text: str, attachments: Sequence[Attachment] = ()
+    ) -> PromptOutcome | SlashAnswer:
         """Run a user prompt as a task, or the slash command it holds; what the editor
         attached (files, selections) is written into the prompt."""
         check_text("text", text, MAX_PROMPT_CHARS)
@@ -594,7 +608,7 @@ class Engine:
             self.host.show("warning", outcome.error)
         elif outcome.status == "failed" and outcome.error:
             self.host.show("error", outcome.error)
-        return {**outcome.to_wire(), "sessionId": conversation.session_id}
+        return PromptOutcome(outcome.status, outcome.turns, outcome.error, conversation.session_id)
 
     async def compact(self, focus: str | None) -> CompactionResult:
         """Compact the open session now, without waiting for the 50% trigger."""
@@ -626,7 +640,7 @@ class Engine:
 
     _slash_handlers: SlashHandlers[Engine] = SlashHandlers()
 
-    async def _slash(self, command: SlashCommand) -> dict[str, Any]:
+    async def _slash(self, command: SlashCommand) -> SlashAnswer:
         name, argument = command.name, command.argument
         handler = self._slash_handlers.get(name)
         if handler is None:
@@ -635,11 +649,11 @@ class Engine:
                 f"Unknown command /{shorten(name)}. Commands: {usage()}. "
                 "Nothing was sent to the model.",
             )
-        return {"status": "done", "command": name, **await handler(self, argument)}
+        return SlashAnswer(name, await handler(self, argument))
 
     @_slash_handlers.handles("compact")
-    async def _slash_compact(self, argument: str) -> dict[str, Any]:
-        return (await self.compact(argument or None)).to_wire()
+    async def _slash_compact(self, argument: str) -> CompactionResult:
+        return await self.compact(argument or None)
 
     @_slash_handlers.handles("clear")
     async def _slash_clear(self, argument: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ ignores them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from seri_lsp.store.messages import Message, ToolCall
 from seri_lsp.store.sessions import Session
@@ -97,21 +96,6 @@ class Compacted:
     read: tuple[str, ...]
     modified: tuple[str, ...]
     recap_id: int | None
-
-    def to_wire(self) -> dict[str, Any]:
-        # Still here for CompactionResult, which the engine's slash answer flattens.
-        return {
-            "sessionId": self.session_id,
-            "trigger": self.trigger,
-            "evicted": self.evicted,
-            "messagesBefore": self.messages_before,
-            "messagesAfter": self.messages_after,
-            "tokensBefore": self.tokens_before,
-            "tokensAfter": self.tokens_after,
-            "read": list(self.read),
-            "modified": list(self.modified),
-            "recapId": self.recap_id,
-        }
 
 
 @dataclass(frozen=True)

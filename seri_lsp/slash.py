@@ -82,6 +82,26 @@ _COMMAND = re.compile(r"^/(?P<name>[A-Za-z][\w-]*)(?:\s+(?P<argument>.*))?$", re
 
 
 @dataclass(frozen=True)
+class SlashAnswer:
+    """What a slash command typed as a prompt answers: on the wire
+    `{status: "done", command, ...fields}` (the LSP face flattens `fields` into it).
+
+    `fields` is the command's own answer: a typed value (`/compact`'s CompactionResult)
+    or the contract's fields by name.
+    """
+
+    command: str
+    fields: Any
+    status: str = "done"
+
+    def field(self, name: str) -> Any:
+        """One of the answer's fields by its contract name (None: absent)."""
+        if isinstance(self.fields, dict):
+            return self.fields.get(name)
+        return None
+
+
+@dataclass(frozen=True)
 class SlashCommand:
     """A parsed slash command: its name and the rest of the line."""
 
@@ -103,7 +123,7 @@ def usage() -> str:
 
 
 Owner = TypeVar("Owner")
-Handler = Callable[[Owner, str], Awaitable[dict[str, Any]]]
+Handler = Callable[[Owner, str], Awaitable[Any]]
 
 
 class SlashHandlers(Generic[Owner]):

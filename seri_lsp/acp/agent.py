@@ -65,7 +65,7 @@ from seri_lsp.acp.errors import acp_errors
 from seri_lsp.acp.host import AcpHost
 from seri_lsp.acp.outbox import Outbox
 from seri_lsp.acp.prompt import ContentBlock, prompt_text
-from seri_lsp.engine import Engine
+from seri_lsp.engine import Engine, PromptOutcome
 from seri_lsp.errors import Busy, InvalidArgument
 from seri_lsp.host import Host, Level
 from seri_lsp.limits import (
@@ -78,6 +78,7 @@ from seri_lsp.limits import (
 from seri_lsp.lsp.wire import to_wire
 from seri_lsp.profile import resolve_profile_root
 from seri_lsp.settings import Settings, load_settings
+from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.sessions import Session
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class AcpSession:
     project: Path
     engine: Engine
     host: AcpHost
-    task: asyncio.Future[dict[str, Any]] | None = None
+    task: asyncio.Future[PromptOutcome | SlashAnswer] | None = None
     cancelled: bool = False
 
 
@@ -410,17 +411,21 @@ class SeriAgent:
                 raise
             finally:
                 session.task = None
-        if "command" in result:
+        if isinstance(result, SlashAnswer):
             note = command_note(result)
             if note and note not in session.host.shown:  # not said twice
                 session.host.note(note, "command")
         stop: StopReason = (
-            "cancelled" if session.cancelled else STOP_REASONS.get(result["status"], "end_turn")
+            "cancelled" if session.cancelled else STOP_REASONS.get(result.status, "end_turn")
         )
         await session.host.flush()
-        outcome = {
-            key: result[key] for key in ("status", "turns", "error", "command") if key in result
-        }
+        outcome: dict[str, Any] = {"status": result.status}
+        if isinstance(result, SlashAnswer):
+            outcome["command"] = result.command
+        else:
+            outcome["turns"] = result.turns
+            if result.error:
+                outcome["error"] = result.error
         return PromptResponse(stop_reason=stop, field_meta={"seri": outcome})
 
     def received(self, message: dict[str, Any]) -> None:

@@ -17,7 +17,8 @@ from acp.schema import (
 )
 
 from seri_lsp.agent.rewind import KEPT_NOTE
-from seri_lsp.slash import COMMANDS
+from seri_lsp.context.compaction import CompactionResult
+from seri_lsp.slash import COMMANDS, SlashAnswer
 from seri_lsp.store.sessions import Session
 
 
@@ -40,11 +41,12 @@ def available_commands() -> AvailableCommandsUpdate:
     )
 
 
-def command_note(result: dict[str, Any]) -> str | None:
-    """What a slash command's result tells the user (None: its events said it already)."""
-    name = result.get("command")
-    if name == "compact":
-        return None if result.get("compacted") else result.get("message")
+def command_note(answer: SlashAnswer) -> str | None:
+    """What a slash command's answer tells the user (None: its events said it already)."""
+    name = answer.command
+    if isinstance(answer.fields, CompactionResult):
+        return None if answer.fields.compacted else answer.fields.message
+    result: dict[str, Any] = answer.fields
     if name == "clear":
         return (
             f"Started a new session ({_session_id(result)}). The earlier conversation stays in "

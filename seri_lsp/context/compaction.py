@@ -120,14 +120,6 @@ class CompactionResult:
     message: str | None = None
     notice: Compacted | None = None
 
-    def to_wire(self) -> dict[str, Any]:
-        wire: dict[str, Any] = {"compacted": self.compacted, "evicted": self.evicted}
-        if self.notice is not None:
-            wire.update(self.notice.to_wire())
-        if self.message:
-            wire["message"] = self.message
-        return wire
-
 
 def legal_cut_points(messages: Sequence[Message]) -> list[int]:
     """Indices a cut may sit before: a user or assistant message, never a tool result.

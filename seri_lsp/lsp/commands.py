@@ -133,8 +133,7 @@ async def prompt(engine: Engine, args: dict[str, Any]) -> Any:
 
 async def compact(engine: Engine, args: dict[str, Any]) -> Any:
     focus = optional_text(args, "focus", MAX_FOCUS_CHARS)
-    result = await engine.compact(focus.strip() if focus and focus.strip() else None)
-    return result.to_wire()
+    return await engine.compact(focus.strip() if focus and focus.strip() else None)
 
 
 async def clear(engine: Engine, args: dict[str, Any]) -> Any:

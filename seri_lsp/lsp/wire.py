@@ -13,7 +13,10 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from seri_lsp.context.compaction import CompactionResult
+from seri_lsp.engine import PromptOutcome
 from seri_lsp.events import Activity, Delta, TurnEnded
+from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.legacy import FileReport
 from seri_lsp.store.messages import EncodedMessages, Message
 from seri_lsp.store.search import SearchHit
@@ -33,6 +36,7 @@ def camel(name: str) -> str:
 OPTIONAL: dict[type, frozenset[str]] = {
     Delta: frozenset({"reset"}),
     TurnEnded: frozenset({"error"}),
+    PromptOutcome: frozenset({"error"}),
     Activity: frozenset({"detail", "attempt", "max_attempts", "delay"}),
     SearchHit: frozenset({"kind"}),
     FileReport: frozenset({"reason"}),
@@ -62,6 +66,24 @@ def _dataclass_hook(cls: type) -> Callable[[Any], dict[str, Any]]:
     return make_dict_unstructure_fn(cls, converter, **overrides)  # type: ignore[arg-type]
 
 
+def _compaction(result: CompactionResult) -> dict[str, Any]:
+    # `seri.compact`: whether it ran and how many messages went, then (when it ran) the
+    # numbers of its `seri/compacted` notice, or (when it did not) the reason.
+    wire: dict[str, Any] = {"compacted": result.compacted, "evicted": result.evicted}
+    if result.notice is not None:
+        wire.update(to_wire(result.notice))
+    if result.message:
+        wire["message"] = result.message
+    return wire
+
+
+def _slash_answer(answer: SlashAnswer) -> dict[str, Any]:
+    # A slash command's fields sit beside its status and name.
+    return {"status": answer.status, "command": answer.command, **to_wire(answer.fields)}
+
+
+converter.register_unstructure_hook(CompactionResult, _compaction)
+converter.register_unstructure_hook(SlashAnswer, _slash_answer)
 converter.register_unstructure_hook(Message, lambda message: message.to_wire())
 # Messages already encoded (a long history) are written as they are (lsp/protocol.py).
 converter.register_unstructure_hook(EncodedMessages, lambda encoded: encoded)
