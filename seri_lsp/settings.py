@@ -143,7 +143,8 @@ class Declared:
         return self.key.rpartition(".")[2]
 
 
-_DECLARED = "seri.setting"
+# The dataclass-field metadata key under which a setting keeps its declaration.
+_DECLARED = "declared_setting"
 
 
 def setting(

@@ -178,7 +178,10 @@ def default_of(key: str) -> object:
     """The declared default of a setting of `Settings` or `ProviderSettings`."""
     for cls in (Settings, ProviderSettings):
         for field in dataclasses.fields(cls):
-            if field.metadata.get("seri.setting") and field.metadata["seri.setting"].key == key:
+            if (
+                field.metadata.get("declared_setting")
+                and field.metadata["declared_setting"].key == key
+            ):
                 return field.default
     raise AssertionError(f"{key} has no default in Settings")
 
