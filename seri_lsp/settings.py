@@ -419,10 +419,11 @@ def load_settings(
         in_options = options.get(section) if section else options
         return (
             "the initialization options"
-            if isinstance(in_options, dict) and name in in_options
+            if isinstance(in_options, dict) and in_options.get(name) is not None
             else config_path
         )
 
+    given = merged.get("provider")  # (None: no source has a provider section)
     provider_raw = merged.get("provider", {})
     if not isinstance(provider_raw, dict):
         blocking["provider"] = _blocked(
@@ -432,7 +433,7 @@ def load_settings(
     merged["provider"] = provider_raw
     provider_values = _read_fields(ProviderSettings, merged, problems, blocking, source_of)
     for source, data in (("the initialization options", options), (config_path, config)):
-        blocking.update(_misspelt_routes(data.get("provider"), provider_raw, source))
+        blocking.update(_misspelt_routes(data, given, source))
     if "api_key" in provider_values:
         where = source_of("provider.apiKey")
         provider_values["key_origin"] = KeyOrigin(
@@ -524,7 +525,7 @@ def _read_fields(
             blocking[declared.key] = _blocked(
                 declared.key, source_of(declared.key), value, declared
             )
-            if isinstance(value, str) and not declared.secret:
+            if isinstance(value, str) and not declared.secret and lone_surrogate(value) is None:
                 values[attr] = value
         else:
             problems.append(_bad_value(declared.key, value, declared.description))
@@ -557,22 +558,30 @@ def _scheme_guess(value: Any) -> str:
     return f" (did you mean {('http://' if local else 'https://') + text!r}?)"
 
 
-def _misspelt_routes(data: Any, provider_raw: Mapping[str, Any], where: str) -> dict[str, str]:
-    """A misspelt name of a setting that decides where prompts go (`provider.baseURL`),
-    when the real one is not set: left unread, the default would send prompts elsewhere."""
-    if not isinstance(data, dict):
-        return {}
-    routed = [d.name for _, d in declared_fields(ProviderSettings) if d.routes]
-    known = _SECTION_KEYS["provider"]
+def _misspelt_routes(data: Mapping[str, Any], given: Any, where: str) -> dict[str, str]:
+    """Misspelt names, in one source, of the settings that decide where prompts go
+    (`provider.baseURL`, `Provider`) whose real one is not set: left unread, the default
+    would send prompts elsewhere."""
+    routed = [d.key for _, d in declared_fields(ProviderSettings) if d.routes]
+    candidates: list[tuple[str, list[str]]] = [
+        (key, ["provider"]) for key in data if key not in _TOP_LEVEL_KEYS
+    ]
+    section = data.get("provider")
+    if isinstance(section, dict):
+        known = _SECTION_KEYS["provider"]
+        candidates += [(f"provider.{key}", routed) for key in section if key not in known]
     found = {}
-    for key in data:
-        if key in known:
+    for key, names in candidates:
+        guess = _with_guess(str(key), names).partition(" (did you mean ")[2].rstrip("?)")
+        if not guess:
             continue
-        guess = _with_guess(str(key), routed).partition(" (did you mean ")[2].rstrip("?)")
-        if guess and provider_raw.get(guess) is None:
-            found[f"provider.{key}"] = (
-                f"Setting provider.{key} (in {where}) is no setting (did you mean "
-                f"provider.{guess}?). {_BLOCKED}"
+        if guess == "provider":
+            is_set = given is not None
+        else:
+            is_set = isinstance(given, dict) and given.get(guess.partition(".")[2]) is not None
+        if not is_set:
+            found[key] = (
+                f"Setting {key} (in {where}) is no setting (did you mean {guess}?). {_BLOCKED}"
             )
     return found
 

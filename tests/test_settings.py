@@ -258,6 +258,11 @@ def test_a_misspelt_where_setting_blocks_prompts_unless_the_real_one_is_set(
     both = {"provider": {"baseURL": "http://x/v1", "baseUrl": "http://localhost/v1"}}
     settings, _ = load_settings(tmp_path, both, env={})
     assert settings.provider.blocking == ()
+    # The whole section under another name: none of it would be read.
+    settings, _ = load_settings(tmp_path, {"Provider": {"baseUrl": "http://x/v1"}}, env={})
+    [blocking] = settings.provider.blocking
+    assert "Setting Provider (in the initialization options)" in blocking
+    assert "did you mean provider?" in blocking
 
 
 def test_other_wrong_settings_still_fall_back_without_blocking(tmp_path: Path) -> None:
