@@ -75,7 +75,8 @@ H.run(function()
     wrong.autostart = false
     require("seri").setup(wrong)
     report = checkhealth()
-    has(report, "ERROR Setting provider.baseUrl (in the initialization options) is '127.0.0.1:47150/v1'")
+    has(report, "ERROR Setting provider.baseUrl (in the initialization options) is "
+      .. "'127.0.0.1:47150/v1'")
     has(report, "No prompt is sent until it is fixed")
   else
     require("seri").setup({ cmd = { H.env.workspace .. "/no-such-seri-lsp" } })
