@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.compaction import keep_note
 from seri_lsp.context.session_manager import SessionManager, SessionView
-from seri_lsp.errors import InvalidArgument
+from seri_lsp.errors import InvalidArgument, SettingsBlocked
 from seri_lsp.host import Host
 from seri_lsp.limits import (
     DEFAULT_SEARCH_LIMIT,
@@ -45,7 +46,7 @@ from seri_lsp.limits import (
     shorten,
 )
 from seri_lsp.profile import DB_NAME, ensure_profile_root
-from seri_lsp.settings import Settings
+from seri_lsp.settings import ProviderSettings, Settings
 from seri_lsp.slash import SlashAnswer, SlashCommand, SlashHandlers, parse_slash, usage
 from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
@@ -434,8 +435,9 @@ class Engine:
     async def info(self) -> dict[str, Any]:
         """What this server knows of its set-up (`seri.info`, for `:checkhealth`): its
         version, the profile and its database, the project, the provider (whether a key
-        is set, never the key), the model's context window with where it came from, and
-        `notes` on the set-up when there are any (a `keepTokens` the window cuts)."""
+        is set, never the key; `problems`: the wrong settings that refuse prompts), the
+        model's context window with where it came from, and `notes` on the set-up when
+        there are any (a `keepTokens` the window cuts)."""
         provider = self.settings.provider
         tokens = await self._context_window()
         info: dict[str, Any] = {
@@ -451,6 +453,8 @@ class Engine:
             },
             "contextWindow": {"tokens": tokens, "source": self._window_source()},
         }
+        if provider.blocking:
+            info["provider"]["problems"] = list(provider.blocking)
         note = keep_note(provider.keep_tokens, tokens)
         if note is not None:
             info["notes"] = [note]
@@ -595,6 +599,7 @@ class Engine:
         if attachments:
             text = with_attachments(text, attachments, PurePath(self.project))
             check_text("context", text, MAX_PROMPT_CHARS)
+        self._refuse_if_blocked()
         self.tasks.ensure_idle()
         conversation = await self.sessions.ensure_open()
         outcome = await self.tasks.run_prompt(
@@ -612,7 +617,26 @@ class Engine:
 
     async def compact(self, focus: str | None) -> CompactionResult:
         """Compact the open session now, without waiting for the 50% trigger."""
+        self._refuse_if_blocked()
         return await self.tasks.compact(self.sessions.conversation, focus)
+
+    def _refuse_if_blocked(self) -> None:
+        """Refuse work for the model while a setting that decides where it goes is wrong
+        (before anything is stored: the prompt never becomes a turn)."""
+        blocked = self.settings.provider.blocked()
+        if blocked is not None:
+            raise SettingsBlocked(blocked)
+
+    def set_provider_settings(self, provider: ProviderSettings) -> None:
+        """Use new provider settings from the next model call on (the editor changed its
+        settings: `workspace/didChangeConfiguration`). A call under way finishes with the
+        ones it started with."""
+        self.settings = dataclasses.replace(self.settings, provider=provider)
+        self.recordings.settings = self.settings
+        if self._provider is not None:
+            self._provider.reconfigure(provider)
+        if self._tasks is not None:
+            self._tasks.compactor.settings = provider
 
     def cancel(self) -> bool:
         """Stop the running task (or manual compaction); False if nothing was running."""

@@ -63,6 +63,11 @@ class SessionHeld(SeriError):
         self.holder = holder
 
 
+class SettingsBlocked(SeriError):
+    """A provider setting that decides where prompts go is wrong: prompts are refused
+    until it is fixed (`ProviderSettings.blocking` says which and why)."""
+
+
 class StoreBusy(SeriError):
     """Another process kept `seri.db` locked for writing longer than the busy timeout."""
 

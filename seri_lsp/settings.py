@@ -6,6 +6,12 @@ wrong type is reported and replaced by its default, never fatal: a typo in a set
 file must not keep the editor from starting. A key that is no setting (at the top or
 inside `provider` or `permissions`) is reported once per source, with the setting it
 probably meant, and everything else still loads.
+
+The exception: a setting that decides where prompts (and the key) go (`provider.baseUrl`,
+`provider.model`, `provider.apiKey`, the OpenRouter pin `provider.provider`, or their
+variables) is never replaced by a default or another source when its value is wrong or
+its name misspelt, since that would send the user's code elsewhere. It is kept in
+`ProviderSettings.blocking`, and no prompt is sent until it is fixed.
 """
 
 from __future__ import annotations
@@ -131,6 +137,10 @@ class Declared:
     env: tuple[str, ...] = ()
     # Reads a value that has more to it than one check (its entries each checked).
     read: Callable[[Any, list[str]], Any] | None = None
+    # It decides where prompts go: a wrong value blocks them rather than fall back.
+    routes: bool = False
+    # Its value is never repeated in a message (the API key).
+    secret: bool = False
 
     @property
     def section(self) -> str:
@@ -155,12 +165,14 @@ def setting(
     *,
     env: tuple[str, ...] = (),
     read: Callable[[Any, list[str]], Any] | None = None,
+    routes: bool = False,
+    secret: bool = False,
 ) -> Any:
     """A dataclass field that is a setting: its default, and how its sources name and
-    check it. Adding a setting is one such field (plus its line in the docs)."""
-    return field(
-        default=default, metadata={_DECLARED: Declared(key, check, description, env, read)}
-    )
+    check it (`routes`: it decides where prompts go, see the module's docstring). Adding
+    a setting is one such field (plus its line in the docs)."""
+    declared = Declared(key, check, description, env, read, routes, secret)
+    return field(default=default, metadata={_DECLARED: declared})
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,7 @@ class ProviderSettings:
         _url,
         "an http:// or https:// URL",
         env=("SERI_BASE_URL",),
+        routes=True,
     )
     api_key: str | None = setting(
         "provider.apiKey",
@@ -212,8 +225,12 @@ class ProviderSettings:
         _header_text,
         "a string of printable ASCII characters",
         env=API_KEY_ENV,
+        routes=True,
+        secret=True,
     )
-    model: str = setting("provider.model", DEFAULT_MODEL, _text, "a model id", env=("SERI_MODEL",))
+    model: str = setting(
+        "provider.model", DEFAULT_MODEL, _text, "a model id", env=("SERI_MODEL",), routes=True
+    )
     context_window: int | None = setting(
         "provider.contextWindow", None, _positive_int, "a positive integer"
     )
@@ -224,7 +241,9 @@ class ProviderSettings:
     reasoning_effort: str | None = setting(
         "provider.reasoningEffort", None, _text, "a string such as 'high'"
     )
-    provider: Mapping[str, Any] | None = setting("provider.provider", None, _object, "an object")
+    provider: Mapping[str, Any] | None = setting(
+        "provider.provider", None, _object, "an object", routes=True
+    )
     stream: bool = setting("provider.stream", True, _boolean, "true or false")
     timeout: float = setting("provider.timeout", 300.0, _positive_number, "a number of seconds")
     max_retries: int = setting(
@@ -242,8 +261,58 @@ class ProviderSettings:
     )
     # The breakpoints' time to live.
     cache_ttl: str = setting("provider.cacheTtl", "5m", _cache_ttl, "one of 5m, 1h")
-    # Where api_key came from ("provider.apiKey" or an environment variable), for messages.
-    api_key_source: str | None = field(default=None, compare=False)
+    # Where api_key came from and how to change it, for messages (None: no key).
+    key_origin: KeyOrigin | None = field(default=None, compare=False)
+    # The editor's own key store, if it has one (`apiKeyStore`), for the no-key advice.
+    key_store: KeyStore | None = field(default=None, compare=False)
+    # Why no prompt may be sent with these settings: each a wrong setting that decides
+    # where prompts go, in the user's words (empty: prompts may be sent).
+    blocking: tuple[str, ...] = ()
+
+    @property
+    def api_key_source(self) -> str | None:
+        """Where the key came from in a word (`provider.apiKey`, `SERI_API_KEY`, the
+        editor's store): `seri.info`'s `apiKeySource`."""
+        return self.key_origin.label if self.key_origin is not None else None
+
+    def blocked(self) -> str | None:
+        """Why nothing may be sent with these settings, in the user's words; None when
+        prompts may go."""
+        if not self.blocking:
+            return None
+        return "Nothing was sent to the model. " + " ".join(self.blocking)
+
+    def key_advice(self) -> str:
+        """How to set a key, for the messages about a missing one."""
+        hint = (
+            "set provider.apiKey in the settings, or "
+            + " / ".join(API_KEY_ENV)
+            + " in the environment"
+        )
+        if self.key_store is None:
+            return hint
+        return f"run {self.key_store.command} (the key is kept in {self.key_store.name}), or {hint}"
+
+
+@dataclass(frozen=True)
+class KeyStore:
+    """An editor's own store for the API key (`apiKeyStore` in the initialization
+    options): VS Code's secret storage, written by **Seri: Set API Key**. The editor
+    passes the stored key in `SERI_API_KEY`; `in_use` says it did."""
+
+    name: str
+    command: str
+    in_use: bool = False
+
+
+@dataclass(frozen=True)
+class KeyOrigin:
+    """Where the API key came from (`where`) and what changes it (`fix`); `label` is the
+    same in a word, for `seri.info`."""
+
+    label: str
+    where: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -332,42 +401,70 @@ def load_settings(
     """Resolve settings; returns them with a list of human-readable problems found."""
     problems: list[str] = []
     config = _read_config(profile_root, problems)
-    for source, data in (
-        ("the initialization options", init_options or {}),
-        (str(profile_root / CONFIG_NAME), config),
-    ):
+    options = dict(init_options or {})
+    key_store = _key_store(options.pop(KEY_STORE_OPTION, None), problems)
+    config_path = str(profile_root / CONFIG_NAME)
+    # Setting (or variable) -> why its wrong value blocks prompts.
+    blocking: dict[str, str] = {}
+    for source, data in (("the initialization options", options), (config_path, config)):
         unknown = unknown_keys(data)
         if unknown:
             problems.append(
                 f"Unknown settings in {source}: {'; '.join(unknown)}. They are ignored."
             )
-    merged = _deep_merge(config, dict(init_options or {}))
+    merged = _deep_merge(config, options)
 
+    def source_of(key: str) -> str:
+        """Which source set `key` (`provider.baseUrl`): the options win over the file."""
+        section, _, name = key.rpartition(".")
+        in_options = options.get(section) if section else options
+        return (
+            "the initialization options"
+            if isinstance(in_options, dict) and in_options.get(name) is not None
+            else config_path
+        )
+
+    given = merged.get("provider")  # (None: no source has a provider section)
     provider_raw = merged.get("provider", {})
     if not isinstance(provider_raw, dict):
-        problems.append(f"Setting provider must be an object, got {provider_raw!r}; ignored.")
+        blocking["provider"] = _blocked(
+            "provider", source_of("provider"), provider_raw, "an object"
+        )
         provider_raw = {}
     merged["provider"] = provider_raw
-    provider_values = _read_fields(ProviderSettings, merged, problems)
+    provider_values = _read_fields(ProviderSettings, merged, problems, blocking, source_of)
+    for source, data in (("the initialization options", options), (config_path, config)):
+        blocking.update(_misspelt_routes(data, given, source))
     if "api_key" in provider_values:
-        provider_values["api_key_source"] = "provider.apiKey"
+        where = source_of("provider.apiKey")
+        provider_values["key_origin"] = KeyOrigin(
+            "provider.apiKey",
+            f"provider.apiKey in {where}",
+            f"correct provider.apiKey in {where}",
+        )
     # The API key's variables are read last, so their problems come after the others'.
     by_env = sorted(declared_fields(ProviderSettings), key=lambda item: item[0] == "api_key")
     for attr, declared in by_env:
-        if attr in provider_values or not declared.env:
+        if attr in provider_values or declared.key in blocking or not declared.env:
             continue
         for env_name in declared.env:
             if not env.get(env_name):
                 continue
             if not declared.check(env[env_name]):
+                if declared.routes:  # (the next variable would send elsewhere too)
+                    blocking[env_name] = _blocked(
+                        env_name, "the environment", env[env_name], declared
+                    )
+                    break
                 problems.append(
                     f"{env_name} must be {declared.description}, got {env[env_name]!r}; ignored."
                 )
                 continue
             provider_values[attr] = env[env_name]
             if attr == "api_key":
-                provider_values["api_key_source"] = env_name
+                provider_values["key_origin"] = _env_key_origin(env_name, key_store)
             break
+    problems += blocking.values()
     sampling = {}
     for knob in SAMPLING:
         value = provider_raw.get(knob.name)
@@ -380,9 +477,14 @@ def load_settings(
                 f"Setting {knob.key} must be {knob.description}, got {value!r}; "
                 "not sent to the provider."
             )
-    provider = ProviderSettings(sampling=sampling, **provider_values)
+    provider = ProviderSettings(
+        sampling=sampling,
+        key_store=key_store,
+        blocking=tuple(blocking.values()),
+        **provider_values,
+    )
 
-    values = _read_fields(Settings, merged, problems)
+    values = _read_fields(Settings, merged, problems, blocking, source_of)
     if "trajectory" in (init_options or {}):
         problems.append(
             "Setting trajectory in the initialization options is ignored: recording is "
@@ -392,9 +494,16 @@ def load_settings(
     return Settings(provider=provider, **values), problems
 
 
-def _read_fields(cls: type, merged: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+def _read_fields(
+    cls: type,
+    merged: Mapping[str, Any],
+    problems: list[str],
+    blocking: dict[str, str],
+    source_of: Callable[[str], str],
+) -> dict[str, Any]:
     """The values of `cls`'s settings that `merged` sets and that pass their check, by
-    python name; each one that fails is reported (its default is used)."""
+    python name; each one that fails is reported (its default is used), or, where it
+    decides where prompts go, added to `blocking` (a wrong text is kept, to be shown)."""
     values: dict[str, Any] = {}
     bad_sections: set[str] = set()
     for attr, declared in declared_fields(cls):
@@ -413,9 +522,104 @@ def _read_fields(cls: type, merged: Mapping[str, Any], problems: list[str]) -> d
             values[attr] = declared.read(value, problems)
         elif declared.check(value):
             values[attr] = value
+        elif declared.routes:
+            blocking[declared.key] = _blocked(
+                declared.key, source_of(declared.key), value, declared
+            )
+            if isinstance(value, str) and not declared.secret and lone_surrogate(value) is None:
+                values[attr] = value
         else:
             problems.append(_bad_value(declared.key, value, declared.description))
     return values
+
+
+# The initialization option in which an editor describes its own key store.
+KEY_STORE_OPTION = "apiKeyStore"
+_BLOCKED = "No prompt is sent until it is fixed: seri does not fall back to another provider."
+
+
+def _blocked(name: str, where: str, value: Any, declared: Declared | str) -> str:
+    """Why a wrong setting (or variable) that decides where prompts go blocks them."""
+    description = declared if isinstance(declared, str) else declared.description
+    if isinstance(declared, Declared) and declared.secret:
+        wrong = f"is not {description}"
+    else:
+        wrong = f"is {value!r}, which is not {description}{_scheme_guess(value)}"
+    return f"Setting {name} (in {where}) {wrong}. {_BLOCKED}".removeprefix(
+        "Setting " if name.isupper() else ""
+    )
+
+
+def _scheme_guess(value: Any) -> str:
+    """For a URL written without its scheme, the URL it probably meant."""
+    if not _text(value) or "://" in value or " " in value.strip():
+        return ""
+    text = value.strip()
+    local = text.startswith(("localhost", "127.", "0.0.0.0", "[::1]", "10.", "192.168."))
+    return f" (did you mean {('http://' if local else 'https://') + text!r}?)"
+
+
+def _misspelt_routes(data: Mapping[str, Any], given: Any, where: str) -> dict[str, str]:
+    """Misspelt names, in one source, of the settings that decide where prompts go
+    (`provider.baseURL`, `Provider`) whose real one is not set: left unread, the default
+    would send prompts elsewhere."""
+    routed = [d.key for _, d in declared_fields(ProviderSettings) if d.routes]
+    candidates: list[tuple[str, list[str]]] = [
+        (key, ["provider"]) for key in data if key not in _TOP_LEVEL_KEYS
+    ]
+    section = data.get("provider")
+    if isinstance(section, dict):
+        known = _SECTION_KEYS["provider"]
+        candidates += [(f"provider.{key}", routed) for key in section if key not in known]
+    found = {}
+    for key, names in candidates:
+        guess = _with_guess(str(key), names).partition(" (did you mean ")[2].rstrip("?)")
+        if not guess:
+            continue
+        if guess == "provider":
+            is_set = given is not None
+        else:
+            is_set = isinstance(given, dict) and given.get(guess.partition(".")[2]) is not None
+        if not is_set:
+            found[key] = (
+                f"Setting {key} (in {where}) is no setting (did you mean {guess}?). {_BLOCKED}"
+            )
+    return found
+
+
+def _env_key_origin(env_name: str, store: KeyStore | None) -> KeyOrigin:
+    """Where a key read from `env_name` came from: the editor's store when the editor
+    says it passed its stored key there, else the environment."""
+    if store is not None and store.in_use and env_name == API_KEY_ENV[0]:
+        return KeyOrigin(
+            store.name,
+            f"{store.name}, saved with {store.command}",
+            f"run {store.command} to save the right one",
+        )
+    return KeyOrigin(
+        env_name,
+        f"the environment variable {env_name}",
+        f"set the right key in {env_name} in the environment the editor starts seri in, "
+        "then restart the server",
+    )
+
+
+def _key_store(raw: Any, problems: list[str]) -> KeyStore | None:
+    """The editor's key store (`apiKeyStore`: {name, command, inUse}), if it gave one."""
+    if raw is None:
+        return None
+    if (
+        isinstance(raw, dict)
+        and _text(raw.get("name"))
+        and _text(raw.get("command"))
+        and isinstance(raw.get("inUse", False), bool)
+    ):
+        return KeyStore(raw["name"], raw["command"], raw.get("inUse", False))
+    problems.append(
+        f"{KEY_STORE_OPTION} must be an object {{name, command, inUse}} with text name and "
+        f"command, got {raw!r}; ignored."
+    )
+    return None
 
 
 def unknown_keys(data: Mapping[str, Any]) -> list[str]:

@@ -176,10 +176,10 @@ async def test_a_truncated_stream_fails_the_turn_and_says_so(
     client = await agent()
     result = await prompt(client, "hello")
     assert result["status"] == "failed"
-    assert "ended before the reply was complete" in result["error"]
+    assert "the connection closed mid-reply" in result["error"]
     # The user's prompt is kept; nothing half-made is stored as the model's answer.
     assert [m["role"] for m in await messages(client)] == ["user"]
-    errors = await wait_until(lambda: shown_messages(client, containing="ended"))
+    errors = await wait_until(lambda: shown_messages(client, containing="mid-reply"))
     assert errors
 
 

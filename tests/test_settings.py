@@ -156,6 +156,10 @@ def test_unknown_keys_are_named_once_per_source_with_the_setting_they_meant(
         "permissions.wirte (did you mean permissions.write?). They are ignored.",
         f"Unknown settings in {tmp_path / 'config.json'}: maxturns (did you mean maxTurns?); "
         "theme; provider.baseURL (did you mean provider.baseUrl?). They are ignored.",
+        # Left unread, it would send prompts to the default provider: they are refused.
+        f"Setting provider.baseURL (in {tmp_path / 'config.json'}) is no setting (did you "
+        "mean provider.baseUrl?). No prompt is sent until it is fixed: seri does not fall "
+        "back to another provider.",
     ]
     # Everything else still loads.
     assert settings.resume_on_open is False
@@ -193,3 +197,77 @@ def test_what_the_bundled_editors_send_is_all_settings(tmp_path: Path) -> None:
     for options in (sent, neovim):
         _, problems = load_settings(tmp_path, options, env={})
         assert problems == [], problems
+
+
+# --- a wrong setting that decides where prompts go is kept, and blocks them -------------
+
+
+def test_a_base_url_without_a_scheme_blocks_prompts_rather_than_fall_back(
+    tmp_path: Path,
+) -> None:
+    settings, problems = load_settings(
+        tmp_path,
+        {"provider": {"baseUrl": "127.0.0.1:47150/v1"}},
+        env={"SERI_BASE_URL": "http://elsewhere/v1"},
+    )
+    # Neither the environment's URL nor the default replaces it.
+    assert settings.provider.base_url == "127.0.0.1:47150/v1"
+    [blocking] = settings.provider.blocking
+    assert blocking == (
+        "Setting provider.baseUrl (in the initialization options) is '127.0.0.1:47150/v1', "
+        "which is not an http:// or https:// URL (did you mean 'http://127.0.0.1:47150/v1'?). "
+        "No prompt is sent until it is fixed: seri does not fall back to another provider."
+    )
+    assert problems == [blocking]
+
+
+def test_a_wrong_value_in_config_json_or_the_environment_names_its_source(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"provider": {"model": ""}}))
+    settings, _ = load_settings(tmp_path, None, env={"SERI_BASE_URL": "localhost:8080"})
+    first, second = settings.provider.blocking
+    assert first.startswith(f"Setting provider.model (in {tmp_path / 'config.json'}) is ''")
+    assert second.startswith("SERI_BASE_URL (in the environment) is 'localhost:8080', which")
+    assert "'http://localhost:8080'" in second
+
+
+def test_a_wrong_api_key_setting_is_not_replaced_by_the_environment_s(tmp_path: Path) -> None:
+    settings, _ = load_settings(
+        tmp_path, {"provider": {"apiKey": "clé"}}, env={"SERI_API_KEY": "another-account"}
+    )
+    assert settings.provider.api_key is None
+    [blocking] = settings.provider.blocking
+    assert "provider.apiKey" in blocking and "printable ASCII" in blocking
+    assert "clé" not in blocking  # a key is never repeated in a message
+
+
+def test_a_provider_section_or_pin_that_is_no_object_blocks_prompts(tmp_path: Path) -> None:
+    settings, _ = load_settings(tmp_path, {"provider": "local"}, env={})
+    assert "Setting provider" in settings.provider.blocking[0]
+    settings, _ = load_settings(tmp_path, {"provider": {"provider": ["azure"]}}, env={})
+    assert "provider.provider" in settings.provider.blocking[0]
+
+
+def test_a_misspelt_where_setting_blocks_prompts_unless_the_real_one_is_set(
+    tmp_path: Path,
+) -> None:
+    settings, _ = load_settings(tmp_path, {"provider": {"baseURL": "http://localhost/v1"}}, env={})
+    [blocking] = settings.provider.blocking
+    assert "provider.baseURL" in blocking and "did you mean provider.baseUrl?" in blocking
+    both = {"provider": {"baseURL": "http://x/v1", "baseUrl": "http://localhost/v1"}}
+    settings, _ = load_settings(tmp_path, both, env={})
+    assert settings.provider.blocking == ()
+    # The whole section under another name: none of it would be read.
+    settings, _ = load_settings(tmp_path, {"Provider": {"baseUrl": "http://x/v1"}}, env={})
+    [blocking] = settings.provider.blocking
+    assert "Setting Provider (in the initialization options)" in blocking
+    assert "did you mean provider?" in blocking
+
+
+def test_other_wrong_settings_still_fall_back_without_blocking(tmp_path: Path) -> None:
+    settings, problems = load_settings(
+        tmp_path, {"provider": {"keepTokens": -5, "temperature": "hot"}, "maxTurns": 0}, env={}
+    )
+    assert settings.provider.blocking == ()
+    assert len(problems) == 3

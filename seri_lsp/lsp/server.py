@@ -266,6 +266,30 @@ def setup_lifecycle(server: SeriServer) -> None:
         if ls.engine is not None:
             await ls.start(ls.engine)
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def on_configuration_changed(
+        ls: SeriServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        # `settings` holds what `initializationOptions` held, in full. An empty or absent
+        # one says nothing (clients send it so), and is not taken as "all defaults". Read
+        # in place (config.json is a few hundred bytes): a prompt sent next must see it.
+        options = empty_tables_as_objects(params.settings)
+        if ls.engine is None or not options:
+            return
+        engine = ls.engine
+        if not isinstance(options, dict):
+            engine.host.show("warning", "The changed settings must be a JSON object; ignored.")
+            return
+        settings, problems = load_settings(engine.profile_root, options)
+        engine.set_provider_settings(settings.provider)
+        for problem in problems:
+            engine.host.show("warning", problem)
+        engine.host.log(
+            "info",
+            "Settings changed: the provider settings apply from the next prompt, the others "
+            "when the server restarts.",
+        )
+
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: SeriServer, params: None) -> None:
         await ls.close_engine()

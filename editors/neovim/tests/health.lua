@@ -63,6 +63,21 @@ H.run(function()
     says_what_the_server_knows(report)
     has(report, "OK database: " .. profile .. "/seri.db")
     has(report, "server running for " .. workspace)
+
+    -- A provider setting that would send prompts elsewhere is an error, in the server's words.
+    for _, client in ipairs(H.clients()) do
+      vim.lsp.stop_client(client.id)
+    end
+    H.wait(function()
+      return #H.clients() == 0
+    end, "the project's server to stop")
+    local wrong = H.options({ provider = { baseUrl = "127.0.0.1:47150/v1" } })
+    wrong.autostart = false
+    require("seri").setup(wrong)
+    report = checkhealth()
+    has(report, "ERROR Setting provider.baseUrl (in the initialization options) is "
+      .. "'127.0.0.1:47150/v1'")
+    has(report, "No prompt is sent until it is fixed")
   else
     require("seri").setup({ cmd = { H.env.workspace .. "/no-such-seri-lsp" } })
     vim.wait(300)

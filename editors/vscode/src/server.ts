@@ -21,6 +21,7 @@ import type { ServerLink } from './chat/chatState';
 import { ServerErrorHandler } from './crashPolicy';
 import { applyEdit, saveEditedDocuments } from './edits';
 import { describe } from './errors';
+import { keyStoreOption } from './keyStore';
 import { ServerSetting, settingId } from './settingKeys';
 import { ExtensionSettings, InitializationOptions, projectFolder, readSettings } from './settings';
 import { Notification, ServerRequest } from './protocol';
@@ -37,7 +38,9 @@ export class SeriServer implements ServerLink, vscode.Disposable {
   private client: LanguageClient | undefined;
   // The start in progress: a second start() joins it, stop() waits for it.
   private starting: Promise<void> | undefined;
-  private started: { settings: ExtensionSettings; env: NodeJS.ProcessEnv } | undefined;
+  private started:
+    | { settings: ExtensionSettings; env: NodeJS.ProcessEnv; initializationOptions: InitializationOptions }
+    | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<void>();
   /** Fires when the server starts, stops or fails. */
@@ -55,7 +58,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
 
   /** The initialization options the running server was started with. */
   get initializationOptions(): InitializationOptions | undefined {
-    return this.started?.settings.initializationOptions;
+    return this.started?.initializationOptions;
   }
 
   get isRunning(): boolean {
@@ -95,6 +98,11 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     }
     const settings = readSettings();
     const env = await this.apiKeys.serverEnvironment();
+    // The server's messages about the key name where it really came from.
+    const initializationOptions: InitializationOptions = {
+      ...settings.initializationOptions,
+      apiKeyStore: keyStoreOption((await this.apiKeys.stored()) !== undefined),
+    };
     const found = await this.locate(settings, env);
     if (!found) {
       return;
@@ -116,7 +124,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       // Every file: the tools read unsaved buffers and edit open documents.
       documentSelector: [{ scheme: 'file' }],
       outputChannel: this.log,
-      initializationOptions: settings.initializationOptions,
+      initializationOptions,
       initializationFailedHandler: (error: unknown) => {
         this.log.error(`seri-lsp did not initialize: ${describe(error)}`);
         return false;
@@ -131,7 +139,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     const client = new LanguageClient('seri', 'Seri', serverOptions, clientOptions);
     client.registerFeature(new ChatApprovals());
     this.client = client;
-    this.started = { settings, env };
+    this.started = { settings, env, initializationOptions };
     this.disposables.push(
       client.onNotification(Notification.sessionChanged, (params) => this.model.sessionChanged(params)),
       client.onNotification(Notification.message, (params) => this.model.message(params)),

@@ -36,8 +36,14 @@ export class SessionMemory implements vscode.Disposable {
     try {
       await server.execute(ServerCommand.sessionResume, { sessionId });
     } catch (error) {
-      // Deleted, or open in another window: the chat stays empty, as without a memory.
+      // Deleted, open in another window, or in another profile: the chat says so, rather
+      // than stand empty with the reason only in the log.
       this.log.warn(`Could not reopen session ${sessionId}: ${describe(error)}`);
+      this.model.addNotice(
+        'error',
+        `The session this window showed (${sessionId.slice(0, 8)}) could not be reopened: ${describe(error)} ` +
+          'Pick another with "Seri: Resume Session...", or send a prompt to start a new one.',
+      );
     }
   }
 

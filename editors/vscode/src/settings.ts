@@ -4,6 +4,7 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import type { KeyStoreOption } from './keyStore';
 import { OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
 
 /** Initialization options as the server reads them (settings it has not been given are left out). */
@@ -21,6 +22,8 @@ export interface InitializationOptions {
   maxTurns?: number;
   resumeOnOpen?: boolean;
   profileRoot?: string;
+  /** Where the API key is kept (added at each start, see server.ts): no setting. */
+  apiKeyStore?: KeyStoreOption;
 }
 
 export interface ExtensionSettings {

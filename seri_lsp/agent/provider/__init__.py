@@ -24,6 +24,7 @@ from seri_lsp.agent.provider.errors import (
     ProviderHTTPError,
     ProviderTimeout,
     ProviderUnreachable,
+    SettingsBlocked,
     StreamTruncated,
 )
 from seri_lsp.agent.provider.models import Log, WindowSource
@@ -46,6 +47,7 @@ __all__ = [
     "Reply",
     "RetryCallback",
     "RetryNotice",
+    "SettingsBlocked",
     "StreamTruncated",
     "Usage",
     "WindowSource",

@@ -23,9 +23,10 @@ from seri_lsp.agent.provider.errors import (
     MissingApiKey,
     ProviderHTTPError,
     ProviderUnreachable,
+    SettingsBlocked,
+    StreamTruncated,
     call_failure,
     http_error,
-    key_hint,
 )
 from seri_lsp.agent.provider.models import ContextWindow, Log, WindowSource
 from seri_lsp.agent.provider.reply import (
@@ -67,6 +68,19 @@ class Provider:
         self._window = ContextWindow(settings, log)
         # Sessions whose provider refused the prompt-cache breakpoints: sent none since.
         self._unmarked: set[str | None] = set()
+        # Clients of settings replaced since (a call may still use one), closed at the end.
+        self._retired: list[Client] = []
+
+    def reconfigure(self, settings: ProviderSettings) -> None:
+        """Use `settings` from the next call on: a new client (made at that call), the
+        context window and the prompt-cache refusals learnt again."""
+        self.settings = settings
+        self._bodies = BodyEncoder(settings)
+        self._window = ContextWindow(settings, self._log)
+        self._unmarked.clear()
+        if self._connection is not None:
+            self._retired.append(self._connection)
+            self._connection = None
 
     async def _client(self) -> Client:
         """The HTTP client with its connection pool, made at the first call (off the
@@ -106,7 +120,12 @@ class Provider:
         """Why a call cannot be sent for want of an API key; None when it can."""
         if self.settings.api_key or is_local_url(self.settings.base_url):
             return None
-        return f"No API key for {self.settings.base_url}: {key_hint()}."
+        return f"No API key for {self.settings.base_url}: {self.settings.key_advice()}."
+
+    @property
+    def refusal(self) -> str | None:
+        """Why nothing may be sent (a wrong setting, no key); None when calls may go."""
+        return self.settings.blocked() or self.missing_key
 
     async def complete(
         self,
@@ -132,6 +151,10 @@ class Provider:
         before a failed attempt is retried, so the caller can drop what that attempt
         streamed.
         """
+        blocked = self.settings.blocked()
+        if blocked is not None:
+            # Not even to the default provider: a wrong setting must not send work elsewhere.
+            raise SettingsBlocked(blocked)
         if self.missing_key is not None:
             # A provider on the internet refuses a call without a key anyway; saying so
             # before sending names the setting instead of the provider's own wording.
@@ -146,7 +169,13 @@ class Provider:
             async def attempt() -> Reply:
                 target = reply if reply is not None else Reply()
                 target.reset()
-                return await self._attempt(body, target, on_delta, on_thinking)
+                try:
+                    return await self._attempt(body, target, on_delta, on_thinking)
+                except StreamTruncated as exc:
+                    # The message is in plain words; what the wire showed is for the log.
+                    if self._log is not None and exc.detail:
+                        self._log("warning", f"{exc} ({exc.detail})")
+                    raise
 
             return await retrying(attempt, self.settings, on_retry)
 
@@ -219,9 +248,10 @@ class Provider:
         """contextWindow from settings, else the provider's model list (OpenRouter's
         `context_length`, LiteLLM's `max_input_tokens`, vLLM's `max_model_len` of the
         configured model), else 128000."""
-        return await self._window.tokens(self._client, may_ask=self.missing_key is None)
+        return await self._window.tokens(self._client, may_ask=self.refusal is None)
 
     async def aclose(self) -> None:
-        """Close the HTTP connection pool (if a call ever opened one)."""
-        if self._connection is not None:
-            await self._connection.http.aclose()
+        """Close the HTTP connection pools (if a call ever opened one)."""
+        for client in [*self._retired, self._connection]:
+            if client is not None:
+                await client.http.aclose()

@@ -9,7 +9,8 @@ Errors are typed so the agent loop can tell them apart:
   as 5xx are);
 - ProviderTimeout: the reply did not finish within `provider.timeout` seconds;
 - ProviderUnreachable, StreamTruncated, MalformedReply, MissingApiKey: the turn fails
-  and the message says what happened and, where the user can act, what to do.
+  and the message says what happened and, where the user can act, what to do;
+- SettingsBlocked: a setting that decides where prompts go is wrong; nothing is sent.
 
 Every message replaces lone surrogates by U+FFFD (`clean_text`), so nothing the
 provider says can break the database or the wire.
@@ -26,7 +27,7 @@ import httpx
 
 from seri_lsp.agent.connection import Client, connect_failure
 from seri_lsp.limits import clean_text
-from seri_lsp.settings import API_KEY_ENV, ProviderSettings
+from seri_lsp.settings import ProviderSettings
 
 _TOO_LONG_MARKERS = (
     "context_length_exceeded",
@@ -81,7 +82,12 @@ class ConnectionFailed(ProviderUnreachable):
 
 
 class StreamTruncated(ProviderError):
-    """The reply stream ended before the reply was complete."""
+    """The reply stream ended before the reply was complete. The message is in plain
+    words; `detail` says what the wire showed, for the log."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = clean_text(detail)
 
 
 class MalformedReply(ProviderError):
@@ -92,11 +98,9 @@ class MissingApiKey(ProviderError):
     """No API key is set for a provider that is not on this machine or network."""
 
 
-def key_hint() -> str:
-    """Where an API key can be set, for the messages about a missing or refused one."""
-    return (
-        "set provider.apiKey in the settings, or " + " / ".join(API_KEY_ENV) + " in the environment"
-    )
+class SettingsBlocked(ProviderError):
+    """A setting that decides where prompts go is wrong (`ProviderSettings.blocking`):
+    nothing is sent rather than send it to a default provider."""
 
 
 def malformed(detail: str) -> MalformedReply:
@@ -135,7 +139,7 @@ def _too_long(detail: str) -> ContextTooLong:
 
 def http_error(response: httpx.Response, text: str, settings: ProviderSettings) -> ProviderError:
     """The error an error status means; `text` is the response's body. A refused key
-    (401, 403) says where the key came from and where to set one."""
+    (401, 403) says where the key came from and how to change it there."""
     status = response.status_code
     detail = _error_detail(text)
     lowered = text.lower()
@@ -148,12 +152,12 @@ def http_error(response: httpx.Response, text: str, settings: ProviderSettings) 
         return ProviderHTTPError(
             message, status, text, retry_after=_retry_after(response.headers.get("retry-after"))
         )
-    if not settings.api_key:
-        advice = f"No API key was sent: {key_hint()}."
+    origin = settings.key_origin
+    if not settings.api_key or origin is None:
+        advice = f"No API key was sent: {settings.key_advice()}."
     else:
-        source = settings.api_key_source or "provider.apiKey"
         refused = "refused" if status == 401 else "not allowed this request"
-        advice = f"The API key (from {source}) was {refused}: check it, or {key_hint()}."
+        advice = f"The API key (from {origin.where}) was {refused}: {origin.fix}."
     return ProviderHTTPError(f"{message} {advice}", status, text)
 
 
@@ -236,7 +240,10 @@ def call_failure(
         return failure(f"Could not reach the provider at {url}: {why}.")
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         if answered:
-            return StreamTruncated(f"The provider closed the stream mid-reply ({reason(exc)}).")
+            return StreamTruncated(
+                "The reply broke off: the connection closed mid-reply. Try again.",
+                detail=reason(exc),
+            )
         # Nothing came back: the request may not even have arrived (a kept-alive
         # connection the server closed just as it was reused), so it is sent again.
         return ConnectionFailed(

@@ -331,8 +331,8 @@ async def read_stream(
                 finished = True
     if not finished:
         raise StreamTruncated(
-            "The provider closed the stream mid-reply: the reply stream ended before the "
-            "reply was complete (no finish_reason, no [DONE])."
+            "The reply broke off: the connection closed mid-reply. Try again.",
+            detail="the stream ended with no finish_reason and no [DONE]",
         )
     add_content(content.flush())
     add_thinking(thinking.flush())

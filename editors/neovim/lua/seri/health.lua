@@ -192,6 +192,12 @@ local function report_provider(info)
   local provider = info.provider
   health.ok("provider: " .. provider.baseUrl)
   health.ok("model: " .. provider.model)
+  -- Settings that would send prompts elsewhere: the server refuses every prompt meanwhile.
+  for _, problem in ipairs(type(provider.problems) == "table" and provider.problems or {}) do
+    health.error(problem, {
+      "Correct it where the message says (setup()'s `settings`, config.json or the variable)",
+    })
+  end
   if provider.apiKeySet then
     health.ok(("API key: set (%s)"):format(provider.apiKeySource or "settings"))
   else

@@ -180,6 +180,15 @@ suite('Palette commands', () => {
       }
     }
     assert.strictEqual(JSON.stringify(api.server.initializationOptions).includes('sk-seri'), false);
+    // The server knows the key is the stored one: a refusal names the store and the command.
+    assert.strictEqual(api.server.initializationOptions?.apiKeyStore?.inUse, true);
+    const info = await api.server.execute<{ provider: { apiKeySource: string } }>('seri.info', {});
+    assert.strictEqual(info.provider.apiKeySource, "VS Code's secret storage");
+    await provider.script({ error: 401, body: { error: { message: 'User not found.' } } });
+    const refused = await api.model.send('Still me?');
+    assert.strictEqual(refused.status, 'failed');
+    assert.match(refused.error ?? '', /from VS Code's secret storage, saved with Seri: Set API Key\) was refused: run Seri: Set API Key/);
+    assert.doesNotMatch(refused.error ?? '', /SERI_API_KEY|provider\.apiKey/);
 
     await vscode.commands.executeCommand(Commands.setApiKey, '');
     await waitFor(() => api.model.state === 'running', 'the server to restart without the key', 30_000);
@@ -187,6 +196,7 @@ suite('Palette commands', () => {
     assert.strictEqual((await api.model.send('And now?')).status, 'done');
     const after = (await provider.log()).headers.at(-1)!;
     assert.ok(!Object.keys(after).some((k) => k.toLowerCase() === 'authorization'), 'no key is sent any more');
+    assert.strictEqual(api.server.initializationOptions?.apiKeyStore?.inUse, false);
   });
 
   test('Open Chat reveals the chat view', async () => {

@@ -1,4 +1,7 @@
 import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import * as vscode from 'vscode';
 
 import { Commands } from '../../ids';
@@ -60,6 +63,38 @@ suite('Settings', () => {
     const session = await vscode.commands.executeCommand<Session | null>(Commands.continueSession);
     assert.strictEqual(session?.id, latest?.id);
     await waitFor(() => api.model.currentSession?.id === (latest?.id ?? shown.id), 'the model to show the latest session');
+  });
+
+  test('Restart Server keeps seri.profileRoot; a session the server cannot reopen is said in the chat', async () => {
+    const api = await activated();
+    const first = await api.server.execute<{ profileRoot: string }>('seri.info', {});
+    await restart(api);
+    // The restarted server got the same settings as the first start.
+    assert.strictEqual(api.server.initializationOptions?.profileRoot, process.env.SERI_TEST_PROFILE_ROOT);
+    assert.strictEqual((await api.server.execute<{ profileRoot: string }>('seri.info', {})).profileRoot, first.profileRoot);
+
+    const shown = await vscode.commands.executeCommand<Session>(Commands.newSession);
+    await waitFor(() => api.model.currentSession?.id === shown.id, 'the model to show the new session');
+    // Another profile, where that session does not exist: the window cannot reopen it.
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'seri-other-profile-'));
+    try {
+      await setSetting('resumeOnOpen', false);
+      await setSetting('profileRoot', elsewhere);
+      await restart(api);
+      const info = await api.server.execute<{ profileRoot: string }>('seri.info', {});
+      assert.strictEqual(info.profileRoot, fs.realpathSync(elsewhere));
+      await waitFor(
+        () => api.model.snapshot().notices.some((n) => n.text.includes(shown.id.slice(0, 8)) && /could not be reopened/.test(n.text)),
+        'the chat to say the session could not be reopened',
+      );
+      const notice = api.model.snapshot().notices.find((n) => /could not be reopened/.test(n.text))!;
+      assert.strictEqual(notice.level, 'error');
+      assert.match(notice.text, /Unknown session id/);
+    } finally {
+      await setSetting('profileRoot', undefined);
+      await setSetting('resumeOnOpen', undefined);
+      await restart(api);
+    }
   });
 
   test('a server command that exists but cannot run gives one notification with the install hint', async () => {
