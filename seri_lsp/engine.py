@@ -600,9 +600,10 @@ class Engine:
         """Compact the open session now, without waiting for the 50% trigger."""
         return await self.tasks.compact(self.sessions.conversation, focus)
 
-    def cancel(self) -> bool:
-        """Stop the running task (or manual compaction); False if nothing was running."""
-        return self._tasks is not None and self._tasks.cancel()
+    def cancel(self, *, stopping: bool = False) -> bool:
+        """Stop the running task (or manual compaction); False if nothing was running.
+        `stopping`: because the server stops (the task ends `interrupted`)."""
+        return self._tasks is not None and self._tasks.cancel(stopping=stopping)
 
     # --- checkpoints ------------------------------------------------------------------
 
