@@ -249,6 +249,11 @@ function M.redraw()
       table.insert(blocks, b)
       count = count + #b.lines
     end
+    local ended = require("seri.chat.ending").block(msg, state.notices)
+    if ended then
+      table.insert(blocks, ended)
+      count = count + #ended.lines
+    end
     if copied ~= nil and msg.id == copied then
       local parent = state.session.parentId
       local title = origin and origin.session == state.session.id and origin.title or nil
