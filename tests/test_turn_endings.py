@@ -5,12 +5,19 @@ or killed mid-stream) is marked interrupted."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+from pathlib import Path
 from typing import Any
 
 from pytest_lsp import LanguageClient
 
+from seri_lsp.export.bundle import export_session, import_bundle, read_bundle
+from seri_lsp.profile import DB_NAME
+from seri_lsp.store.database import Database
+from seri_lsp.store.sessions import SessionStore
 from tests.agent_helpers import messages, prompt
+from tests.ending_seeds import ENDINGS, seed_turn_endings
 from tests.harness import command, stop_server, wait_until
 from tests.scripted_provider import Error, ScriptedProvider, Text
 
@@ -129,3 +136,35 @@ async def test_a_turn_killed_mid_stream_is_found_interrupted_at_the_next_start(
         None,
         "done",
     ]
+
+
+def test_an_export_carries_how_turns_ended_and_an_import_keeps_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    profile = tmp_path / "profile"
+    seed_turn_endings(profile, workspace)
+    db = Database.open(profile / DB_NAME)
+    try:
+        store = SessionStore(db)
+        session = store.latest(str(workspace))
+        assert session is not None
+        # The seeded third turn is still marked running: the open that finds it says so.
+        assert store.close_interrupted_turn(session.id)
+        text = export_session(store, session.id, "markdown", secrets=[]).text
+        assert f"_The task failed: {ENDINGS['failedError']}_" in text
+        assert "_Cancelled._" in text
+        assert "_The reply was cut off: seri stopped before this turn ended" in text
+        exported = export_session(store, session.id, "json", secrets=[]).text
+        ended = [m.get("turnEnded") for m in json.loads(exported)["messages"]]
+        assert [e and e["status"] for e in ended] == [
+            "failed",
+            None,
+            "cancelled",
+            None,
+            "interrupted",
+        ]
+        imported, _ = import_bundle(store, read_bundle(exported), str(tmp_path / "elsewhere"))
+        again = json.loads(export_session(store, imported.id, "json", secrets=[]).text)
+        assert [m.get("turnEnded") for m in again["messages"]] == ended
+    finally:
+        db.close()

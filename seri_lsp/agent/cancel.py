@@ -30,8 +30,10 @@ class CancelScope:
 
     def cancel(self, *, stopping: bool = False) -> None:
         """Stop the task: interrupt what it is waiting on now and refuse new waits.
-        `stopping`: because seri stops (the task ends `interrupted`, not `cancelled`)."""
-        self.stopping = self.stopping or stopping
+        `stopping`: because seri stops (the task ends `interrupted`, not `cancelled`); the
+        first cancel's reason stands."""
+        if not self.requested:
+            self.stopping = stopping
         self.requested = True
         for future in list(self._inflight):
             future.cancel()
