@@ -193,6 +193,7 @@ function M.redraw()
   if not valid(state.buf) then
     return
   end
+  require("seri.chat.ending").place(state.messages, state.notices)
   local blocks = { render.header(state.session, state.reason) }
   local count = #blocks[1].lines
   state.load_line = nil

@@ -21,6 +21,20 @@ local FALLBACK = {
   interrupted = "The reply was cut off: seri stopped before this turn ended.",
 }
 
+---A task's end said while the chat had no message to put it after (it was never open)
+---belongs to the last message once there is one: placed before drawing, so that the
+---stored end of that message is not drawn beside it.
+---@param messages seri.Message[]
+---@param notices seri.ChatNotice[]
+function M.place(messages, notices)
+  local last = messages[#messages]
+  for _, n in ipairs(notices) do
+    if n.turn_end and n.after == nil and last then
+      n.after = last.id
+    end
+  end
+end
+
 ---The lines after `msg` that say how its turn ended; nil when it is not a turn's last
 ---message, the turn ended normally, or the chat said it already (a notice of the task's
 ---end follows the same message).
