@@ -638,9 +638,10 @@ class Engine:
         if self._tasks is not None:
             self._tasks.compactor.settings = provider
 
-    def cancel(self) -> bool:
-        """Stop the running task (or manual compaction); False if nothing was running."""
-        return self._tasks is not None and self._tasks.cancel()
+    def cancel(self, *, stopping: bool = False) -> bool:
+        """Stop the running task (or manual compaction); False if nothing was running.
+        `stopping`: because the server stops (the task ends `interrupted`)."""
+        return self._tasks is not None and self._tasks.cancel(stopping=stopping)
 
     # --- checkpoints ------------------------------------------------------------------
 

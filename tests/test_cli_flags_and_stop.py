@@ -57,7 +57,7 @@ def test_a_signal_stops_the_server_cleanly_and_closes_the_store(
     assert db_rows(profile_root, "SELECT id FROM sessions") == [(session["id"],)]
 
 
-def test_a_signal_during_a_task_cancels_it_answers_it_and_stores_it(
+def test_a_signal_during_a_task_interrupts_it_answers_it_and_stores_it(
     profile_root: Path, workspace: Path, provider: ScriptedProvider
 ) -> None:
     hang = Hang()
@@ -73,7 +73,8 @@ def test_a_signal_during_a_task_cancels_it_answers_it_and_stores_it(
         server.process.send_signal(signal.SIGTERM)
         assert server.wait(15) == 0
         answer = server.response(prompt_id, timeout=1)
-        assert answer["result"]["status"] == "cancelled"
+        # Seri stopped it, not the user: interrupted, and stored as such.
+        assert answer["result"]["status"] == "interrupted"
     finally:
         hang.release.set()
         server.close()

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import seri_lsp
+from tests.ending_seeds import seed_turn_endings
 from tests.harness import server_env
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 
@@ -413,6 +414,14 @@ def test_a_retry_after_work_was_done_keeps_the_work(
     assert [role for role, _ in sent] == ["user", "assistant", "tool", "user"]
     assert sent[0][1] == sent[3][1] == "look at app.py"
     assert sent[2][1] == "print('hi')\n"
+
+
+def test_a_reopened_chat_says_how_each_turn_ended(
+    scenario, provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    seed_turn_endings(profile_root, workspace)
+    provider.script(Error(400, {"error": {"message": "fourth is refused"}}))
+    scenario("endings.lua")
 
 
 def test_files_buffers_and_selections_are_attached_to_prompts(

@@ -86,6 +86,8 @@ async def test_every_message_the_editor_was_told_about_survives_kill_9(
 
     survivor = await agent()
     stored = await messages(survivor, session_id)
+    # The turn was cut off: its last message says so now.
+    assert stored[-1].pop("turnEnded")["status"] == "interrupted"
     assert stored[: len(told)] == told  # each as the editor saw it, ids included
     # The steps' other parts came with them: the billed count, the events, the paths.
     assert session_row(profile_root, session_id)[2] == 321

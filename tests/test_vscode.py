@@ -36,6 +36,7 @@ from seri_lsp.profile import DB_NAME
 from seri_lsp.store.database import Database
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
+from tests.ending_seeds import ENDINGS, seed_turn_endings
 from tests.harness import server_env
 from tests.provider_control import ProviderControl
 from tests.scripted_provider import ScriptedProvider, Text
@@ -316,6 +317,7 @@ def run_lane(
             "links": make_workspace(folders, "links"),
             "follow": make_workspace(folders, "follow"),
             "retry": make_workspace(folders, "retry"),
+            "endings": make_workspace(folders, "endings"),
             "keys": make_workspace(folders, "keys"),
             "questions": make_workspace(
                 folders, "questions", {"seri.permissions.write": "ask"}, {"README.md": "# App\n"}
@@ -362,6 +364,8 @@ def run_lane(
             seed(provider, profile, workspaces["search"], *latest, new=True)
         if "follow" in lane:
             seed_long_session(profile, workspaces["follow"], FOLLOW["count"])
+        if "endings" in lane:
+            seed_turn_endings(profile, workspaces["endings"])
         if "resume" in lane:
             other = RESUME["otherTitle"], RESUME["otherReply"]
             seed(provider, profile, workspaces["resume"], *other, new=True)
@@ -385,6 +389,7 @@ def run_lane(
                 "follow": FOLLOW,
                 "fork": FORK,
                 "search": SEARCH,
+                "endings": ENDINGS,
             },
         }
         config_file = work / "config.json"
@@ -555,6 +560,10 @@ def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
     ]
     retried = [users for users in tries if users and users[-1] == "Summarise everything"][-1]
     assert retried == ["Summarise everything"]
+
+
+def test_a_reopened_chat_says_how_each_turn_ended(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a reopened chat says how each turn ended")
 
 
 def test_the_carried_server_installs_itself_and_the_chat_works(vscode_run: VSCodeRun) -> None:

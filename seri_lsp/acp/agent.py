@@ -90,6 +90,7 @@ STOP_REASONS: dict[str, StopReason] = {
     "done": "end_turn",
     "max_turns": "max_turn_requests",
     "cancelled": "cancelled",
+    "interrupted": "cancelled",  # the agent stopped while the task ran
     "failed": "refusal",
 }
 SESSIONS_PAGE = 100

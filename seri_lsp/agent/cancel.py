@@ -24,10 +24,16 @@ class CancelScope:
 
     def __init__(self) -> None:
         self.requested = False
+        # The cancel came from seri stopping, not from the user: the task is interrupted.
+        self.stopping = False
         self._inflight: set[asyncio.Future[Any]] = set()
 
-    def cancel(self) -> None:
-        """Stop the task: interrupt what it is waiting on now and refuse new waits."""
+    def cancel(self, *, stopping: bool = False) -> None:
+        """Stop the task: interrupt what it is waiting on now and refuse new waits.
+        `stopping`: because seri stops (the task ends `interrupted`, not `cancelled`); the
+        first cancel's reason stands."""
+        if not self.requested:
+            self.stopping = stopping
         self.requested = True
         for future in list(self._inflight):
             future.cancel()

@@ -46,7 +46,7 @@ from seri_lsp.events import (
     TurnEnded,
 )
 from seri_lsp.host import Host, ProgressReporter
-from seri_lsp.store.messages import Message, ToolCall
+from seri_lsp.store.messages import INTERRUPTED_BY_STOP, Message, ToolCall, TurnStatus
 from seri_lsp.store.spend import Spend
 
 logger = logging.getLogger(__name__)
@@ -231,9 +231,11 @@ class AgentLoop:
         """
         conversation = self.conversation
         turns = 0
-        status, error, final_text = "done", None, ""
+        status: TurnStatus = "done"
+        error: str | None = None
+        final_text = ""
         await conversation.load()  # the history, read at the first task after the open
-        step = Step([Message(role="user", content=prompt)], label="prompt")
+        step = Step([Message(role="user", content=prompt)], label="prompt", turn_starts=True)
         step.record("task_started", {"prompt": prompt})
         await conversation.commit(step)
         async with self.host.progress("seri: working") as progress:
@@ -264,7 +266,10 @@ class AgentLoop:
                         break
                     await self._run_tools(assistant)
             except TaskCancelled:
-                status, error = "cancelled", "Cancelled by the user."
+                if self.scope.stopping:  # seri stops (the editor quit, a signal)
+                    status, error = "interrupted", INTERRUPTED_BY_STOP
+                else:
+                    status, error = "cancelled", "Cancelled by the user."
                 await self._store_partial_reply()
             except (TaskFailed, ProviderError, StoreBusy) as exc:
                 status, error = "failed", str(exc)
@@ -292,6 +297,7 @@ class AgentLoop:
                 # A task that failed (the store's busy refusal included) says so as before.
                 await conversation.record_event("task_ended", outcome.to_wire())
         finally:
+            await conversation.end_turn(status, error)
             # The faces learn that the task ended even when its last record could not
             # be written (they drop streamed text that was not stored).
             self.ended = TurnEnded(conversation.session_id, status, turns, error)

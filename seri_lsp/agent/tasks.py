@@ -104,14 +104,15 @@ class Tasks:
         if self._running is not None:
             raise Busy("A task is running; wait for it to end or cancel it (seri.cancel) first.")
 
-    def cancel(self) -> bool:
+    def cancel(self, *, stopping: bool = False) -> bool:
         """Stop the running task (or manual compaction); False if nothing was running.
+        `stopping`: seri stops, so the task ends `interrupted`.
 
         A rewind is not a task: once started it runs to its end, so it is not cancelled.
         """
         if self._running is None or self._exclusive:
             return False
-        self._running.cancel()
+        self._running.cancel(stopping=stopping)
         return True
 
     @contextmanager
@@ -211,7 +212,7 @@ class Tasks:
     async def close(self) -> None:
         """Stop any running task and the tools' threads."""
         if self._running is not None:
-            self._running.cancel()
+            self._running.cancel(stopping=True)
         self.threads.shutdown()
 
     def _begin(self) -> CancelScope:

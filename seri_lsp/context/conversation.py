@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seri_lsp import faults
@@ -32,7 +32,13 @@ from seri_lsp.context.pairing import PairedHistory
 from seri_lsp.context.prompt_files import FrozenPrompt
 from seri_lsp.events import Event, MessageStored
 from seri_lsp.store.database import STORE_ERRORS
-from seri_lsp.store.messages import Message, request_json, tokens_for_chars
+from seri_lsp.store.messages import (
+    Message,
+    TurnEnd,
+    TurnStatus,
+    request_json,
+    tokens_for_chars,
+)
 from seri_lsp.store.sessions import SessionInfo, SessionStore
 from seri_lsp.store.spend import Spend
 from seri_lsp.store.worker import Worker
@@ -67,6 +73,8 @@ class Step:
     spend: Spend | None = None
     # Names the step's crash points (`SERI_CRASH_AT=<label>.in_transaction`, `.committed`).
     label: str = "step"
+    # A task's prompt: the session's turn runs from here until `Conversation.end_turn`.
+    turn_starts: bool = False
 
     def record(self, kind: str, data: dict[str, Any]) -> None:
         """A recording event of this step."""
@@ -217,7 +225,24 @@ class Conversation:
             spend=step.spend,
             also=also,
             label=step.label,
+            turn_starts=step.turn_starts,
         )
+
+    async def end_turn(self, status: TurnStatus, error: str | None) -> None:
+        """Store how the running turn ended, on the last message of the conversation
+        (where a reopened chat shows it), and mark no turn running. Best effort: a store
+        that fails to take it is logged."""
+        try:
+            message_id = await self._io(self._store.end_turn, self.session_id, status, error)
+        except STORE_ERRORS:
+            # The turn's work is stored; only its end's mark is missing (the next open
+            # marks it interrupted).
+            logger.warning("Could not store how the turn of %s ended", self.session_id)
+            return
+        if self._messages:
+            last = self._messages[-1]
+            if last.id == message_id:
+                self._messages[-1] = replace(last, turn_end=TurnEnd(status, error))
 
     async def replace_prefix(self, replaced: Sequence[Message], recap: Message) -> Message:
         """Commit a compaction: the recap replaces the earlier recap and the evicted. A

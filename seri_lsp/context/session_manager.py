@@ -313,7 +313,9 @@ class SessionManager:
             return self._announce(current.info, reason, note)
         await self._acquire(info.id)
         try:
-            # No message is read: the history waits for the first prompt or view.
+            # No message is read: the history waits for the first prompt or view. A turn
+            # left running by a process that died is marked interrupted first.
+            await self.io(self.store.close_interrupted_turn, info.id)
             fired = await self.io(self.store.fired_rules, info.id)
             frozen = await self.io(freeze, self.workspace_root(), self.profile_root)
             info = await self.io(self.store.touch, info.id)

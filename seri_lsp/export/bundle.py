@@ -38,9 +38,11 @@ from seri_lsp.limits import (
 from seri_lsp.store.database import format_time
 from seri_lsp.store.messages import (
     ROLES,
+    TURN_STATUSES,
     Message,
     Recap,
     ToolCall,
+    TurnEnd,
     chars_of,
     tokens_for_chars,
 )
@@ -149,6 +151,11 @@ def _filtered(message: dict[str, Any], text_filter: ExportFilter) -> dict[str, A
             {**call, "arguments": text_filter.arguments(call["arguments"])}
             for call in out["tool_calls"]
         ]
+    if "turnEnded" in out and "error" in out["turnEnded"]:
+        out["turnEnded"] = {
+            **out["turnEnded"],
+            "error": text_filter.text(out["turnEnded"]["error"]),
+        }
     if "recap" in out:
         out["recap"] = {
             key: [text_filter.text(v) for v in value]
@@ -303,6 +310,8 @@ def _message(index: int, raw: Any) -> Message:
     is_error = raw.get("isError", False)
     if not isinstance(is_error, bool):
         raise BadBundle(f'{where}: "isError" must be true or false')
+    ended = raw.get("turnEnded")
+    turn_end = _turn_end(ended, where) if ended is not None else None
     return Message(
         role=role,
         content=content,
@@ -312,8 +321,22 @@ def _message(index: int, raw: Any) -> Message:
         kind=kind,
         recap=recap,
         is_error=is_error,
+        turn_end=turn_end,
         created_at=_time(raw.get("createdAt"), f"{where}: createdAt"),
     )
+
+
+def _turn_end(raw: Any, where: str) -> TurnEnd:
+    ended = _object(raw, f'{where}: "turnEnded"')
+    status, error = ended.get("status"), ended.get("error")
+    if status not in TURN_STATUSES:
+        raise BadBundle(
+            f"{where}: turnEnded.status is {_shown(status)}; it is one of "
+            + ", ".join(TURN_STATUSES)
+        )
+    if error is not None:
+        _string(error, f"{where}: turnEnded.error")
+    return TurnEnd(status, error)
 
 
 def _call(raw: Any, where: str) -> ToolCall:

@@ -2,10 +2,11 @@
 "markdown"}`).
 
 The title, then the date, project and model; each prompt under `## You` and each reply
-under `## seri`; every tool call folded in a `<details>` block with its arguments and
-its result (a long result cut, with its size said); the recap as a quoted block. It is
-made from an export bundle (`bundle.py`), so it carries nothing the bundle does not: no
-absolute path of the workspace, no secret.
+under `## seri`, and after a task that did not end normally how it ended; every tool
+call folded in a `<details>` block with its arguments and its result (a long result cut,
+with its size said); the recap as a quoted block. It is made from an export bundle
+(`bundle.py`), so it carries nothing the bundle does not: no absolute path of the
+workspace, no secret.
 """
 
 from __future__ import annotations
@@ -37,7 +38,20 @@ def transcript(bundle: dict[str, Any], *, model: str | None) -> str:
     }
     for message in bundle["messages"]:
         lines += _message(message, results)
+        lines += _turn_end(message.get("turnEnded"))
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _turn_end(ended: dict[str, Any] | None) -> list[str]:
+    """How a task ended, after its last message, when it did not end normally."""
+    if ended is None or ended["status"] == "done":
+        return []
+    error = ended.get("error") or ""
+    if ended["status"] == "cancelled":
+        return ["_Cancelled._", ""]
+    if ended["status"] == "failed":
+        return [f"_The task failed: {error or 'no reason given'}_", ""]
+    return [f"_{error or 'The task stopped before it ended.'}_", ""]
 
 
 def _message(message: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[str]:

@@ -101,7 +101,7 @@ class SeriServer(LanguageServer):
             self._startup.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._startup
-        engine.cancel()
+        engine.cancel(stopping=True)
         await self.protocol.wait_for_requests(transport.DRAIN_SECONDS)
         try:
             await engine.close()

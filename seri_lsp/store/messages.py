@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 # The four fields of a recap, and how its text heads them.
 FIELDS = ("goal", "progress", "blockers", "next_steps")
@@ -67,9 +67,37 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
+# How a turn (one user prompt's task) ended: as `seri/turnEnded` says it, and
+# `interrupted` when seri stopped (or died) before the turn did.
+TurnStatus = Literal["done", "max_turns", "cancelled", "failed", "interrupted"]
+TURN_STATUSES: tuple[TurnStatus, ...] = get_args(TurnStatus)
+
+
+# What an interrupted turn says: seri stopped (the editor quit, a signal) while the turn
+# ran, and it stored what had come so far; or the process died, found at the next open.
+INTERRUPTED_BY_STOP = (
+    "The reply was cut off: seri stopped before this turn ended (the editor closed or the "
+    "server was stopped). Send a prompt to go on."
+)
+INTERRUPTED_BY_EXIT = (
+    "The reply was cut off: seri stopped before this turn ended (the server exited or was "
+    "killed). Send a prompt to go on."
+)
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """How a turn ended, kept on the last message it left: its status, and the words the
+    user was shown about it (None for a turn that ended normally)."""
+
+    status: TurnStatus
+    error: str | None = None
+
+
 @dataclass(frozen=True)
 class Message:
-    """A stored (or about to be stored) message of a session."""
+    """A stored (or about to be stored) message of a session; `turn_end` on the last
+    message a turn left says how that turn ended."""
 
     role: Role
     content: str = ""
@@ -79,6 +107,7 @@ class Message:
     kind: str | None = None
     recap: Recap | None = None
     is_error: bool = False
+    turn_end: TurnEnd | None = None
     id: int | None = None
     seq: int | None = None
     created_at: str | None = None
@@ -110,6 +139,7 @@ class Message:
             self.kind,
             self.recap.to_json() if self.recap is not None else None,
             self.is_error,
+            self.turn_end,
         )
 
     def to_provider(self) -> dict[str, Any]:
@@ -186,6 +216,7 @@ def wire_message(
     kind: str | None,
     recap: dict[str, object] | None,
     is_error: bool | int,
+    turn_end: TurnEnd | None = None,
 ) -> dict[str, Any]:
     """A message as the wire carries it (`tool_calls` and `recap` in their wire forms):
     the one place that says which fields a message shows, from a `Message` or straight
@@ -203,6 +234,11 @@ def wire_message(
         wire["recap"] = recap
     if is_error:
         wire["isError"] = True
+    if turn_end is not None:
+        ended: dict[str, str] = {"status": turn_end.status}
+        if turn_end.error:
+            ended["error"] = turn_end.error
+        wire["turnEnded"] = ended
     return wire
 
 

@@ -361,6 +361,18 @@ def m011_cache_writes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_turn_endings(conn: sqlite3.Connection) -> None:
+    # How each turn (one user prompt's task) ended, on the last message it left in the
+    # conversation (the prompt itself when nothing followed it): `turn_status` is `done`,
+    # `max_turns`, `cancelled`, `failed` or `interrupted`, `turn_error` the words the user
+    # was shown; NULL on every other message (and on turns stored before this migration).
+    # `turn_started_at` on the session is set while a turn runs: one still set when the
+    # session is next opened belongs to a process that died mid-turn (interrupted).
+    conn.execute("ALTER TABLE messages ADD COLUMN turn_status TEXT")
+    conn.execute("ALTER TABLE messages ADD COLUMN turn_error TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN turn_started_at TEXT")
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
@@ -373,4 +385,5 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (9, "search_titles_and_imports", m009_search_titles_and_imports),
     (10, "forks_and_spend", m010_forks_and_spend),
     (11, "cache_writes", m011_cache_writes),
+    (12, "turn_endings", m012_turn_endings),
 ]

@@ -17,11 +17,14 @@ from seri_lsp.errors import UnknownSession
 from seri_lsp.store.database import Database, utc_now
 from seri_lsp.store.messages import (
     ENCODE_BATCH,
+    INTERRUPTED_BY_EXIT,
     EncodedMessages,
     EncodedMessagesBuilder,
     Message,
     Recap,
     ToolCall,
+    TurnEnd,
+    TurnStatus,
     prompt_words,
     wire_message,
 )
@@ -300,10 +303,11 @@ class SessionStore:
             )
             tx.execute(
                 "INSERT INTO messages (session_id, seq, role, content, thinking, tool_calls,"
-                " tool_call_id, kind, recap, is_error, chars, created_at)"
+                " tool_call_id, kind, recap, is_error, chars, created_at, turn_status,"
+                " turn_error)"
                 " SELECT ?, seq, role, content, thinking, tool_calls, tool_call_id, kind, recap,"
-                " is_error, chars, created_at FROM messages WHERE session_id = ? AND seq <= ?"
-                " ORDER BY seq",
+                " is_error, chars, created_at, turn_status, turn_error FROM messages"
+                " WHERE session_id = ? AND seq <= ? ORDER BY seq",
                 (fork_id, source_id, last.seq),
             )
             tx.execute(
@@ -400,6 +404,7 @@ class SessionStore:
         spend: Spend | None = None,
         also: Callable[[sqlite3.Connection], None] | None = None,
         label: str = "step",
+        turn_starts: bool = False,
     ) -> list[Message]:
         """Store one step of a turn in one transaction, and return its messages as stored.
 
@@ -409,7 +414,8 @@ class SessionStore:
         delivered (`rules`: its path and the position in `messages` of the message that
         delivers it) is marked as fired for as long as that message stays; `spend` (a
         model call's) is stored and counted; `also(tx)` writes whatever else belongs to
-        the step (its recording events) in the same transaction. All of it commits
+        the step (its recording events) in the same transaction; `turn_starts` marks the
+        session's turn as running (`end_turn` closes it). All of it commits
         together or none of it does (`SERI_CRASH_AT=<label>.in_transaction` stops the
         process just before the commit).
         """
@@ -428,10 +434,31 @@ class SessionStore:
                 )
             if spend is not None:
                 record_spend(tx, session_id, spend, stored[0].id if stored else None)
+            if turn_starts:
+                tx.execute(
+                    "UPDATE sessions SET turn_started_at = ? WHERE id = ?", (utc_now(), session_id)
+                )
             if also is not None:
                 also(tx)
             faults.crash_point(f"{label}.in_transaction")
         return stored
+
+    def end_turn(self, session_id: str, status: TurnStatus, error: str | None) -> int | None:
+        """Close the session's running turn: its end goes on the last message of the
+        conversation (None: the session has none). Returns that message's id."""
+        with self.db.transaction() as tx:
+            return _end_turn(tx, session_id, TurnEnd(status, error))
+
+    def close_interrupted_turn(self, session_id: str) -> bool:
+        """A turn still marked running when its session is opened (with the session's
+        lock held, so no process runs it) was cut off by a process that died: it ends as
+        `interrupted`. Reads only the session's row unless there is one."""
+        row = self.db.query_one("SELECT turn_started_at FROM sessions WHERE id = ?", (session_id,))
+        if row is None or row[0] is None:
+            return False
+        with self.db.transaction() as tx:
+            _end_turn(tx, session_id, TurnEnd("interrupted", INTERRUPTED_BY_EXIT))
+        return True
 
     def replace_prefix(
         self, session_id: str, evicted: Sequence[Message], recap: Message
@@ -633,10 +660,30 @@ def note_paths(
         )
 
 
+def _end_turn(conn: sqlite3.Connection, session_id: str, end: TurnEnd) -> int | None:
+    """Put a turn's end on the session's last message and mark no turn running."""
+    conn.execute("UPDATE sessions SET turn_started_at = NULL WHERE id = ?", (session_id,))
+    row = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    conn.execute(
+        "UPDATE messages SET turn_status = ?, turn_error = ? WHERE id = ?",
+        (end.status, end.error, row[0]),
+    )
+    return int(row[0])
+
+
 def _insert_row(conn: sqlite3.Connection, session_id: str, seq: int, message: Message) -> Message:
     created = message.created_at or utc_now()
     cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, seq, message, created))
     assert cursor.lastrowid is not None
+    if message.turn_end is not None:  # an imported turn's end
+        conn.execute(
+            "UPDATE messages SET turn_status = ?, turn_error = ? WHERE id = ?",
+            (message.turn_end.status, message.turn_end.error, cursor.lastrowid),
+        )
     return message.stored(id=cursor.lastrowid, seq=seq, created_at=created)
 
 
@@ -695,7 +742,7 @@ def _message_row(session_id: str, seq: int, message: Message, created: str) -> t
 
 def message_from_row(row: sqlite3.Row) -> Message:
     """Rebuild a Message from its `messages` row (empty columns are not decoded)."""
-    tool_calls, recap = row["tool_calls"], row["recap"]
+    tool_calls, recap, status = row["tool_calls"], row["recap"], row["turn_status"]
     return Message(
         role=row["role"],
         content=row["content"],
@@ -705,6 +752,7 @@ def message_from_row(row: sqlite3.Row) -> Message:
         kind=row["kind"],
         recap=Recap.from_json(json.loads(recap)) if recap else None,
         is_error=bool(row["is_error"]),
+        turn_end=TurnEnd(status, row["turn_error"]) if status else None,
         id=row["id"],
         seq=row["seq"],
         created_at=row["created_at"],
@@ -713,7 +761,8 @@ def message_from_row(row: sqlite3.Row) -> Message:
 
 
 _WIRE_COLUMNS = (
-    "id, created_at, role, content, thinking, tool_calls, tool_call_id, kind, recap, is_error"
+    "id, created_at, role, content, thinking, tool_calls, tool_call_id, kind, recap, is_error,"
+    " turn_status, turn_error"
 )
 
 
@@ -728,7 +777,8 @@ def _page_query(session_id: str, before_seq: int | None) -> tuple[str, list[Any]
 
 def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
     """A message's wire form from its `_WIRE_COLUMNS` row (as `Message.to_wire` gives)."""
-    message_id, created_at, role, content, thinking, calls, call_id, kind, recap, error = row
+    message_id, created_at, role, content, thinking, calls, call_id, kind, recap, error = row[:10]
+    status, turn_error = row[10:]
     return wire_message(
         message_id,
         created_at,
@@ -745,6 +795,7 @@ def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
         kind,
         Recap.from_json(json.loads(recap)).to_json() if recap else None,
         error,
+        TurnEnd(status, turn_error) if status else None,
     )
 
 

@@ -663,6 +663,39 @@ async function failedTask({ page, config, shot }) {
   );
 }
 
+/** A chat opened on a session whose turns ended short says how each ended, under it. */
+async function turnEndings({ page, config, shot }) {
+  const seeded = config.ui.endings;
+  await openChat(page);
+  const view = chat(page);
+  const failed = view.locator('.turn-end-failed', { hasText: seeded.failedError });
+  const cancelled = view.locator('.turn-end-cancelled', { hasText: 'Cancelled' });
+  const cut = view.locator('.turn-end-interrupted', { hasText: 'The reply was cut off' });
+  await cut.waitFor({ timeout: 30_000 });
+  // Each under its own turn, in order: the rows of the transcript, as the user reads them.
+  const texts = await view.locator('#messages > .row').allInnerTexts();
+  const at = (text) => texts.findIndex((row) => row.includes(text));
+  const order = [seeded.failedPrompt, seeded.failedError, seeded.cancelledPrompt, seeded.cancelledReply, 'Cancelled', seeded.cutPrompt, seeded.cutReply, 'The reply was cut off'];
+  for (let i = 1; i < order.length; i++) {
+    expect(at(order[i - 1]) >= 0 && at(order[i]) > at(order[i - 1]), `"${order[i]}" comes after "${order[i - 1]}" (${JSON.stringify(texts)})`);
+  }
+  expect((await failed.count()) === 1 && (await cancelled.count()) === 1, 'one row for each ending');
+  await shot('turn-endings');
+
+  // A task that fails now says so once (the live notice, with its Retry), and after a
+  // window reload the stored end of that turn says it instead.
+  await provider(config).script({ error: 400, body: { error: { message: 'fourth is refused' } } });
+  await sendPrompt(view, 'fourth: fails live');
+  await view.locator('.notice-error', { hasText: 'fourth is refused' }).waitFor({ timeout: 20_000 });
+  expect((await view.locator('.notice-error', { hasText: 'fourth is refused' }).count()) === 1, 'the live failure is said once');
+  await page.reload();
+  await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+  const reloaded = chat(page);
+  await reloaded.locator('.turn-end-failed', { hasText: 'fourth is refused' }).waitFor({ timeout: 40_000 });
+  expect((await reloaded.locator('.notice-error', { hasText: 'fourth is refused' }).count()) === 1, 'the stored failure is said once');
+  await shot('turn-endings-after-reload');
+}
+
 /** Our key bindings, and that VS Code binds none of these keys to anything else. */
 async function keyBindings({ page, shot }) {
   await openFile(page, 'src/app.py');
@@ -1139,6 +1172,7 @@ const SCENARIOS = [
   ['the transcript follows new output, and says so when scrolled up', 'follow', followTranscript],
   ['a prompt sent while a task runs is queued, then sent and answered', 'follow', queueWhileBusy, { continues: true }],
   ['a failed task says why in the chat, with a Retry', 'retry', failedTask],
+  ['a reopened chat says how each turn ended: failed, cancelled, cut off', 'endings', turnEndings],
   ['the key bindings focus the chat and clash with no default', 'keys', keyBindings],
   ['a long task asks three times: Allow from the diff, Allow for this session, a memory line', 'questions', longTask],
   ['the server the extension carries installs itself at the first start and answers a prompt', 'bundled', bundledServer],

@@ -60,6 +60,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field kind? "recap"|"rule"|"check"
 ---@field recap? table
 ---@field isError? boolean
+---@field turnEnded? {status: string, error?: string} on a turn's last message: how the turn ended
 
 ---@class seri.Pending
 ---@field run fun(client: vim.lsp.Client)

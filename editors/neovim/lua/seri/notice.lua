@@ -80,7 +80,7 @@ end
 ---opened otherwise), else also on the command line, on one line.
 ---@param text string
 ---@param level integer? vim.log.levels (INFO by default)
----@param opts {report?: boolean, action?: string}? how the chat shows it (`seri.chat.notice`)
+---@param opts {report?: boolean, action?: string, turn_end?: boolean}? how the chat shows it (`seri.chat.notice`)
 function M.say(text, level, opts)
   level = level or vim.log.levels.INFO
   text = M.editor_words(text):gsub("^seri: ", "")

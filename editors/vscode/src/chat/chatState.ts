@@ -52,10 +52,12 @@ export interface Notice {
   report?: boolean;
   /** A compaction's notice: the recap (a button shows it) and its Read/Modified lists. */
   compaction?: { recapId?: number; read: string[]; modified: string[] };
+  /** Says how a task ended: the stored `turnEnded` of the same message is not shown too. */
+  turnEnd?: boolean;
 }
 
 /** What a notice may carry besides its text. */
-export type NoticeExtras = Pick<Notice, 'retry' | 'report' | 'compaction'>;
+export type NoticeExtras = Pick<Notice, 'retry' | 'report' | 'compaction' | 'turnEnd'>;
 
 /** What the chat input sends: the text and what the user attached. */
 export interface PromptRequest {

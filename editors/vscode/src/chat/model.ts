@@ -781,11 +781,11 @@ export class ChatModel {
       const error = result.error ?? 'no reason given';
       // A provider that refuses the key says 401; point at where the key is set.
       const hint = /\b401\b|unauthori[sz]ed|api key/i.test(error) ? ' Set the key with “Seri: Set API Key”.' : '';
-      this.addNotice('error', `The task failed: ${inEditorWords(error)}${hint}`, { retry: request });
+      this.addNotice('error', `The task failed: ${inEditorWords(error)}${hint}`, { retry: request, turnEnd: true });
     } else if (result.status === 'max_turns') {
-      this.addNotice('warning', result.error ?? 'The task used its whole turn budget.');
+      this.addNotice('warning', result.error ?? 'The task used its whole turn budget.', { turnEnd: true });
     } else if (result.status === 'cancelled') {
-      this.addNotice('info', 'Stopped.');
+      this.addNotice('info', 'Stopped.', { turnEnd: true });
     }
   }
 

@@ -30,9 +30,18 @@ export interface WireMessage {
   kind?: string;
   recap?: Recap;
   isError?: boolean;
+  /** On the last message a turn left: how the turn ended (`error`: the words shown then). */
+  turnEnded?: TurnEnd;
 }
 
-export type TaskStatus = 'done' | 'max_turns' | 'failed' | 'cancelled';
+/** `interrupted`: seri stopped (or was killed) before the task ended. */
+export type TaskStatus = 'done' | 'max_turns' | 'failed' | 'cancelled' | 'interrupted';
+
+/** How a stored turn ended, as `seri/turnEnded` said it. */
+export interface TurnEnd {
+  status: TaskStatus;
+  error?: string;
+}
 
 export interface PromptResult {
   status: TaskStatus;

@@ -14,6 +14,7 @@ import { renderNotice } from './noticeRow';
 import { renderPrompt } from './promptRow';
 import { renderRecap } from './recapCard';
 import { renderToolRow } from './toolRow';
+import { renderTurnEnd } from './turnEndRow';
 
 export class Transcript {
   private messages: WireMessage[] = [];
@@ -127,6 +128,10 @@ export class Transcript {
         if (row) {
           rows.push(row);
         }
+      }
+      const ended = renderTurnEnd(message, this.notices);
+      if (ended) {
+        rows.push(ended);
       }
       for (const notice of this.notices) {
         if (notice.afterId === message.id) {

@@ -193,6 +193,7 @@ function M.redraw()
   if not valid(state.buf) then
     return
   end
+  require("seri.chat.ending").place(state.messages, state.notices)
   local blocks = { render.header(state.session, state.reason) }
   local count = #blocks[1].lines
   state.load_line = nil
@@ -248,6 +249,11 @@ function M.redraw()
       end
       table.insert(blocks, b)
       count = count + #b.lines
+    end
+    local ended = require("seri.chat.ending").block(msg, state.notices)
+    if ended then
+      table.insert(blocks, ended)
+      count = count + #ended.lines
     end
     if copied ~= nil and msg.id == copied then
       local parent = state.session.parentId

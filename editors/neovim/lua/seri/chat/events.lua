@@ -16,7 +16,10 @@ local M = {}
 ---failed (why, and how to retry). In the chat, and on one line when it is closed.
 ---@param params {status: string, turns?: integer, error?: string}
 local function task_ended(params)
-  local say = require("seri.notice").say
+  local notice = require("seri.notice")
+  local function say(text, level)
+    notice.say(text, level, { turn_end = true })
+  end
   local error = type(params.error) == "string" and vim.trim(params.error) or ""
   if params.status == "cancelled" then
     say("Task cancelled.")

@@ -67,7 +67,7 @@ end
 ---they follow when the chat is drawn again, until the session changes.
 ---@param text string
 ---@param level integer? vim.log.levels
----@param opts {report?: boolean, action?: string}? a report's aligned lines; what <CR> on it does
+---@param opts {report?: boolean, action?: string, turn_end?: boolean}? a report's aligned lines; what <CR> on it does; says how a task ended
 function M.notice(text, level, opts)
   opts = opts or {}
   local session = state.session
@@ -84,6 +84,7 @@ function M.notice(text, level, opts)
     session = session and session.id,
     report = opts.report,
     action = opts.action,
+    turn_end = opts.turn_end,
   }
   table.insert(state.notices, item)
   if valid(state.buf) and state.loaded then

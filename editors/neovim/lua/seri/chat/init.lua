@@ -6,6 +6,7 @@
 --   draw.lua     drawing the buffer from the state; reading back what is drawn where
 --   history.lua  the session's messages: pages, streamed replies, notices, reveal
 --   events.lua   the server's notifications applied to the chat
+--   ending.lua   how a stored turn ended (failed, cancelled, cut off), under its last message
 --   input.lua    the prompt input: its text, sending, completion triggers
 --   keys.lua     every key once: mappings, help lines and bar hints
 --   window.lua   buffers, windows and their bars

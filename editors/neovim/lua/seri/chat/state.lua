@@ -68,6 +68,7 @@ M.state = {
 ---@field session string? the session it was said in
 ---@field report boolean? a report (`/cost`, `/context`): aligned lines, shown as they are
 ---@field action string? what <CR> on it does: "recap" opens the recap
+---@field turn_end boolean? says how a task ended (the stored `turnEnded` after the same message is not drawn again)
 
 ---@param buf integer?
 ---@return boolean
