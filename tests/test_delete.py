@@ -8,7 +8,11 @@ with the scripted provider; the command line as a child process.
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +29,7 @@ from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.spend import Spend
 from seri_lsp.store.trajectories import TrajectoryStore
 from tests.agent_helpers import prompt
-from tests.harness import cli_env, command, seri, seri_async, wait_until
+from tests.harness import cli_env, command, seri, seri_async, server_env, wait_until
 from tests.scripted_provider import Hang, ScriptedProvider, Text
 from tests.session_helpers import found, invalid, refused
 
@@ -222,6 +226,25 @@ async def test_deleting_the_open_idle_session_opens_a_new_one(
     assert listed == [fresh["id"]]
 
 
+async def test_a_fork_of_a_deleted_session_goes_on_and_its_rewind_stops_at_the_fork_point(
+    agent, provider: ScriptedProvider
+) -> None:
+    client = await agent()
+    provider.script(Text("one"), Text("two"))
+    source = (await prompt(client, "first, in the source"))["sessionId"]
+    forked = (await command(client, "seri.session.fork", {}))["session"]["id"]
+
+    await command(client, "seri.session.delete", {"sessionId": source})
+
+    view = await command(client, "seri.session.get", {"sessionId": forked})
+    assert (view["session"]["parentId"], view["session"]["forkedAt"] is not None) == (None, True)
+    assert len(view["messages"]) == 2
+    assert (await prompt(client, "second, in the fork"))["status"] == "done"
+    assert (await command(client, "seri.rewind", {}))["prompt"] == "second, in the fork"
+    message = await refused(client, "seri.rewind", {})
+    assert "none since this session was forked from a session since deleted" in message
+
+
 async def test_the_open_session_cannot_be_deleted_while_a_task_runs(
     agent, provider: ScriptedProvider
 ) -> None:
@@ -303,6 +326,36 @@ def test_cli_delete_with_yes_deletes_and_says_what(profile_root: Path, workspace
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"Deleted session {doomed} (a prompt to delete): 1 message.\n"
     assert _ids(profile_root) == {kept}
+    # Its lock file goes with it; nothing is left for a session that is no more.
+    assert not list((profile_root / "locks").glob(f"{doomed}.*"))
+
+
+@pytest.mark.parametrize(("answer", "deleted"), [("y", True), ("n", False), ("", False)])
+def test_cli_delete_asks_on_a_terminal(
+    profile_root: Path, workspace: Path, answer: str, deleted: bool
+) -> None:
+    doomed = _seed(profile_root, workspace, "ask me first")
+    controller, terminal = pty.openpty()
+    os.write(controller, answer.encode() + b"\n")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "seri_lsp", "delete", doomed],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            env=server_env(_env(profile_root)),
+            cwd=workspace,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    question = f"Delete session {doomed} (ask me first, 1 message) and everything stored with it?"
+    assert done.stdout.startswith(question + " [y/N] "), done.stdout
+    assert (done.returncode, "Not deleted." in done.stdout) == (
+        (0, False) if deleted else (1, True)
+    )
+    assert _ids(profile_root) == (set() if deleted else {doomed})
 
 
 def test_cli_delete_without_yes_and_no_terminal_refuses(
