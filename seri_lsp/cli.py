@@ -6,6 +6,7 @@ seri-lsp sessions [--all] [--json]
 seri-lsp show ID [--json]
 seri-lsp search QUERY... [--all] [--limit N] [--json]
 seri-lsp export ID [--format markdown|json] [-o FILE]
+seri-lsp delete ID [--yes]
 seri-lsp import FILE [--workspace DIR]
 seri-lsp run "PROMPT" [--continue | --resume ID] [--max-turns N]
 seri-lsp trajectory list [--json] [--session ID] [--limit N]
@@ -32,7 +33,7 @@ from pathlib import Path
 from seri_lsp import __version__
 from seri_lsp.context.reports import spend_words
 from seri_lsp.engine import Engine, PromptOutcome
-from seri_lsp.errors import InvalidArgument, SeriError
+from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import Delta, Event, MessageStored
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Level
@@ -56,6 +57,7 @@ from seri_lsp.slash import SlashAnswer
 from seri_lsp.store import search
 from seri_lsp.store.database import Database, StoreError
 from seri_lsp.store.legacy import find_pending, import_files
+from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import Session, SessionStore
 from seri_lsp.store.trajectories import TrajectoryStore
@@ -71,9 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.log_level = getattr(args, "log_level", "warning")
     if args.continue_ and args.resume is not None:
         parser.error("--continue and --resume cannot be used together")
-    if args.command in ("sessions", "show", "search", "export", "import", "trajectory", "acp") and (
-        args.continue_ or args.resume is not None
-    ):
+    if args.command in (
+        "sessions",
+        "show",
+        "search",
+        "export",
+        "delete",
+        "import",
+        "trajectory",
+        "acp",
+    ) and (args.continue_ or args.resume is not None):
         parser.error(
             "--continue and --resume apply to the language server and to `run` "
             "(an ACP editor opens sessions itself)"
@@ -89,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _search(args)
         if args.command == "export":
             return _export(args)
+        if args.command == "delete":
+            return _delete(args)
         if args.command == "import":
             return _import(args)
         if args.command == "run":
@@ -195,6 +206,16 @@ def _parser() -> argparse.ArgumentParser:
         help="markdown or json (default: from -o's extension, .json for json; else markdown)",
     )
     exporting.add_argument("-o", "--output", metavar="FILE", help="write here, not to stdout")
+
+    deleting = commands.add_parser(
+        "delete",
+        parents=[common],
+        help="delete a session for good, with its checkpoints, recordings and subagents",
+    )
+    deleting.add_argument("session_id", metavar="ID", help="session id (or a unique prefix)")
+    deleting.add_argument(
+        "-y", "--yes", action="store_true", help="do not ask (needed without a terminal)"
+    )
 
     importing = commands.add_parser(
         "import", parents=[common], help="import an exported JSON bundle as a new session"
@@ -450,6 +471,49 @@ def _export(args: argparse.Namespace) -> int:
     atomic_write_text(args.output, exported.text)
     print(f"Exported session {info.id} ({export_format}) to {args.output}.")
     return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    """`seri-lsp delete ID`: as `seri.session.delete`, after a question (or `--yes`). A
+    session open in an editor (another seri process) is refused; `/clear` never deletes."""
+    from seri_lsp.store.deletion import SubagentSession, delete_session
+
+    check_session_id("ID", args.session_id)
+    root = resolve_profile_root(args.profile_root, None)
+    store = _open_store(args)
+    info = store.resolve(args.session_id)
+    if info.parent_id is not None:
+        raise SubagentSession(info.id, info.parent_id)
+    title = info.title or "untitled"
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise InvalidArgument("--yes", "Not deleting: there is no terminal to ask; add --yes.")
+        answer = input(
+            f"Delete session {info.id} ({title}, {_count(info.message_count, 'message')}) "
+            "and everything stored with it? [y/N] "
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not deleted.")
+            return 1
+    locks = SessionLocks(root)
+    holder = locks.acquire(info.id)
+    if holder is not None:
+        raise SessionHeld(info.id, holder.describe())
+    try:
+        deletion = delete_session(store.db, info.id)
+    except BaseException:
+        locks.release(info.id)
+        raise
+    locks.forget(info.id)
+    extra = ""
+    if deletion.subagent_sessions:
+        extra = f" and {_count(deletion.subagent_sessions, 'subagent session')}"
+    print(f"Deleted session {info.id} ({title}): {_count(deletion.messages, 'message')}{extra}.")
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _import(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ from seri_lsp import __version__
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.compaction import keep_note
-from seri_lsp.context.session_manager import SessionManager, SessionView
+from seri_lsp.context.session_manager import Deleted, SessionManager, SessionView
 from seri_lsp.errors import InvalidArgument, SettingsBlocked
 from seri_lsp.host import Host
 from seri_lsp.limits import (
@@ -527,6 +527,14 @@ class Engine:
         if session_id is not None:
             check_session_id("sessionId", session_id)
         return await self.sessions.rename(session_id, check_title("title", title))
+
+    async def delete_session(self, session_id: str) -> Deleted:
+        """Delete a session (by id or unique prefix) with its subagents' sessions and all
+        their rows (`store/deletion.py`): `{deleted, session}`, `session` the new one
+        opened when the open session was deleted. The open session is refused while a
+        task runs (Busy), one open in another seri process too (SessionHeld)."""
+        check_session_id("sessionId", session_id)
+        return await self.sessions.delete(session_id, self._ensure_idle)
 
     async def export_session(self, session_id: str | None, export_format: str) -> Exported:
         """A session (the open one by default) as `{format, text, redactions}`: a JSON

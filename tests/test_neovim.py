@@ -536,3 +536,12 @@ def test_export_to_markdown_and_json_and_import_back_as_a_new_session(
         assert "[redacted]" in text and "test-key-not-a-secret" not in text
     assert not (workspace / "notes.txt").exists()
     assert [path.name for path in workspace.iterdir() if "seri-tmp" in path.name] == []
+
+
+def test_delete_asks_first_refuses_a_running_task_and_replaces_the_open_session(
+    scenario, provider: ScriptedProvider, profile_root: Path, workspace: Path
+) -> None:
+    first = seed_session(profile_root, workspace, provider, "first question")
+    second = seed_session(profile_root, workspace, provider, "second question")
+    provider.script(Text("slow answer, " * 40, chunk_size=4, chunk_delay=0.05))
+    scenario("delete.lua", env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second})

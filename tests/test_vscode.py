@@ -94,6 +94,14 @@ RESUME = {
     "latestTitle": "Tell me about the parser",
     "latestReply": "The parser turns tokens into a tree.",
 }
+# Two sessions: the other is deleted from the resume picker's button, then the open one
+# with Seri: Delete Session....
+DELETE = {
+    "otherTitle": "Sketch the cache layer",
+    "otherReply": "The cache keeps the last hundred answers.",
+    "latestTitle": "Sketch the retry policy",
+    "latestReply": "Retries back off exponentially.",
+}
 # A long session with a rare word on its first page, and a short latest one; the other
 # project's stored session is found only with "all projects".
 SEARCH = {
@@ -325,6 +333,7 @@ def run_lane(
             # No server command of its own: the one the extension carries.
             "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
             "fork": make_workspace(folders, "fork"),
+            "delete": make_workspace(folders, "delete"),
             "search": make_workspace(
                 folders, "search", files={"notes/other.json": '{"format": "notes", "items": []}\n'}
             ),
@@ -372,6 +381,12 @@ def run_lane(
             latest = RESUME["latestTitle"], RESUME["latestReply"]
             seed(provider, profile, workspaces["resume"], *latest, new=True)
 
+        if "delete" in lane:
+            for title, reply in [("otherTitle", "otherReply"), ("latestTitle", "latestReply")]:
+                seed(
+                    provider, profile, workspaces["delete"], DELETE[title], DELETE[reply], new=True
+                )
+
         config = {
             "serverCommand": [sys.executable, "-m", "seri_lsp"],
             "python": sys.executable,
@@ -390,6 +405,7 @@ def run_lane(
                 "fork": FORK,
                 "search": SEARCH,
                 "endings": ENDINGS,
+                "delete": DELETE,
             },
         }
         config_file = work / "config.json"
@@ -625,3 +641,15 @@ def test_export_then_import_makes_a_new_session_with_the_conversation(
     assert bundle["title"] == SEARCH["renamed"]
     assert len(bundle["messages"]) == SEARCH["count"]
     assert "sk-a1b2" not in json.dumps(bundle), "the key left in the bundle"
+
+
+def test_delete_session_from_the_picker_and_the_palette(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Delete Session... and the picker's delete button")
+    store = SessionStore(Database.open(vscode_run.work / "profile" / DB_NAME))
+    try:
+        titles = [
+            info.title for info in store.recent(str(vscode_run.work / "workspaces" / "delete"))
+        ]
+    finally:
+        store.db.close()
+    assert titles == [""], "only the new session the deletion opened is left"

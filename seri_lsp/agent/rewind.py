@@ -179,6 +179,8 @@ def refusal(data: SessionCheckpoints, steps: int, session_id: str) -> str | None
     if data.forked is not None and data.prompts[can].seq <= data.forked[1]:
         # The prompts before the fork point were copied without their checkpoints.
         since = f"only {plural(can)}" if can else "none"
+        if data.forked[0] is None:
+            return f"{what}: {since} since this session was forked from a session since deleted."
         return (
             f"{what}: {since} since this session was forked from session {data.forked[0]}; "
             "the earlier prompts are rewound there (or fork that session from an earlier "

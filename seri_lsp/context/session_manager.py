@@ -31,6 +31,7 @@ from seri_lsp.errors import InvalidArgument, SeriError, SessionHeld
 from seri_lsp.events import SessionChanged
 from seri_lsp.host import Host, Level
 from seri_lsp.store import spend
+from seri_lsp.store.deletion import Deletion, SubagentSession, delete_session
 from seri_lsp.store.locks import Holder, SessionLocks
 from seri_lsp.store.messages import EncodedMessages, Message, tokens_for_chars
 from seri_lsp.store.sessions import Session, SessionInfo, SessionPaths, SessionStore
@@ -51,6 +52,15 @@ class SessionView:
     has_more: bool
     usage: dict[str, Any]
     paths: SessionPaths
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """`seri.session.delete`'s answer: what was deleted, and the session opened in place
+    of the deleted one when it was the open one (None otherwise)."""
+
+    deleted: Deletion
+    session: Session | None
 
 
 class SessionManager:
@@ -268,6 +278,41 @@ class SessionManager:
             note: Note = ("info", f"Forked session {source} at message {forked_at}: {fork_id}.")
             session = await self._open(info, "forked", note=note)
             return {"session": session, "forkedAt": forked_at}
+
+    async def delete(self, session_id: str, ensure_idle: Callable[[], None]) -> Deleted:
+        """Delete a session (by id or unique prefix) and its subagents' sessions, with
+        everything stored for them (`store/deletion.py`), in one transaction.
+
+        The open session only while no task runs (`ensure_idle` raises Busy), and then a
+        new, empty session is opened in its place (announced, reason `new`); a session
+        another seri process has open is refused (SessionHeld).
+        """
+        async with self._switching:
+            target = await self.io(self.store.resolve, session_id)
+            if target.parent_id is not None:
+                raise SubagentSession(target.id, target.parent_id)
+            conversation = self.conversation
+            is_open = conversation is not None and conversation.session_id == target.id
+            if is_open:
+                ensure_idle()
+            else:
+                # Held while it is deleted, so no other process opens it meanwhile.
+                await self._acquire(target.id)
+            try:
+                deletion = await self.io(delete_session, self.store.db, target.id)
+            except BaseException:
+                self._release_unless_open(target.id)
+                raise
+            if is_open:
+                assert conversation is not None
+                self.recordings.finish(conversation)
+                self.conversation = None
+            self.locks.forget(target.id)
+            note: Note = ("info", f"Deleted session {target.id} ({target.title or 'untitled'}).")
+            if not is_open:
+                self.host.log(*note)
+                return Deleted(deletion, None)
+            return Deleted(deletion, await self._new(note=lambda new_id: note))
 
     async def _subject(self, session_id: str | None) -> str | None:
         """The id of the session a command is about: the one given (id or unique prefix),

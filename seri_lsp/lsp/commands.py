@@ -116,6 +116,10 @@ async def session_rename(engine: Engine, args: dict[str, Any]) -> Any:
     return {"session": await engine.rename_session(session_id or None, title)}
 
 
+async def session_delete(engine: Engine, args: dict[str, Any]) -> Any:
+    return await engine.delete_session(required_text(args, "sessionId", MAX_SESSION_ID_CHARS))
+
+
 async def session_export(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     export_format = required_text(args, "format", MAX_CHOICE_CHARS)
@@ -205,6 +209,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.session.context": session_context,
     "seri.session.search": session_search,
     "seri.session.rename": session_rename,
+    "seri.session.delete": session_delete,
     "seri.session.export": session_export,
     "seri.session.import": session_import,
     "seri.prompt": prompt,

@@ -87,9 +87,9 @@ class SessionCheckpoints:
     compacted: bool  # the conversation starts with a recap
     checkpoints: dict[int, Checkpoint] = field(default_factory=dict)  # by prompt_seq
     retired: Retirement | None = None
-    # A fork: the session it was forked from and the position of the last message it
-    # copied (the copied prompts have no checkpoints here).
-    forked: tuple[str, int] | None = None
+    # A fork: the session it was forked from (None: since deleted) and the position of
+    # the last message it copied (the copied prompts have no checkpoints here).
+    forked: tuple[str | None, int] | None = None
 
 
 class CheckpointStore:
@@ -122,7 +122,7 @@ class CheckpointStore:
                     (session_id, position, recap),
                 )
             ]
-            _collect(tx, _delete_checkpoints(tx, stale))
+            collect_blobs(tx, _delete_checkpoints(tx, stale))
             state = _snapshot(tx, session_id)
             created = utc_now()
             cursor = tx.execute(
@@ -152,7 +152,7 @@ class CheckpointStore:
             inserted = cursor.rowcount > 0
             exists = inserted or _has_checkpoint(tx, checkpoint_id)
             if not inserted:
-                _collect(tx, [sha])
+                collect_blobs(tx, [sha])
         return exists
 
     def record_after(self, checkpoint_id: int, path: str, data: bytes | None) -> None:
@@ -169,7 +169,7 @@ class CheckpointStore:
                 "UPDATE checkpoint_files SET after_sha256 = ? WHERE checkpoint_id = ? AND path = ?",
                 (sha, checkpoint_id, path),
             )
-            _collect(tx, [row["after_sha256"]])
+            collect_blobs(tx, [row["after_sha256"]])
 
     # --- reading --------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ class CheckpointStore:
             compacted=compacted,
             checkpoints={c.prompt_seq: c for c in checkpoints},
             retired=Retirement(retired["through_seq"], retired["retired_at"]) if retired else None,
-            forked=(fork[0], fork[1]) if fork is not None and fork[0] is not None else None,
+            forked=(fork[0], fork[1]) if fork is not None and fork[1] is not None else None,
         )
 
     def blobs(self, shas: Iterable[str]) -> dict[str, bytes]:
@@ -238,7 +238,7 @@ class CheckpointStore:
                     f" AND checkpoint_id IN ({marks})",
                     (sha, path, *ids),
                 )
-            _collect(tx, old)
+            collect_blobs(tx, old)
 
     def truncate(
         self, session_id: str, cut_seq: int, restored: Mapping[str, str | None]
@@ -293,7 +293,7 @@ class CheckpointStore:
             if compacted_since:
                 state["lastInputTokens"] = None
             _restore_snapshot(tx, session_id, state)
-            _collect(tx, old)
+            collect_blobs(tx, old)
         return state, compacted_since is not None
 
     # --- retention ------------------------------------------------------------------
@@ -327,7 +327,7 @@ class CheckpointStore:
                 ):
                     ids.append(row["id"])
                     through = max(through, row["prompt_seq"])
-                _collect(tx, _delete_checkpoints(tx, ids))
+                collect_blobs(tx, _delete_checkpoints(tx, ids))
                 tx.execute(
                     "INSERT INTO checkpoints_retired (session_id, through_seq, retired_at)"
                     " VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
@@ -413,7 +413,7 @@ def _delete_checkpoints(tx: sqlite3.Connection, ids: list[int]) -> list[str | No
     return shas
 
 
-def _collect(tx: sqlite3.Connection, shas: Iterable[str | None]) -> None:
+def collect_blobs(tx: sqlite3.Connection, shas: Iterable[str | None]) -> None:
     """Delete the blobs among `shas` that no checkpoint row refers to any more."""
     for sha in {sha for sha in shas if sha is not None}:
         tx.execute(

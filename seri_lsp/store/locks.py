@@ -15,6 +15,7 @@ may have open invites two holders) and goes with its lock on Windows.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -130,6 +131,21 @@ class SessionLocks:
                 return
             try:
                 self._path(session_id, HOLDER_SUFFIX).unlink(missing_ok=True)
+            finally:
+                lock.release()
+
+    def forget(self, session_id: str) -> None:
+        """Let a deleted session go, and remove its lock file: nobody can open it again,
+        so no second holder can come of it (one that tries finds no session)."""
+        with self._mutex:
+            lock = self._held.pop(session_id, None)
+            if lock is None:
+                return
+            try:
+                self._path(session_id, HOLDER_SUFFIX).unlink(missing_ok=True)
+                # Windows removes it with its lock, and refuses while it is held.
+                with contextlib.suppress(OSError):
+                    self._path(session_id, LOCK_SUFFIX).unlink()
             finally:
                 lock.release()
 

@@ -12,6 +12,7 @@ export const Commands = {
   resumeSession: 'seri-vscode.resumeSession',
   searchSessions: 'seri-vscode.searchSessions',
   renameSession: 'seri-vscode.renameSession',
+  deleteSession: 'seri-vscode.deleteSession',
   exportSession: 'seri-vscode.exportSession',
   importSession: 'seri-vscode.importSession',
   forkSession: 'seri-vscode.forkSession',

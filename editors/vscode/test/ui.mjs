@@ -1103,6 +1103,52 @@ async function renameSession({ page, config, shot }) {
   await shot('rename-done');
 }
 
+/** The workbench's modal dialog (a `showWarningMessage` with `modal: true`). */
+function modalDialog(page) {
+  return page.locator('.monaco-dialog-box');
+}
+
+async function deleteSessions({ page, config, shot }) {
+  const seeded = config.ui.delete;
+  await openChat(page);
+  const view = chat(page);
+  await view.locator('#session-title', { hasText: seeded.latestTitle }).waitFor({ timeout: 20_000 });
+
+  // The resume picker's delete button on the other session asks first, then it is gone.
+  await runCommand(page, 'Seri: Resume Session...');
+  const other = pickRows(page).filter({ hasText: seeded.otherTitle });
+  await other.waitFor({ timeout: 10_000 });
+  await other.hover();
+  await other.locator('.codicon-trash').click();
+  const dialog = modalDialog(page);
+  await dialog.waitFor({ timeout: 10_000 });
+  const question = await dialog.innerText();
+  expect(question.includes(`Delete the session “${seeded.otherTitle}”?`), `the dialog names the session (${question})`);
+  expect(question.includes('2 messages') && !question.includes('A new session opens'), `the dialog says what goes (${question})`);
+  await shot('delete-confirm');
+  await dialog.locator('.monaco-button', { hasText: 'Delete' }).click();
+  await other.waitFor({ state: 'detached', timeout: 20_000 });
+  await pickRows(page).filter({ hasText: seeded.latestTitle }).waitFor();
+  expect((await pickRows(page).count()) === 1, 'the picker lists the sessions left');
+  await shot('delete-picker-after');
+  await page.keyboard.press('Escape');
+  await view.locator('#session-title', { hasText: seeded.latestTitle }).waitFor();
+
+  // Seri: Delete Session... on the open session: after the question, a new session.
+  await runCommand(page, 'Seri: Delete Session...');
+  await page.locator('.quick-input-widget', { hasText: 'Delete Session' }).waitFor({ timeout: 10_000 });
+  await pickRows(page).filter({ hasText: seeded.latestTitle }).click();
+  await dialog.waitFor({ timeout: 10_000 });
+  const open = await dialog.innerText();
+  expect(open.includes('A new session opens in its place.'), `the dialog says a new session opens (${open})`);
+  await shot('delete-open-confirm');
+  await dialog.locator('.monaco-button', { hasText: 'Delete' }).click();
+  await view.locator('#session-title', { hasText: 'New session' }).waitFor({ timeout: 20_000 });
+  await view.locator('#empty', { hasText: 'No messages yet' }).waitFor();
+  await page.locator('.notification-toast', { hasText: `deleted the session “${seeded.latestTitle}”` }).waitFor({ timeout: 10_000 });
+  await shot('delete-open-done');
+}
+
 /** Type a path into the workbench's own file dialog (a quick input here) and accept it. */
 async function fileDialog(page, file) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
@@ -1181,6 +1227,7 @@ const SCENARIOS = [
   ['Search Sessions... searches as you type, and picking a hit in an earlier page shows that message', 'search', searchSessions],
   ['Rename Session... shows the new title in the chat header', 'search', renameSession, { continues: true }],
   ['Export Session... to a .json file, then Import Session... opens a new session with the conversation', 'search', exportThenImport, { continues: true }],
+  ["Delete Session... and the picker's delete button ask first, then delete; the open one is replaced by a new session", 'delete', deleteSessions],
 ];
 
 /**

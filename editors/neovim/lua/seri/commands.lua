@@ -83,6 +83,19 @@ M.list = {
     },
   },
   {
+    name = "SeriDelete",
+    run = function(args)
+      require("seri").delete(args.args ~= "" and args.args or nil)
+    end,
+    opts = {
+      nargs = "?",
+      desc = "Delete a seri session for good, after a confirmation (by id, or pick one)",
+      complete = function(lead)
+        return require("seri").complete_sessions(lead)
+      end,
+    },
+  },
+  {
     name = "SeriFork",
     run = function()
       require("seri").fork()

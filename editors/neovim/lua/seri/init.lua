@@ -483,6 +483,78 @@ function M.resume(id)
   end)
 end
 
+---Ask before deleting `session` (`vim.fn.confirm`), then delete it with everything stored
+---for it. The open session is refused while a task runs; once deleted, the chat shows the
+---new, empty session the server opens in its place.
+---@param current seri.Project
+---@param session seri.Session
+local function delete_after_confirming(current, session)
+  local title = session.title ~= nil and session.title ~= "" and session.title or "(untitled)"
+  local count = tonumber(session.messageCount) or 0
+  local is_open = current.session ~= nil and current.session.id == session.id
+  local question = ("Delete the seri session “%s” (%d message%s)?\n"
+    .. "Its checkpoints, recordings and subagents' sessions are deleted for good.%s"):format(
+    title,
+    count,
+    count == 1 and "" or "s",
+    is_open and "\nA new session opens in its place." or ""
+  )
+  if vim.fn.confirm(question, "&Delete\n&Cancel", 2, "Question") ~= 1 then
+    notice.say("Not deleted.")
+    return
+  end
+  client.execute(current, "seri.session.delete", { sessionId = session.id }, function(err, result)
+    if report(err, "could not delete the session") or type(result) ~= "table" then
+      return
+    end
+    local opened = type(result.session) == "table" and " A new session is open." or ""
+    notice.say(("Deleted the session “%s”.%s"):format(title, opened))
+  end)
+end
+
+---Delete a session (by id or unique prefix) after a confirmation; without an id, pick it
+---from the project's sessions with `vim.ui.select` first. Nothing else ever deletes one
+---(`:SeriClear` keeps the old session).
+---@param id string?
+function M.delete(id)
+  local current = project()
+  if not current then
+    return
+  end
+  id = id and vim.trim(id) or ""
+  if id ~= "" then
+    client.execute(current, "seri.session.get", { sessionId = id, limit = 1 }, function(err, result)
+      if not report(err, "could not delete " .. id) and type(result) == "table" then
+        delete_after_confirming(current, result.session)
+      end
+    end)
+    return
+  end
+  client.execute(current, "seri.session.list", nil, function(err, result)
+    if report(err, "could not list sessions") then
+      return
+    end
+    local sessions = type(result) == "table" and result.sessions or {}
+    current.sessions = sessions
+    if #sessions == 0 then
+      notice.say("this project has no sessions yet")
+      return
+    end
+    local open_id = current.session and current.session.id
+    vim.ui.select(sessions, {
+      prompt = "Delete seri session",
+      kind = "seri_session",
+      format_item = function(session)
+        return M.format_session(session, open_id)
+      end,
+    }, function(choice)
+      if choice then
+        delete_after_confirming(current, choice)
+      end
+    end)
+  end)
+end
+
 ---Search what the project's sessions hold (every project's with `opts.all`) and put
 ---the hits in the quickfix list; opening an entry resumes its session with the chat at
 ---the message.

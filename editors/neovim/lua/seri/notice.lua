@@ -20,6 +20,7 @@ local COMMANDS = {
   ["seri.session.context"] = ":SeriContext",
   ["seri.session.search"] = ":SeriSearch",
   ["seri.session.rename"] = ":SeriRename",
+  ["seri.session.delete"] = ":SeriDelete",
   ["seri.session.export"] = ":SeriExport",
   ["seri.session.import"] = ":SeriImport",
   ["seri.clear"] = ":SeriClear",

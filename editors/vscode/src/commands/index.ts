@@ -20,7 +20,8 @@ import { compact } from './compact';
 import { exportSession, importSession } from './exportImport';
 import { rewind } from './rewind';
 import { searchSessions } from './search';
-import { clear, continueSession, forkSession, newSession, renameSession, resumeSession, setMaxTurns } from './sessions';
+import { deleteSession } from './deleteSession';
+import { clear, continueSession, forkSession, newSession, pickSession, renameSession, resumeSession, setMaxTurns } from './sessions';
 import { toggleTrajectory } from './trajectory';
 
 export class CommandHandlers {
@@ -46,6 +47,7 @@ export class CommandHandlers {
       [Commands.resumeSession, (sessionId?: string) => resumeSession(context, sessionId)],
       [Commands.searchSessions, (query?: string, allProjects?: boolean) => searchSessions(context, query, allProjects)],
       [Commands.renameSession, (title?: string) => renameSession(context, title)],
+      [Commands.deleteSession, (sessionId?: string) => deleteSession(context, (title, hint) => pickSession(context, title, hint), sessionId)],
       [Commands.exportSession, (target?: vscode.Uri) => exportSession(context, target)],
       [Commands.importSession, (source?: vscode.Uri) => importSession(context, source)],
       [Commands.forkSession, (messageId?: number) => forkSession(context, messageId)],

@@ -7,10 +7,7 @@ import { sessionTitle } from '../chat/promptText';
 import { plural, relativeTime, spendWords } from '../format';
 import { ForkResult, ServerCommand, Session } from '../protocol';
 import type { CommandContext } from './commandContext';
-
-export interface SessionPickItem extends vscode.QuickPickItem {
-  session: Session;
-}
+import { pickWithDelete, SessionPickItem } from './deleteSession';
 
 /** A session title as the server takes it: one line of 1..200 characters. */
 export function titleProblem(value: string): string | undefined {
@@ -53,11 +50,23 @@ export async function resumeSession(ctx: CommandContext, sessionId?: string): Pr
   return session;
 }
 
-/** The QuickPick of this project's sessions: title, relative date, message count. */
-export async function pickSession(ctx: CommandContext): Promise<Session | undefined> {
+/**
+ * The QuickPick of this project's sessions: title, relative date, message count; each
+ * with a delete button (`deleteSession.ts`).
+ */
+export async function pickSession(
+  ctx: CommandContext,
+  title = 'Seri: Resume Session',
+  placeHolder = 'Pick a session of this project to continue',
+): Promise<Session | undefined> {
+  return pickWithDelete(ctx, () => sessionItems(ctx), { title, placeHolder });
+}
+
+/** This project's sessions as QuickPick items, the open one said to be so. */
+async function sessionItems(ctx: CommandContext): Promise<SessionPickItem[]> {
   const { sessions } = await ctx.server.execute<{ sessions: Session[] }>(ServerCommand.sessionList, { limit: 100 });
   const current = ctx.model.currentSession?.id;
-  const items = sessions.map(
+  return sessions.map(
     (session): SessionPickItem => ({
       label: sessionTitle(session.title),
       description: [relativeTime(session.updatedAt), plural(session.messageCount, 'message'), spendWords(session.spend)]
@@ -67,13 +76,6 @@ export async function pickSession(ctx: CommandContext): Promise<Session | undefi
       session,
     }),
   );
-  const picked = await vscode.window.showQuickPick(items, {
-    title: 'Seri: Resume Session',
-    placeHolder: 'Pick a session of this project to continue',
-    matchOnDescription: true,
-    matchOnDetail: true,
-  });
-  return picked?.session;
 }
 
 export async function clear(ctx: CommandContext): Promise<Session> {

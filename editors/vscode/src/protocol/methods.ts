@@ -12,6 +12,7 @@ export const ServerCommand = {
   sessionContext: 'seri.session.context',
   sessionSearch: 'seri.session.search',
   sessionRename: 'seri.session.rename',
+  sessionDelete: 'seri.session.delete',
   sessionExport: 'seri.session.export',
   sessionImport: 'seri.session.import',
   prompt: 'seri.prompt',

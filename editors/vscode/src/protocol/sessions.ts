@@ -98,6 +98,20 @@ export interface ExportResult {
   redactions: number;
 }
 
+/** `seri.session.delete`: what was deleted, and the session opened in place of the open one when that was it. */
+export interface DeleteResult {
+  deleted: {
+    sessionId: string;
+    title: string;
+    /** Counted with its subagents' sessions, which go with it. */
+    subagentSessions: number;
+    messages: number;
+    checkpoints: number;
+    recordings: number;
+  };
+  session: Session | null;
+}
+
 /** `seri.session.import`: the new session (not opened), or the one made by an earlier import. */
 export interface ImportResult {
   session: Session;
