@@ -139,7 +139,7 @@ H.run(function()
     return #H.events_named("SeriCompacted") == 1
   end, "the compaction")
   H.eq("manual", H.events_named("SeriCompacted")[1].data.trigger, "compaction trigger")
-  H.wait_chat({ "## Recap", "**Goal:** rename foo to bar", "**Next steps:** update README.md" })
+  H.wait_chat({ "## Recap", "Goal: rename foo to bar", "Next steps: update README.md" })
   H.wait(function()
     return not H.chat_has("Let me look at the file.")
   end, "the evicted prompt to leave the chat")

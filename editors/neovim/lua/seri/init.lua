@@ -26,6 +26,8 @@ local HIGHLIGHTS = {
   SeriResult = "Comment",
   SeriRecapTitle = "Title",
   SeriRecap = "String",
+  SeriRecapLabel = "Bold",
+  SeriRoleLine = "ColorColumn",
   SeriCheck = "DiagnosticWarn",
   SeriNotice = "Comment",
   SeriWarning = "DiagnosticWarn",
@@ -86,7 +88,6 @@ function M.setup(opts)
   for group, link in pairs(HIGHLIGHTS) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })
   end
-  pcall(vim.treesitter.language.register, "markdown", "seri")
   chat.setup()
   status.setup()
   require("seri.queue").setup()

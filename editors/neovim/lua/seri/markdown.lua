@@ -1,0 +1,82 @@
+-- Markdown rendering of the chat's prose (prompts and replies) with extmarks.
+--
+-- The chat buffer is not highlighted as one markdown document: what seri asks to
+-- approve, tool rows, results, paths, notices and the recap are shown exactly as they
+-- are written, and markdown's concealing (link brackets, code-span marks) would hide
+-- characters of code there. Each stretch of prose is parsed on its own with Neovim's
+-- markdown parser (its injections too: inline markup, code in a block's language), and
+-- the captures of the `highlights` queries become extmarks on its lines: highlights,
+-- conceals and, from Neovim 0.11, the hidden fence lines of code blocks.
+
+local M = {}
+
+-- The treesitter highlighter's default priority (`vim.hl.priorities.treesitter`).
+local PRIORITY = 100
+local CONCEAL_LINES = vim.fn.has("nvim-0.11") == 1
+
+---Whether prose can be rendered here (Neovim's markdown parser is there).
+---@return boolean
+function M.available()
+  return (pcall(vim.treesitter.language.add, "markdown"))
+end
+
+---The `conceal` or `conceal_lines` value of a capture: set on its pattern or on it.
+---@param metadata table
+---@param id integer
+---@param key string
+---@return string?
+local function meta(metadata, id, key)
+  local value = metadata[key]
+  if value == nil and metadata[id] then
+    value = metadata[id][key]
+  end
+  return value
+end
+
+---Render `lines`, shown in `buf` from 0-based row `first`, as markdown: extmarks in `ns`.
+---@param buf integer
+---@param ns integer
+---@param first integer
+---@param lines string[]
+function M.render(buf, ns, first, lines)
+  if #lines == 0 then
+    return
+  end
+  local text = table.concat(lines, "\n")
+  local ok, parser = pcall(vim.treesitter.get_string_parser, text, "markdown")
+  if not ok then
+    return
+  end
+  parser:parse(true)
+  local last_row = #lines - 1
+  parser:for_each_tree(function(tree, ltree)
+    local lang = ltree:lang()
+    local query = vim.treesitter.query.get(lang, "highlights")
+    if not query then
+      return
+    end
+    for id, node, metadata in query:iter_captures(tree:root(), text) do
+      local name = query.captures[id]
+      if name ~= "spell" and name ~= "nospell" and not vim.startswith(name, "_") then
+        local range = vim.treesitter.get_range(node, text, metadata[id])
+        local start_row, start_col, end_row, end_col = range[1], range[2], range[4], range[5]
+        if end_row > last_row then
+          end_row, end_col = last_row, #lines[#lines]
+        end
+        local conceal = meta(metadata, id, "conceal")
+        local hide_lines = CONCEAL_LINES and meta(metadata, id, "conceal_lines") ~= nil
+        pcall(vim.api.nvim_buf_set_extmark, buf, ns, first + start_row, start_col, {
+          end_row = first + end_row,
+          end_col = end_col,
+          hl_group = "@" .. name .. "." .. lang,
+          priority = tonumber(metadata.priority) or PRIORITY,
+          conceal = conceal,
+          conceal_lines = hide_lines and "" or nil,
+          strict = false,
+        })
+      end
+    end
+  end)
+end
+
+return M
