@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text
 from tests.test_neovim import nvim, scenario  # noqa: F401 (fixtures)
 
+SUMMARY = "Goal: answer\nProgress: asked three times\nBlockers: none\nNext steps: answer"
 CODE = 'slug = re.sub(r"[^a-z0-9]+", "-", post["tags"][0])'
 
 
@@ -45,3 +46,19 @@ def test_code_paths_failures_and_recaps_are_shown_as_written_and_prose_is_render
         ),
     )
     scenario("display.lua")
+
+
+def test_notices_of_compacted_tasks_are_not_drawn_again_under_a_new_reply(
+    scenario,  # noqa: F811
+    provider: ScriptedProvider,
+) -> None:
+    failure = Error(500, {"error": {"message": "upstream trouble"}})
+    provider.script(
+        Text("A first answer. " + "Words to give the history some weight. " * 20),
+        failure,
+        failure,
+        Text("The answer starts, then the stream stalls.", chunk_size=10, stall_after=1),
+        Text(SUMMARY),
+        Text("All good now."),
+    )
+    scenario("compacted_notices.lua")

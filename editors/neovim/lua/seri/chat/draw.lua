@@ -222,7 +222,8 @@ function M.redraw()
     end
   end
   -- The plugin's notices go after the message they followed; one whose message is not
-  -- shown (any more) goes at the end, and follows the last message from then on.
+  -- shown (any more) goes at the end, and follows the last message from then on, unless
+  -- it was said before a compaction (its message went with the compacted ones).
   local shown_ids, unplaced = {}, {}
   for _, msg in ipairs(state.messages) do
     if msg.id ~= nil then
@@ -230,7 +231,7 @@ function M.redraw()
     end
   end
   for _, n in ipairs(state.notices) do
-    if n.after == nil or not shown_ids[n.after] then
+    if (n.after == nil or not shown_ids[n.after]) and not n.compacted then
       table.insert(unplaced, n)
     end
   end

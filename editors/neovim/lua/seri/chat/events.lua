@@ -48,6 +48,7 @@ local function on_event(event, project, params)
   end
   if event == "compacted" and params and project.session then
     if params.sessionId == project.session.id then
+      history.compacted(params.sessionId)
       compacted(params) -- said even while the chat is closed
     end
   end

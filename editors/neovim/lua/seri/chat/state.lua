@@ -68,6 +68,7 @@ M.state = {
 ---@field session string? the session it was said in
 ---@field report boolean? a report (`/cost`, `/context`): aligned lines, shown as they are
 ---@field action string? what <CR> on it does: "recap" opens the recap
+---@field compacted boolean? said before a compaction: drawn only while its message is shown
 
 ---@param buf integer?
 ---@return boolean
