@@ -44,6 +44,7 @@ def test_code_paths_failures_and_recaps_are_shown_as_written_and_prose_is_render
             "Blockers: none\n"
             'Next steps: test re.sub(r"[^a-z0-9]+", "-", s)'
         ),
+        Calls([("r2", "read_file", {"path": "app.py"})]),
     )
     scenario("display.lua")
 

@@ -56,7 +56,8 @@ H.run(function()
   H.truthy(marks(role):find("SeriRoleLine", 1, true), "the role heading's band: " .. marks(role))
   local heading = H.chat_line("## Plan")
   H.eq("## Plan", H.screen_line(win, heading), "the reply's heading")
-  H.truthy(marks(heading):find("@markup.heading.2", 1, true), "markdown's heading: " .. marks(heading))
+  local drawn = marks(heading)
+  H.truthy(drawn:find("@markup.heading.2", 1, true), "markdown's heading: " .. drawn)
   H.truthy(not marks(heading):find("SeriRoleLine", 1, true), "no band: " .. marks(heading))
 
   -- Tool rows with a pattern and paths, and a result's first line.
@@ -65,6 +66,13 @@ H.run(function()
   H.shown_exactly(win, '-> grep "[^a-z0-9]+" in src/[id]')
   H.shown_exactly(win, "-> read_file src/[id]/page.tsx")
   H.shown_exactly(win, '<- const tag = post["tags"][0];')
+
+  -- The statusline component: its `%` written `%%`, so a statusline shows it as it is.
+  local status = require("seri.status")
+  local plain = status.text(status.project())
+  H.truthy(plain:find("%", 1, true), "a share in the status: " .. plain)
+  local line = vim.api.nvim_eval_statusline(require("seri").status(), { maxwidth = 200 })
+  H.eq(plain, line.str, "the status drawn in a statusline")
 
   -- A failure's reason, as the provider said it.
   vim.cmd("SeriPrompt and now?")
@@ -92,4 +100,10 @@ H.run(function()
       H.truthy(shown:find(lines[lnum], 1, true), "the notice's list: " .. shown)
     end
   end
+
+  -- A count of one is singular.
+  vim.cmd("SeriMaxTurns 1")
+  vim.cmd("SeriPrompt read it once more")
+  H.eq("max_turns", H.wait_turn(4).status, "the task at its budget")
+  H.wait_chat("Stopped at the turn budget (1 turn).")
 end)

@@ -181,6 +181,14 @@ function H.shown_exactly(win, text)
   end
 end
 
+---`require("seri").status(opts)` as a statusline draws it (its `%` are written `%%`).
+---@param opts {spend?: boolean}?
+---@return string
+function H.status(opts)
+  local text = require("seri").status(opts)
+  return vim.api.nvim_eval_statusline(text, { maxwidth = 500, use_tabline = true }).str
+end
+
 ---The seri LSP clients running.
 function H.clients()
   return vim.lsp.get_clients({ name = "seri" })

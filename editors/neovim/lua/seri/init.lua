@@ -713,10 +713,12 @@ end
 ---session's spend (`· $0.0213`, then `· cache 83% of input` once the provider reported
 ---a cache read or write) with `opts.spend` or the `status.spend` option, and what
 ---a running task waits for (`· waiting for your approval`); "" when no server runs.
+---Written for a 'statusline' (each `%` as `%%`), so a share or a name with `%` in it
+---breaks no statusline it is put in.
 ---@param opts {spend?: boolean}?
 ---@return string
 function M.status(opts)
-  return status.text(status.project(), opts)
+  return (status.text(status.project(), opts):gsub("%%", "%%%%"))
 end
 
 return M

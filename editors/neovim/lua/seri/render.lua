@@ -87,6 +87,23 @@ local function shorten(text, width)
   return text
 end
 
+---`1,234` for 1234.
+---@param n number
+---@return string
+local function grouped(n)
+  local digits = tostring(math.floor(tonumber(n) or 0))
+  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+---`1 call`, `2 calls`, `1,200 tokens`: a count and its noun, singular for one.
+---@param n number
+---@param singular string
+---@param plural string? (default: `singular` .. "s")
+---@return string
+function M.count(n, singular, plural)
+  return ("%s %s"):format(grouped(n), n == 1 and singular or (plural or singular .. "s"))
+end
+
 ---The fenced code blocks of `lines` (CommonMark fences of three or more backticks or
 ---tildes, indented by at most three spaces); a block still open at the end has no `last`.
 ---@param lines string[]
@@ -244,15 +261,6 @@ function M.check_heading(content)
   end
   local round = content:match("%((round %d+ of %d+)%)")
   return round and ("%s (%s)"):format(heading, round) or heading
-end
-
----`1 call`, `2 calls`: a count and its noun.
----@param n integer
----@param singular string
----@param plural string? (default: `singular` .. "s")
----@return string
-function M.count(n, singular, plural)
-  return ("%s %s"):format(n, n == 1 and singular or (plural or singular .. "s"))
 end
 
 ---The recap's lines, as written (no markdown: its words are often code and paths), each
@@ -477,13 +485,6 @@ function M.notice(text, level, kind)
   return b
 end
 
----@param n number
----@return string
-local function grouped(n)
-  local digits = tostring(math.floor(tonumber(n) or 0))
-  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
-
 local COMPACTED_BY = {
   auto = "Context compacted automatically",
   manual = "Context compacted",
@@ -504,17 +505,18 @@ function M.compaction_text(params)
   if known then
     table.insert(
       lines,
-      ("%s: %s → %s messages, %s → %s tokens."):format(
+      ("%s: %s → %s, %s → %s."):format(
         head,
         grouped(params.messagesBefore),
-        grouped(params.messagesAfter),
+        M.count(params.messagesAfter, "message"),
         grouped(params.tokensBefore),
-        grouped(params.tokensAfter)
+        M.count(params.tokensAfter, "token")
       )
     )
   else
     local evicted = tonumber(params.evicted) or 0
-    table.insert(lines, ("%s: %d messages summarised into a recap."):format(head, evicted))
+    local what = M.count(evicted, "message")
+    table.insert(lines, ("%s: %s summarised into a recap."):format(head, what))
   end
   for _, field in ipairs({ { "read", "Read" }, { "modified", "Modified" } }) do
     local paths = params[field[1]]
@@ -606,7 +608,8 @@ function M.card(question, keys)
     end
     for i, text in ipairs(preview) do
       if i > PREVIEW_LINES then
-        line(("… %d more lines in the diff"):format(#preview - PREVIEW_LINES), "SeriNotice")
+        local more = M.count(#preview - PREVIEW_LINES, "line")
+        line(("… %s more in the diff"):format(more), "SeriNotice")
         break
       end
       local first = text:sub(1, 1)

@@ -21,7 +21,9 @@ local function task_ended(params)
   if params.status == "cancelled" then
     say("Task cancelled.")
   elseif params.status == "max_turns" then
-    local text = ("Stopped at the turn budget (%s turns)."):format(params.turns or "?")
+    local turns = tonumber(params.turns)
+    local budget = turns and render.count(turns, "turn") or "? turns"
+    local text = ("Stopped at the turn budget (%s)."):format(budget)
     say(error ~= "" and (text .. "\n" .. error) or text, vim.log.levels.WARN)
   elseif params.status == "failed" then
     local text = "Task failed: " .. (error ~= "" and error or "no reason was given.")
