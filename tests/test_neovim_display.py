@@ -28,7 +28,10 @@ def test_code_paths_failures_and_recaps_are_shown_as_written_and_prose_is_render
     failure = Error(500, {"error": {"message": 'bad value post["tags"][0]'}})
     provider.script(
         Calls([("e1", "edit", {"path": "app.py", "old_text": "slug = None", "new_text": CODE})]),
-        Text('## Plan\n\nNow `post["tags"][0]` is **slugged**.'),
+        Text(
+            '## Plan\n\nNow `post["tags"][0]` is **slugged**.\n\n'
+            "See [the docs](https://docs.python.org/3/library/re.html)."
+        ),
         Calls(
             [
                 ("g1", "grep", {"pattern": "[^a-z0-9]+", "path": "src/[id]"}),

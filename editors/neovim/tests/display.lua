@@ -42,6 +42,7 @@ H.run(function()
   H.wait_chat("is **slugged**.")
   local prose = H.chat_line("is **slugged**.")
   H.eq('Now post["tags"][0] is slugged.', H.screen_line(win, prose), "the reply's prose")
+  H.eq("See the docs.", H.screen_line(win, H.chat_line("See [the docs]")), "a link")
 
   -- A role heading is a band, its `##` a bar; a heading of the reply is markdown's own.
   local function marks(lnum)
@@ -66,6 +67,10 @@ H.run(function()
   H.shown_exactly(win, '-> grep "[^a-z0-9]+" in src/[id]')
   H.shown_exactly(win, "-> read_file src/[id]/page.tsx")
   H.shown_exactly(win, '<- const tag = post["tags"][0];')
+
+  -- In prose, brackets that make no link (no label defined) are text, as in CommonMark.
+  local path = H.chat_line("It is read in src/[id]/page.tsx.")
+  H.eq("It is read in src/[id]/page.tsx.", H.screen_line(win, path), "a path in the reply")
 
   -- The statusline component: its `%` written `%%`, so a statusline shows it as it is.
   local status = require("seri.status")

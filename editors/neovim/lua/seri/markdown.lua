@@ -7,6 +7,10 @@
 -- markdown parser (its injections too: inline markup, code in a block's language), and
 -- the captures of the `highlights` queries become extmarks on its lines: highlights,
 -- conceals and, from Neovim 0.11, the hidden fence lines of code blocks.
+--
+-- As in CommonMark, `[text]` is a link only when the text defines its label: without
+-- a definition (`[id]: url`), `src/[id]/page.tsx` or `x[0]` in a reply is text, shown
+-- with its brackets (the parser takes any `[...]` for a reference link).
 
 local M = {}
 
@@ -18,6 +22,22 @@ local CONCEAL_LINES = vim.fn.has("nvim-0.11") == 1
 ---@return boolean
 function M.available()
   return (pcall(vim.treesitter.language.add, "markdown"))
+end
+
+-- Links by reference: links only where their label is defined.
+local REFERENCE_LINKS = {
+  shortcut_link = true,
+  full_reference_link = true,
+  collapsed_reference_link = true,
+}
+
+---Whether `node` is a reference link or part of one.
+---@param node TSNode
+---@return boolean
+local function in_reference_link(node)
+  local parent = node:parent()
+  return REFERENCE_LINKS[node:type()] or (parent ~= nil and REFERENCE_LINKS[parent:type()])
+    or false
 end
 
 ---The `conceal` or `conceal_lines` value of a capture: set on its pattern or on it.
@@ -49,6 +69,9 @@ function M.render(buf, ns, first, lines)
   end
   parser:parse(true)
   local last_row = #lines - 1
+  local defines = vim.iter(lines):any(function(line)
+    return line:match("^ ? ? ?%[[^%]]+%]:") ~= nil
+  end)
   parser:for_each_tree(function(tree, ltree)
     local lang = ltree:lang()
     local query = vim.treesitter.query.get(lang, "highlights")
@@ -57,7 +80,8 @@ function M.render(buf, ns, first, lines)
     end
     for id, node, metadata in query:iter_captures(tree:root(), text) do
       local name = query.captures[id]
-      if name ~= "spell" and name ~= "nospell" and not vim.startswith(name, "_") then
+      local drawn = name ~= "spell" and name ~= "nospell" and not vim.startswith(name, "_")
+      if drawn and (defines or not in_reference_link(node)) then
         local range = vim.treesitter.get_range(node, text, metadata[id])
         local start_row, start_col, end_row, end_col = range[1], range[2], range[4], range[5]
         if end_row > last_row then
