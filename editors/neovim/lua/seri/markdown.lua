@@ -53,21 +53,34 @@ local function meta(metadata, id, key)
   return value
 end
 
----Render `lines`, shown in `buf` from 0-based row `first`, as markdown: extmarks in `ns`.
----@param buf integer
----@param ns integer
----@param first integer
+---@class seri.MarkdownMark
+---@field row integer 0-based, within the text
+---@field col integer
+---@field end_row integer
+---@field end_col integer
+---@field group string
+---@field priority integer
+---@field conceal string?
+---@field conceal_lines boolean
+
+-- The marks of each text rendered lately: the chat is drawn again as a whole (a page
+-- loaded, a compaction) far more often than its messages change.
+---@type table<string, seri.MarkdownMark[]>
+local cache = {}
+local cached = 0
+local CACHE_SIZE = 1000
+
+---The marks that render `text` (its lines `lines`) as markdown.
+---@param text string
 ---@param lines string[]
-function M.render(buf, ns, first, lines)
-  if #lines == 0 then
-    return
-  end
-  local text = table.concat(lines, "\n")
+---@return seri.MarkdownMark[]
+local function marks_of(text, lines)
   local ok, parser = pcall(vim.treesitter.get_string_parser, text, "markdown")
   if not ok then
-    return
+    return {}
   end
   parser:parse(true)
+  local marks = {}
   local last_row = #lines - 1
   local defines = vim.iter(lines):any(function(line)
     return line:match("^ ? ? ?%[[^%]]+%]:") ~= nil
@@ -83,24 +96,55 @@ function M.render(buf, ns, first, lines)
       local drawn = name ~= "spell" and name ~= "nospell" and not vim.startswith(name, "_")
       if drawn and (defines or not in_reference_link(node)) then
         local range = vim.treesitter.get_range(node, text, metadata[id])
-        local start_row, start_col, end_row, end_col = range[1], range[2], range[4], range[5]
+        local end_row, end_col = range[4], range[5]
         if end_row > last_row then
           end_row, end_col = last_row, #lines[#lines]
         end
-        local conceal = meta(metadata, id, "conceal")
-        local hide_lines = CONCEAL_LINES and meta(metadata, id, "conceal_lines") ~= nil
-        pcall(vim.api.nvim_buf_set_extmark, buf, ns, first + start_row, start_col, {
-          end_row = first + end_row,
+        table.insert(marks, {
+          row = range[1],
+          col = range[2],
+          end_row = end_row,
           end_col = end_col,
-          hl_group = "@" .. name .. "." .. lang,
+          group = "@" .. name .. "." .. lang,
           priority = tonumber(metadata.priority) or PRIORITY,
-          conceal = conceal,
-          conceal_lines = hide_lines and "" or nil,
-          strict = false,
+          conceal = meta(metadata, id, "conceal"),
+          conceal_lines = CONCEAL_LINES and meta(metadata, id, "conceal_lines") ~= nil,
         })
       end
     end
   end)
+  return marks
+end
+
+---Render `lines`, shown in `buf` from 0-based row `first`, as markdown: extmarks in `ns`.
+---@param buf integer
+---@param ns integer
+---@param first integer
+---@param lines string[]
+function M.render(buf, ns, first, lines)
+  if #lines == 0 then
+    return
+  end
+  local text = table.concat(lines, "\n")
+  local marks = cache[text]
+  if not marks then
+    marks = marks_of(text, lines)
+    if cached >= CACHE_SIZE then
+      cache, cached = {}, 0
+    end
+    cache[text], cached = marks, cached + 1
+  end
+  for _, mark in ipairs(marks) do
+    pcall(vim.api.nvim_buf_set_extmark, buf, ns, first + mark.row, mark.col, {
+      end_row = first + mark.end_row,
+      end_col = mark.end_col,
+      hl_group = mark.group,
+      priority = mark.priority,
+      conceal = mark.conceal,
+      conceal_lines = mark.conceal_lines and "" or nil,
+      strict = false,
+    })
+  end
 end
 
 return M
