@@ -43,7 +43,7 @@ H.run(function()
   H.truthy(chat.is_open(), "the chat opened for the question")
   H.eq(file_win, vim.api.nvim_get_current_win(), "the window the cursor was in")
   H.wait_chat({ "seri wants to create a.txt.", "+alpha", "a Allow · A Allow for this session" })
-  H.truthy(seri.status():find("waiting for your approval", 1, true), "status: " .. seri.status())
+  H.truthy(H.status():find("waiting for your approval", 1, true), "status: " .. H.status())
   vim.o.columns = 200 -- room in the winbar for the keys
   vim.api.nvim_win_set_width(chat_win(), 120)
   vim.g.statusline_winid = chat_win()
@@ -67,7 +67,7 @@ H.run(function()
   H.eq({ "alpha" }, vim.fn.readfile(workspace .. "/a.txt"), "a.txt written")
   H.eq(false, vim.api.nvim_tabpage_is_valid(diff_tab), "the diff tab, closed")
   H.truthy(not H.chat_has("seri wants to create a.txt."), "the card, gone")
-  H.truthy(not seri.status():find("approval", 1, true), "status after: " .. seri.status())
+  H.truthy(not H.status():find("approval", 1, true), "status after: " .. H.status())
 
   -- An edit, denied from its card with a note for the model (the provider's next request
   -- holds it: test_neovim.py reads it).

@@ -138,6 +138,57 @@ function H.chat_line(text)
   return nil
 end
 
+---What window `win` shows of its buffer's line `lnum` (1-based), as the screen has it
+---after a redraw: concealed characters gone, inline virtual text and fold text in. The
+---line is scrolled into view, second from the top with the window's cursor on the line
+---above (the cursor's line shows concealed text). Read with `screenstring()`, the cells
+---a user sees.
+---@param win integer
+---@param lnum integer
+---@return string
+function H.screen_line(win, lnum)
+  vim.api.nvim_win_call(win, function()
+    local above = math.max(1, lnum - 1)
+    vim.fn.winrestview({ topline = above, lnum = above, col = 0 })
+  end)
+  vim.cmd("redraw!")
+  local at = vim.fn.screenpos(win, lnum, 1)
+  if at.row == 0 then
+    return ""
+  end
+  local origin = vim.fn.win_screenpos(win)
+  local width = vim.api.nvim_win_get_width(win)
+  local height = vim.api.nvim_win_text_height(win, { start_row = lnum - 1, end_row = lnum - 1 })
+  local cells = {}
+  for row = at.row, at.row + math.max(1, height.all - height.fill) - 1 do
+    for col = origin[2], origin[2] + width - 1 do
+      table.insert(cells, vim.fn.screenstring(row, col))
+    end
+  end
+  return (table.concat(cells):gsub("%s+$", ""))
+end
+
+---Fail unless the chat's window shows the chat line holding `text` whole, every
+---character of the line as it is in the buffer (nothing concealed).
+---@param win integer the chat's window
+---@param text string
+function H.shown_exactly(win, text)
+  local lnum = H.truthy(H.chat_line(text), ("a chat line holding %q"):format(text))
+  local line = require("seri.chat").lines()[lnum]
+  local shown = H.screen_line(win, lnum)
+  if not shown:find(line, 1, true) then
+    error(("line %d is shown as\n  %s\nbut holds\n  %s"):format(lnum, shown, line), 2)
+  end
+end
+
+---`require("seri").status(opts)` as a statusline draws it (its `%` are written `%%`).
+---@param opts {spend?: boolean}?
+---@return string
+function H.status(opts)
+  local text = require("seri").status(opts)
+  return vim.api.nvim_eval_statusline(text, { maxwidth = 500, use_tabline = true }).str
+end
+
 ---The seri LSP clients running.
 function H.clients()
   return vim.lsp.get_clients({ name = "seri" })

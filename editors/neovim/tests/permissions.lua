@@ -78,13 +78,13 @@ H.run(function()
   -- stops, and what was said is kept.
   vim.cmd("SeriPrompt long answer please")
   H.wait_chat("The first words arri")
-  H.truthy(seri.status():find(" · waiting for the model", 1, true),
-    "status while streaming: " .. seri.status())
+  H.truthy(H.status():find(" · waiting for the model", 1, true),
+    "status while streaming: " .. H.status())
   vim.cmd("SeriCancel")
   H.eq("cancelled", H.wait_turn(3).status, "the cancelled task")
   H.wait_chat("Task cancelled.")
   H.wait(function()
-    return not seri.status():find(" · ", 1, true)
+    return not H.status():find(" · ", 1, true)
   end, "the status to stop saying what the task waits for")
   local got
   seri.execute("seri.session.get", nil, function(_, result)

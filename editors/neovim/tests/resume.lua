@@ -49,7 +49,7 @@ H.run(function()
   H.eq("continued", continued[1].data.reason, "the start-up session change")
   H.eq(second, continued[1].data.session.id, "the session resumed on open")
   H.wait(function()
-    return seri.status():find("%d+%%")
+    return H.status():find("%d+%%")
   end, "the status to show the resumed session's context use")
 
   -- :SeriNew opens an empty session.

@@ -27,21 +27,21 @@ H.run(function()
 
   -- The spend: in status() on request, or with the option; the chat's bar has it.
   H.wait(function()
-    return seri.status({ spend = true }):find(" · $0.0083", 1, true)
-  end, "the spend in the status: " .. seri.status({ spend = true }))
-  H.truthy(not seri.status():find("$", 1, true), "the default status is short: " .. seri.status())
+    return H.status({ spend = true }):find(" · $0.0083", 1, true)
+  end, "the spend in the status: " .. H.status({ spend = true }))
+  H.truthy(not H.status():find("$", 1, true), "the default status is short: " .. H.status())
   require("seri.config").options.status.spend = true
-  H.truthy(seri.status():find("$0.0083", 1, true), "status.spend = true: " .. seri.status())
+  H.truthy(H.status():find("$0.0083", 1, true), "status.spend = true: " .. H.status())
   require("seri.config").options.status.spend = false
   H.truthy(chat.winbar():find("$0.0083", 1, true), "the chat's bar: " .. chat.winbar())
   -- Beside the spend, the share of the input read from the provider's prompt cache.
   H.truthy(
-    seri.status({ spend = true }):find(" · $0.0083 · cache 40% of input", 1, true),
-    "the cache rate in the status: " .. seri.status({ spend = true })
+    H.status({ spend = true }):find(" · $0.0083 · cache 40% of input", 1, true),
+    "the cache rate in the status: " .. H.status({ spend = true })
   )
   -- (A bar's text has its % doubled, as 'winbar' wants.)
   H.truthy(chat.winbar():find("cache 40%% of input", 1, true), "the chat's bar: " .. chat.winbar())
-  H.truthy(not seri.status():find("cache", 1, true), "not in the short status")
+  H.truthy(not H.status():find("cache", 1, true), "not in the short status")
   -- Nothing when the provider reported no cache read or write.
   local status = require("seri.status")
   local plain = { inputTokens = 200, cachedInputTokens = 0, cacheWriteTokens = 0, calls = 2 }

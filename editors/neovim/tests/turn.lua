@@ -23,7 +23,7 @@ H.run(function()
     pattern = "SeriMessage",
     callback = function(args)
       if args.data.message.role == "user" and not status_when_prompted then
-        status_when_prompted = seri.status()
+        status_when_prompted = H.status()
       end
     end,
   })
@@ -59,9 +59,9 @@ H.run(function()
   -- :Seri opens the chat: seri://chat, filetype seri, a split on the right.
   -- Before any session, the status shows the model's window and nothing used.
   H.wait(function()
-    return seri.status() == "seri 0% (0/128k) ▏compacts at 64k"
-  end, "the status before the first prompt (" .. seri.status() .. ")")
-  local status_before = seri.status()
+    return H.status() == "seri 0% (0/128k) ▏compacts at 64k"
+  end, "the status before the first prompt (" .. H.status() .. ")")
+  local status_before = H.status()
   vim.cmd("Seri")
   local chat = require("seri.chat").state
   H.eq("seri://chat", vim.api.nvim_buf_get_name(chat.buf), "chat buffer name")
@@ -101,9 +101,9 @@ H.run(function()
 
   -- status() changes after the turn (the provider billed 5000 input tokens).
   H.wait(function()
-    return seri.status() == "seri 4% (5k/128k) ▏compacts at 64k"
+    return H.status() == "seri 4% (5k/128k) ▏compacts at 64k"
   end, "status to show the billed 5000 tokens after the turn")
-  H.truthy(seri.status() ~= status_before, "status changed")
+  H.truthy(H.status() ~= status_before, "status changed")
 
   -- User autocommands carry the payloads; $/progress reached LspProgress.
   local changed = H.events_named("SeriSessionChanged")
@@ -139,14 +139,14 @@ H.run(function()
     return #H.events_named("SeriCompacted") == 1
   end, "the compaction")
   H.eq("manual", H.events_named("SeriCompacted")[1].data.trigger, "compaction trigger")
-  H.wait_chat({ "## Recap", "**Goal:** rename foo to bar", "**Next steps:** update README.md" })
+  H.wait_chat({ "## Recap", "Goal: rename foo to bar", "Next steps: update README.md" })
   H.wait(function()
     return not H.chat_has("Let me look at the file.")
   end, "the evicted prompt to leave the chat")
   H.truthy(H.chat_has("Second answer."), "the kept reply stays")
   H.wait(function()
-    return seri.status():find("%d+%%") and not seri.status():find("5k/128k", 1, true)
-  end, "status to change after the compaction: " .. seri.status())
+    return H.status():find("%d+%%") and not H.status():find("5k/128k", 1, true)
+  end, "status to change after the compaction: " .. H.status())
 
   -- :SeriMaxTurns sets the budget.
   vim.cmd("SeriMaxTurns 7")

@@ -9,12 +9,12 @@ H.run(function()
   seri.setup(H.options())
   H.wait_ready()
   H.wait(function()
-    return seri.status() == "seri 0% (0/128k) ▏compacts at 64k"
+    return H.status() == "seri 0% (0/128k) ▏compacts at 64k"
   end, "the status before the first prompt")
 
   vim.cmd("SeriPrompt read notes.txt")
   H.wait(function()
-    local used = seri.status():match("%((%d[%d.]*)k/128k%)")
+    local used = H.status():match("%((%d[%d.]*)k/128k%)")
     return used and tonumber(used) >= 3
   end, "the status to count the first call's 3000 tokens")
   H.eq(0, #H.turns(), "tasks ended while the second call stalls")

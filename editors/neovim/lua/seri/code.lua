@@ -14,7 +14,7 @@ local FENCES_HIDDEN = vim.fn.has("nvim-0.11") == 1
 ---@param ns integer the namespace of the frames
 ---@param frame {first: integer, last: integer?, lang: string}
 ---@param stop integer the block's last row (for a fence still open)
----@param highlighted boolean treesitter highlights the buffer (0.11 hides its fences)
+---@param highlighted boolean the prose is rendered as markdown (0.11 hides its fences)
 function M.draw_frame(buf, ns, frame, stop, highlighted)
   local last_body = (frame.last or (stop + 1)) - 1
   local label = frame.lang ~= "" and frame.lang or "code"

@@ -26,6 +26,8 @@ local HIGHLIGHTS = {
   SeriResult = "Comment",
   SeriRecapTitle = "Title",
   SeriRecap = "String",
+  SeriRecapLabel = "Bold",
+  SeriRoleLine = "ColorColumn",
   SeriCheck = "DiagnosticWarn",
   SeriNotice = "Comment",
   SeriWarning = "DiagnosticWarn",
@@ -86,7 +88,6 @@ function M.setup(opts)
   for group, link in pairs(HIGHLIGHTS) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })
   end
-  pcall(vim.treesitter.language.register, "markdown", "seri")
   chat.setup()
   status.setup()
   require("seri.queue").setup()
@@ -784,10 +785,12 @@ end
 ---session's spend (`· $0.0213`, then `· cache 83% of input` once the provider reported
 ---a cache read or write) with `opts.spend` or the `status.spend` option, and what
 ---a running task waits for (`· waiting for your approval`); "" when no server runs.
+---Written for a 'statusline' (each `%` as `%%`), so a share or a name with `%` in it
+---breaks no statusline it is put in.
 ---@param opts {spend?: boolean}?
 ---@return string
 function M.status(opts)
-  return status.text(status.project(), opts)
+  return (status.text(status.project(), opts):gsub("%%", "%%%%"))
 end
 
 return M

@@ -6,6 +6,11 @@
 -- line (`RESULT`, `THINKING` or `CONTEXT`) opens a fold and `BODY` lines continue it, so
 -- the chat's 'foldexpr' needs only the line text. Fenced code blocks are found here
 -- (`frames`), so the chat can draw a frame with the language around each.
+--
+-- Only prose (the words of prompts and replies: `prose`) is rendered as markdown; every
+-- other line (tool rows, results, cards, notices, the recap) is shown as it is written.
+-- Role headings (`## You`, `## seri`) are drawn as a band, so that headings inside a
+-- reply, rendered as markdown, are not taken for them.
 
 local M = {}
 
@@ -21,6 +26,8 @@ M.LOAD_EARLIER = "↑ load earlier messages"
 ---@field line integer 0-based, within the block
 ---@field group string highlight group
 ---@field end_col integer? the byte where it ends (default: the line's end)
+---@field conceal string? shown instead of the marked text (one character, or "" for none)
+---@field line_group string? a highlight group for the whole screen line
 
 ---@class seri.Frame
 ---@field first integer 0-based line of the opening fence, within the block
@@ -32,12 +39,13 @@ M.LOAD_EARLIER = "↑ load earlier messages"
 ---@field marks seri.Mark[]
 ---@field calls table<string, integer> 0-based line of each tool call, by call id
 ---@field frames seri.Frame[] fenced code blocks
+---@field prose {first: integer, last: integer}[] 0-based lines rendered as markdown
 ---@field id integer? the stored message it shows (its first line is that message's)
 ---@field action string? what <CR> on its lines does (`recap`: open the recap)
 
 ---@return seri.Block
 local function block()
-  return { lines = {}, marks = {}, calls = {}, frames = {} }
+  return { lines = {}, marks = {}, calls = {}, frames = {}, prose = {} }
 end
 
 ---@param b seri.Block
@@ -48,6 +56,17 @@ local function add(b, line, group)
   if group then
     table.insert(b.marks, { line = #b.lines - 1, group = group })
   end
+end
+
+---A role heading (`## You`, `## seri`, `## Recap`): its marks are drawn over a band,
+---the `##` shown as a bar.
+---@param b seri.Block
+---@param line string
+---@param group string
+local function heading(b, line, group)
+  add(b, line, group)
+  b.marks[#b.marks].line_group = "SeriRoleLine"
+  table.insert(b.marks, { line = #b.lines - 1, group = group, end_col = 2, conceal = "▍" })
 end
 
 ---@param text string?
@@ -66,6 +85,23 @@ local function shorten(text, width)
     return vim.fn.strcharpart(text, 0, width - 1) .. "…"
   end
   return text
+end
+
+---`1,234` for 1234.
+---@param n number
+---@return string
+local function grouped(n)
+  local digits = tostring(math.floor(tonumber(n) or 0))
+  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+---`1 call`, `2 calls`, `1,200 tokens`: a count and its noun, singular for one.
+---@param n number
+---@param singular string
+---@param plural string? (default: `singular` .. "s")
+---@return string
+function M.count(n, singular, plural)
+  return ("%s %s"):format(grouped(n), n == 1 and singular or (plural or singular .. "s"))
 end
 
 ---The fenced code blocks of `lines` (CommonMark fences of three or more backticks or
@@ -95,11 +131,15 @@ function M.fences(lines)
   return found
 end
 
----Add text of the conversation (a prompt, a reply), noting its fenced code blocks.
+---Add text of the conversation (a prompt, a reply), noting its fenced code blocks; it is
+---rendered as markdown.
 ---@param b seri.Block
 ---@param lines string[]
 local function content(b, lines)
   local offset = #b.lines - 1
+  if #lines > 0 then
+    table.insert(b.prose, { first = #b.lines, last = #b.lines + #lines - 1 })
+  end
   for _, fence in ipairs(M.fences(lines)) do
     table.insert(b.frames, {
       first = offset + fence.first,
@@ -223,10 +263,15 @@ function M.check_heading(content)
   return round and ("%s (%s)"):format(heading, round) or heading
 end
 
+---The recap's lines, as written (no markdown: its words are often code and paths), each
+---field's label marked.
+---@param b seri.Block
 ---@param recap table the structured recap
----@return string[]
-local function recap_lines(recap)
-  local lines = {}
+local function recap_lines(b, recap)
+  local function labelled(label, first)
+    add(b, ("%s: %s"):format(label, first), "SeriRecap")
+    table.insert(b.marks, { line = #b.lines - 1, group = "SeriRecapLabel", end_col = #label + 1 })
+  end
   local fields = {
     { "goal", "Goal" },
     { "progress", "Progress" },
@@ -236,16 +281,17 @@ local function recap_lines(recap)
   for _, field in ipairs(fields) do
     local value = type(recap[field[1]]) == "string" and vim.trim(recap[field[1]]) or ""
     local parts = split(value ~= "" and value or "(none)")
-    table.insert(lines, ("**%s:** %s"):format(field[2], parts[1]))
-    vim.list_extend(lines, parts, 2)
+    labelled(field[2], parts[1])
+    for i = 2, #parts do
+      add(b, parts[i], "SeriRecap")
+    end
   end
   for _, field in ipairs({ { "read", "Read" }, { "modified", "Modified" } }) do
     local paths = recap[field[1]]
     if type(paths) == "table" and #paths > 0 then
-      table.insert(lines, ("%s: %s"):format(field[2], table.concat(paths, ", ")))
+      labelled(field[2], table.concat(paths, ", "))
     end
   end
-  return lines
 end
 
 ---@param b seri.Block
@@ -265,6 +311,23 @@ function M.result(msg)
   local b = block()
   result(b, msg)
   return b
+end
+
+---A prompt's words, rendered, and its `Attached: @path` lines, as written.
+---@param b seri.Block
+---@param lines string[]
+local function words_and_attached(b, lines)
+  local run = {}
+  for _, line in ipairs(lines) do
+    if line:match("^Attached: @") then
+      content(b, run)
+      run = {}
+      add(b, line, "SeriAttached")
+    else
+      table.insert(run, line)
+    end
+  end
+  content(b, run)
 end
 
 ---A prompt as stored: the user's words, the `Attached: @path` line, then each attached
@@ -290,7 +353,7 @@ function M.prompt(b, text)
       while #words > 0 and words[#words] == "" do
         table.remove(words)
       end
-      content(b, words)
+      words_and_attached(b, words)
       words = {}
       add(b, M.CONTEXT .. head, "SeriAttached")
       for _, part in ipairs(body) do
@@ -305,12 +368,7 @@ function M.prompt(b, text)
   while #words > 0 and words[#words] == "" do
     table.remove(words)
   end
-  content(b, words)
-  for index, line in ipairs(b.lines) do
-    if line:match("^Attached: @") then
-      table.insert(b.marks, { line = index - 1, group = "SeriAttached" })
-    end
-  end
+  words_and_attached(b, words)
 end
 
 ---One stored message. `prev` is the role shown just before (nil at the top); assistant
@@ -326,13 +384,17 @@ function M.message(msg, prev, results)
   b.id = msg.id
   if msg.role == "user" and msg.kind == "recap" then
     local evicted = type(msg.recap) == "table" and tonumber(msg.recap.evicted) or nil
-    add(b, "## Recap", "SeriRecapTitle")
+    heading(b, "## Recap", "SeriRecapTitle")
     if evicted and evicted > 0 then
-      add(b, ("_%d earlier messages were compacted into this recap._"):format(evicted), "SeriRecap")
+      local what = M.count(evicted, "earlier message was", "earlier messages were")
+      add(b, what .. " compacted into this recap.", "SeriNotice")
     end
-    local lines = type(msg.recap) == "table" and recap_lines(msg.recap) or split(msg.content)
-    for _, line in ipairs(lines) do
-      add(b, line, "SeriRecap")
+    if type(msg.recap) == "table" then
+      recap_lines(b, msg.recap)
+    else
+      for _, line in ipairs(split(msg.content)) do
+        add(b, line, "SeriRecap")
+      end
     end
     add(b, "")
     return b, "recap"
@@ -350,7 +412,7 @@ function M.message(msg, prev, results)
     return b, "rule"
   end
   if msg.role == "user" then
-    add(b, "## You", "SeriYou")
+    heading(b, "## You", "SeriYou")
     M.prompt(b, msg.content)
     add(b, "")
     return b, "user"
@@ -362,7 +424,7 @@ function M.message(msg, prev, results)
   end
   -- assistant
   if prev ~= "assistant" and prev ~= "tool" then
-    add(b, "## seri", "SeriAssistant")
+    heading(b, "## seri", "SeriAssistant")
   end
   if type(msg.thinking) == "string" and msg.thinking ~= "" then
     folded(b, M.THINKING, "thinking: " .. msg.thinking, "SeriResult")
@@ -393,7 +455,7 @@ function M.stream(text, prev)
     return b
   end
   if prev ~= "assistant" and prev ~= "tool" then
-    add(b, "## seri", "SeriAssistant")
+    heading(b, "## seri", "SeriAssistant")
   end
   content(b, split(text))
   return b
@@ -423,13 +485,6 @@ function M.notice(text, level, kind)
   return b
 end
 
----@param n number
----@return string
-local function grouped(n)
-  local digits = tostring(math.floor(tonumber(n) or 0))
-  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
-
 local COMPACTED_BY = {
   auto = "Context compacted automatically",
   manual = "Context compacted",
@@ -450,17 +505,18 @@ function M.compaction_text(params)
   if known then
     table.insert(
       lines,
-      ("%s: %s → %s messages, %s → %s tokens."):format(
+      ("%s: %s → %s, %s → %s."):format(
         head,
         grouped(params.messagesBefore),
-        grouped(params.messagesAfter),
+        M.count(params.messagesAfter, "message"),
         grouped(params.tokensBefore),
-        grouped(params.tokensAfter)
+        M.count(params.tokensAfter, "token")
       )
     )
   else
     local evicted = tonumber(params.evicted) or 0
-    table.insert(lines, ("%s: %d messages summarised into a recap."):format(head, evicted))
+    local what = M.count(evicted, "message")
+    table.insert(lines, ("%s: %s summarised into a recap."):format(head, what))
   end
   for _, field in ipairs({ { "read", "Read" }, { "modified", "Modified" } }) do
     local paths = params[field[1]]
@@ -498,7 +554,7 @@ end
 ---@return seri.Block
 function M.queued(text, key)
   local b = block()
-  add(b, "## You (queued)", "SeriQueued")
+  heading(b, "## You (queued)", "SeriQueued")
   for _, line in ipairs(split(text)) do
     add(b, line)
   end
@@ -552,7 +608,8 @@ function M.card(question, keys)
     end
     for i, text in ipairs(preview) do
       if i > PREVIEW_LINES then
-        line(("… %d more lines in the diff"):format(#preview - PREVIEW_LINES), "SeriNotice")
+        local more = M.count(#preview - PREVIEW_LINES, "line")
+        line(("… %s more in the diff"):format(more), "SeriNotice")
         break
       end
       local first = text:sub(1, 1)

@@ -9,6 +9,7 @@
 local client = require("seri.client")
 local code = require("seri.code")
 local config = require("seri.config")
+local markdown = require("seri.markdown")
 local render = require("seri.render")
 local view = require("seri.view")
 local S = require("seri.chat.state")
@@ -29,7 +30,7 @@ function M.write(first, last, blocks)
   if not valid(buf) then
     return
   end
-  local lines, marks, calls, frames, ids, actions = {}, {}, {}, {}, {}, {}
+  local lines, marks, calls, frames, ids, actions, prose = {}, {}, {}, {}, {}, {}, {}
   for _, b in ipairs(blocks) do
     local at = first + #lines
     if b.id ~= nil then
@@ -39,7 +40,10 @@ function M.write(first, last, blocks)
       table.insert(actions, { first = at, last = at + #b.lines - 1, action = b.action })
     end
     for _, mark in ipairs(b.marks) do
-      table.insert(marks, { line = at + mark.line, group = mark.group, end_col = mark.end_col })
+      table.insert(marks, vim.tbl_extend("force", mark, { line = at + mark.line }))
+    end
+    for _, part in ipairs(b.prose or {}) do
+      table.insert(prose, { first = at + part.first, last = at + part.last })
     end
     for id, line in pairs(b.calls or {}) do
       calls[id] = at + line
@@ -91,7 +95,15 @@ function M.write(first, last, blocks)
       end_col = math.min(mark.end_col or #text, #text),
       hl_group = mark.group,
       priority = mark.end_col and 160 or 150,
+      conceal = mark.conceal,
+      line_hl_group = mark.line_group,
     })
+  end
+  if state.highlighted then
+    for _, part in ipairs(prose) do
+      local text = vim.api.nvim_buf_get_lines(buf, part.first, part.last + 1, false)
+      markdown.render(buf, ns.text, part.first, text)
+    end
   end
   for _, item in ipairs(frames) do
     code.draw_frame(buf, ns.frames, item.frame, item.stop, state.highlighted)
@@ -211,7 +223,8 @@ function M.redraw()
     end
   end
   -- The plugin's notices go after the message they followed; one whose message is not
-  -- shown (any more) goes at the end, and follows the last message from then on.
+  -- shown (any more) goes at the end, and follows the last message from then on, unless
+  -- it was said before a compaction (its message went with the compacted ones).
   local shown_ids, unplaced = {}, {}
   for _, msg in ipairs(state.messages) do
     if msg.id ~= nil then
@@ -219,7 +232,7 @@ function M.redraw()
     end
   end
   for _, n in ipairs(state.notices) do
-    if n.after == nil or not shown_ids[n.after] then
+    if (n.after == nil or not shown_ids[n.after]) and not n.compacted then
       table.insert(unplaced, n)
     end
   end

@@ -24,7 +24,9 @@ local function task_ended(params)
   if params.status == "cancelled" then
     say("Task cancelled.")
   elseif params.status == "max_turns" then
-    local text = ("Stopped at the turn budget (%s turns)."):format(params.turns or "?")
+    local turns = tonumber(params.turns)
+    local budget = turns and render.count(turns, "turn") or "? turns"
+    local text = ("Stopped at the turn budget (%s)."):format(budget)
     say(error ~= "" and (text .. "\n" .. error) or text, vim.log.levels.WARN)
   elseif params.status == "failed" then
     local text = "Task failed: " .. (error ~= "" and error or "no reason was given.")
@@ -51,6 +53,7 @@ local function on_event(event, project, params)
   end
   if event == "compacted" and params and project.session then
     if params.sessionId == project.session.id then
+      history.compacted(params.sessionId)
       compacted(params) -- said even while the chat is closed
     end
   end

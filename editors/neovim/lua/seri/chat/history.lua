@@ -4,7 +4,8 @@
 --
 -- A fork's copied messages end with a line saying where they come from (the origin's
 -- title is looked up once); the recap folds under its heading, and a compaction's notice
--- opens it. The plugin's own notices stay after the message they follow.
+-- opens it. The plugin's own notices stay after the message they follow; those of
+-- messages a compaction took away go with them.
 
 local client = require("seri.client")
 local config = require("seri.config")
@@ -89,6 +90,18 @@ function M.notice(text, level, opts)
   table.insert(state.notices, item)
   if valid(state.buf) and state.loaded then
     draw.append({ draw.notice_block(item) })
+  end
+end
+
+---A compaction of session `session_id` took messages away: the notices said until now
+---are drawn only after their message, while it is shown. One whose message went (a
+---failed or cancelled task that was compacted) is not drawn again at the end.
+---@param session_id string
+function M.compacted(session_id)
+  for _, n in ipairs(state.notices) do
+    if n.session == nil or n.session == session_id then
+      n.compacted = true
+    end
   end
 end
 

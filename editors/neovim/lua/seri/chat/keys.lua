@@ -79,7 +79,8 @@ local function yank_code()
   end
   vim.fn.setreg(vim.v.register, lines, "l")
   local what = (lang and lang ~= "") and (lang .. " ") or ""
-  vim.api.nvim_echo({ { ("seri: yanked %d lines of %scode"):format(#lines, what) } }, false, {})
+  local yanked = require("seri.render").count(#lines, "line")
+  vim.api.nvim_echo({ { ("seri: yanked %s of %scode"):format(yanked, what) } }, false, {})
 end
 
 ---Go to the next (`1`) or previous (`-1`) heading: a prompt, a reply, a recap.

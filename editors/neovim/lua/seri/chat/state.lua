@@ -38,7 +38,7 @@ M.ns = {
 ---@field load_line integer? 0-based line of "load earlier messages"
 ---@field call_marks table<string, integer> extmark on each tool call's line, by call id
 ---@field tail_items {first: integer, last: integer, question?: seri.Question, queued?: integer}[] 0-based lines of cards and queued prompts
----@field highlighted boolean the buffer is highlighted by treesitter
+---@field highlighted boolean its prose is rendered as markdown (`seri.markdown`)
 ---@field notices seri.ChatNotice[] the plugin's lines, by the message they follow
 ---@field mark_ids table<integer, integer> message id of each mark in `ns.ids`
 ---@field actions table<integer, string> what <CR> does on the lines of each mark in `ns.actions`
@@ -69,6 +69,7 @@ M.state = {
 ---@field report boolean? a report (`/cost`, `/context`): aligned lines, shown as they are
 ---@field action string? what <CR> on it does: "recap" opens the recap
 ---@field turn_end boolean? says how a task ended (the stored `turnEnded` after the same message is not drawn again)
+---@field compacted boolean? said before a compaction: drawn only while its message is shown
 
 ---@param buf integer?
 ---@return boolean

@@ -1,5 +1,5 @@
--- The chat's buffers and windows: the `seri://chat` buffer (filetype `seri`, markdown
--- highlighting) in a split at the configured side, the `seri://input` window under it,
+-- The chat's buffers and windows: the `seri://chat` buffer (filetype `seri`, its prose
+-- rendered as markdown) in a split at the configured side, the `seri://input` window under it,
 -- and the bars over both (status and key hints).
 
 local config = require("seri.config")
@@ -40,10 +40,8 @@ function M.ensure_buffers()
     state.buf = scratch(S.CHAT_NAME)
     vim.bo[state.buf].modifiable = false
     vim.bo[state.buf].filetype = "seri"
-    state.highlighted = pcall(vim.treesitter.start, state.buf, "markdown")
-    if not state.highlighted then
-      vim.bo[state.buf].syntax = "markdown"
-    end
+    -- Not highlighted as one markdown document: only its prose is (`seri.markdown`).
+    state.highlighted = require("seri.markdown").available()
     state.loaded = false
     state.root = nil
     keys.apply(state.buf, "chat")
