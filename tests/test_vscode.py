@@ -533,6 +533,10 @@ def test_file_names_open_files_and_code_is_highlighted(vscode_run: VSCodeRun) ->
     vscode_run.check_scenario("file names in a reply open the file")
 
 
+def test_a_reply_is_drawn_the_same_while_it_streams_and_after(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a reply is drawn the same while it streams")
+
+
 def test_the_transcript_follows_new_output(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("the transcript follows new output")
 

@@ -588,6 +588,58 @@ async function linksAndCode({ page, config, shot }) {
   await page.locator('.monaco-editor .view-lines', { hasText: 'print("hello")' }).first().waitFor();
 }
 
+const STYLED_REPLY = [
+  '## The plan',
+  '',
+  'Call `main()` from the entry point, then:',
+  '',
+  '| Step | File |',
+  '| --- | --- |',
+  '| parse | `src/app.py` |',
+  '',
+  'The rest of the answer streams in slowly. '.repeat(12),
+  'End of the styled answer.',
+].join('\n');
+
+/** What decides how the heading, the table and the code span of a reply look and sit. */
+function replyStyles(body) {
+  return body.evaluate((element) => {
+    const measure = (selector) => {
+      const found = element.querySelector(selector);
+      if (!found) {
+        return null;
+      }
+      const style = getComputedStyle(found);
+      const box = found.getBoundingClientRect();
+      const props = ['fontSize', 'fontWeight', 'fontFamily', 'lineHeight', 'marginTop', 'marginBottom', 'paddingTop', 'paddingLeft', 'borderTopWidth'];
+      return { ...Object.fromEntries(props.map((p) => [p, style[p]])), height: box.height, left: Math.round(box.left) };
+    };
+    return { heading: measure('h2'), paragraph: measure('p'), code: measure('p code'), table: measure('table'), cell: measure('td') };
+  });
+}
+
+/** Continues linksAndCode's window: a reply is drawn the same while it streams and after. */
+async function streamingLooksFinal({ page, config, shot }) {
+  await provider(config).script({ text: STYLED_REPLY, chunkSize: 12, chunkDelay: 0.15 });
+  await runCommand(page, 'Seri: Open Chat');
+  const view = chat(page);
+  await sendPrompt(view, 'Plan the entry point');
+  const streaming = view.locator('#streaming:not([hidden])');
+  await streaming.locator('table td', { hasText: 'src/app.py' }).waitFor({ timeout: 30_000 });
+  const during = await replyStyles(streaming);
+  expect(!(await streaming.innerText()).includes('End of the styled answer.'), 'measured while the reply still streams');
+  await shot('streaming-styled');
+  const final = view.locator('.row.assistant:not(.streaming)', { hasText: 'End of the styled answer.' });
+  await final.waitFor({ timeout: 40_000 });
+  await view.locator('#streaming').waitFor({ state: 'hidden' });
+  const after = await replyStyles(final);
+  await shot('streaming-styled-done');
+  for (const part of Object.keys(after)) {
+    expect(after[part] !== null && during[part] !== null, `the ${part} is drawn in both (${JSON.stringify({ during: during[part], after: after[part] })})`);
+    expect(JSON.stringify(during[part]) === JSON.stringify(after[part]), `the ${part} looks the same while streaming and after: ${JSON.stringify(during[part])} vs ${JSON.stringify(after[part])}`);
+  }
+}
+
 async function followTranscript({ page, config, shot }) {
   const seeded = config.ui.follow;
   // Long and slow enough (about 15 s) to be scrolled away from while it streams.
@@ -1136,6 +1188,7 @@ const SCENARIOS = [
   ['the working line says what the task waits for, with the retry count', 'status', workingLine],
   ['the selection, a picked file and the buffer are attached to the prompt and shown as chips', 'attach', attachContext],
   ['file names in a reply open the file, and code blocks are highlighted', 'links', linksAndCode],
+  ['a reply is drawn the same while it streams and after it ends', 'links', streamingLooksFinal, { continues: true }],
   ['the transcript follows new output, and says so when scrolled up', 'follow', followTranscript],
   ['a prompt sent while a task runs is queued, then sent and answered', 'follow', queueWhileBusy, { continues: true }],
   ['a failed task says why in the chat, with a Retry', 'retry', failedTask],
