@@ -63,7 +63,8 @@ export async function pickSession(ctx: CommandContext): Promise<Session | undefi
       description: [relativeTime(session.updatedAt), plural(session.messageCount, 'message'), spendWords(session.spend)]
         .filter(Boolean)
         .join(' · '),
-      detail: session.id === current ? `${session.id} (open now)` : session.id,
+      // Titles, ages and spend: an id means nothing to a person (the tooltip of the chat's title has it).
+      detail: session.id === current ? 'Open now' : undefined,
       session,
     }),
   );
@@ -71,7 +72,6 @@ export async function pickSession(ctx: CommandContext): Promise<Session | undefi
     title: 'Seri: Resume Session',
     placeHolder: 'Pick a session of this project to continue',
     matchOnDescription: true,
-    matchOnDetail: true,
   });
   return picked?.session;
 }
