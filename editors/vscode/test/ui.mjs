@@ -1024,12 +1024,17 @@ async function contextBar({ page, config, shot }) {
   const mark = await view.locator('#compact-mark').evaluate((element) => element.style.left);
   expect(mark === '50%', `the compaction mark at half the bar (${mark})`);
   await shot('context-breakdown');
-  // It closes when the pointer leaves; a click keeps it open until Escape.
-  await view.locator('#transcript').hover();
+  // It closes when the pointer leaves (to the transcript's foot, below the breakdown); a
+  // click keeps it open until Escape.
+  const away = async () => {
+    const box = await view.locator('#transcript').boundingBox();
+    await view.locator('#transcript').hover({ position: { x: 20, y: box.height - 20 } });
+  };
+  await away();
   await details.waitFor({ state: 'hidden', timeout: 5_000 });
   await meter.click();
   await details.waitFor({ state: 'visible' });
-  await view.locator('#transcript').hover();
+  await away();
   await page.waitForTimeout(600);
   expect(await details.isVisible(), 'a clicked breakdown stays open');
   await page.keyboard.press('Escape');
@@ -1053,7 +1058,7 @@ async function contextBar({ page, config, shot }) {
     return {
       transcript: wide(box),
       cards: [...box.querySelectorAll('.report-card')].filter(wide).length,
-      names: [...box.querySelectorAll('.report-name, .report-value')].filter(wide).map((e) => e.textContent),
+      names: [...document.querySelectorAll('.report-name, .report-value, .part-name, #context-use, #session-spend, #session-cache')].filter(wide).map((e) => e.textContent),
     };
   });
   expect(!overflow.transcript && overflow.cards === 0 && overflow.names.length === 0, `the reports fit the sidebar (${JSON.stringify(overflow)})`);
