@@ -646,7 +646,10 @@ async function streamingLooksFinal({ page, config, shot }) {
   const view = chat(page);
   await sendPrompt(view, 'Plan the entry point');
   const streaming = view.locator('#streaming:not([hidden])');
+  // Measured once the table is complete and followed by text (the block being written
+  // last carries the streaming caret).
   await streaming.locator('table td', { hasText: 'src/app.py' }).waitFor({ timeout: 30_000 });
+  await streaming.locator('p', { hasText: 'The rest of the answer' }).waitFor({ timeout: 30_000 });
   const during = await replyStyles(streaming);
   expect(!(await streaming.innerText()).includes('End of the styled answer.'), 'measured while the reply still streams');
   await shot('streaming-styled');
