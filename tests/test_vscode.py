@@ -495,7 +495,8 @@ def test_compact_from_the_palette_shows_the_recap_and_lowers_the_percentage(
     vscode_ui: VSCodeRun,
 ) -> None:
     vscode_ui.check_scenario("Compact Context... from the palette")
-    summaries = [r for r in vscode_ui.provider.requests if not r.get("tools")]
+    # The summariser's request is the turns' prefix, its tools kept but not to be called.
+    summaries = [r for r in vscode_ui.provider.requests if r.get("tool_choice") == "none"]
     assert any(COMPACT["focus"] in json.dumps(r["messages"]) for r in summaries)
 
 
@@ -552,6 +553,10 @@ def test_attached_context_reaches_the_prompt(vscode_run: VSCodeRun) -> None:
 
 def test_file_names_open_files_and_code_is_highlighted(vscode_run: VSCodeRun) -> None:
     vscode_run.check_scenario("file names in a reply open the file")
+
+
+def test_a_reply_is_drawn_the_same_while_it_streams_and_after(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("a reply is drawn the same while it streams")
 
 
 def test_the_transcript_follows_new_output(vscode_run: VSCodeRun) -> None:

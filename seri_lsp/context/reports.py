@@ -44,7 +44,8 @@ def cost_text(usage: dict[str, Any]) -> str:
     for kind, entry in by_kind.items():
         if entry.calls:
             lines.append(
-                f"  {kind:<10} {entry.calls:>5,} calls  in {entry.input_tokens:>10,}"
+                f"  {kind:<10} {entry.calls:>5,} {'call ' if entry.calls == 1 else 'calls'}"
+                f"  in {entry.input_tokens:>10,}"
                 f"  out {entry.output_tokens:>8,}  {money(entry.cost)}"
             )
     return "\n".join(lines)

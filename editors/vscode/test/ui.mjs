@@ -289,7 +289,6 @@ async function compactFromPalette({ page, config, shot }) {
   await card.waitFor({ timeout: 30_000 });
   await card.locator('.recap-title', { hasText: 'Conversation compacted' }).waitFor();
   await card.locator('dd', { hasText: seeded.goal }).waitFor();
-  await page.locator('.notifications-toasts', { hasText: /compacted \d+ messages into a recap/ }).waitFor({ timeout: 10_000 });
   const after = await waitUntil(async () => {
     const percent = await statusPercent(page);
     return percent < before ? percent : undefined;
@@ -306,6 +305,8 @@ async function compactFromPalette({ page, config, shot }) {
   await view.locator('#transcript').evaluate((box) => box.scrollTo(0, box.scrollHeight));
   await waitUntil(async () => !(await inView(view, card.locator('.recap-title'))), 'the recap to be scrolled away');
   await shot('compact-notice');
+  // Said once, in the chat: no toast besides.
+  expect((await page.locator('.notifications-toasts', { hasText: /compact/i }).count()) === 0, 'no toast repeats the compaction notice');
   await notice.getByRole('button', { name: 'Show recap' }).click();
   await waitUntil(() => inView(view, card.locator('.recap-title')), 'Show recap to bring the recap into view');
   return `context ${before}% -> ${after}%`;
@@ -316,6 +317,7 @@ async function resumeFromQuickPick({ page, config, shot }) {
   await openChat(page);
   const view = chat(page);
   await view.locator('#session-title', { hasText: seeded.latestTitle }).waitFor({ timeout: 20_000 });
+  const openId = await waitUntil(() => openSessionId(view), 'the open session’s id');
 
   await runCommand(page, 'Seri: Resume Session...');
   const rows = page.locator('.quick-input-list .monaco-list-row');
@@ -324,6 +326,8 @@ async function resumeFromQuickPick({ page, config, shot }) {
   const other = await rows.filter({ hasText: seeded.otherTitle }).innerText();
   expect(/2 messages/.test(other), `the QuickPick shows the message count (${other})`);
   expect(/ago|now|yesterday/.test(other), `the QuickPick shows a relative date (${other})`);
+  const latest = await rows.filter({ hasText: seeded.latestTitle }).innerText();
+  expect(latest.includes('Open now') && !latest.includes(openId), `titles, ages and spend, not raw ids (${latest})`);
   await shot('resume-quickpick');
   await page.locator('.quick-input-widget .quick-input-box input').fill(seeded.otherTitle);
   await page.keyboard.press('Enter');
@@ -411,6 +415,11 @@ async function writeApproval({ page, config, shot }) {
     expect(await card.getByRole('button', { name: button, exact: true }).count(), `the ${button} button`);
   }
   await card.locator('.question-detail', { hasText: '−1 +1' }).waitFor();
+  // The hunk itself, exactly as written: the line replaced and its replacement.
+  await card.locator('.hunk .hunk-old', { hasText: GREET_EDIT.old_text }).waitFor();
+  await card.locator('.hunk .hunk-new', { hasText: GREET_EDIT.new_text }).waitFor();
+  const hunkText = await card.locator('.hunk').innerText();
+  expect(hunkText.includes(`-${GREET_EDIT.old_text}`) && hunkText.includes(`+${GREET_EDIT.new_text}`), `the hunk as diff lines (${hunkText})`);
   await chat(page).locator('#working', { hasText: 'Waiting for your approval' }).waitFor({ timeout: 10_000 });
   await page.locator(STATUS_ITEM, { hasText: 'approve?' }).waitFor({ timeout: 10_000 });
   expect((await page.locator('.notification-toast', { hasText: 'src/app.py' }).count()) === 0, 'no toast asks besides');
@@ -452,19 +461,31 @@ async function denyWithNote({ page, config, shot }) {
   await card.locator('.question-note').press('Enter');
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   await view.locator('.notice', { hasText: '“Deny”: edit src/app.py (keep the greeting as it is)' }).waitFor();
-  await view.locator('details.tool.status-error[data-tool="edit"]').waitFor({ timeout: 20_000 });
+  // A refusal is the user's choice: a neutral "denied" row, not a red "failed" one.
+  const refused = view.locator('details.tool.status-denied[data-tool="edit"]');
+  await refused.waitFor({ timeout: 20_000 });
+  await refused.locator('summary .tool-denied', { hasText: 'denied' }).waitFor();
+  expect((await refused.locator('.tool-failed').count()) === 0, 'the denied write is not said to have failed');
   await view.locator('.row.assistant:not(.streaming)', { hasText: 'I left it alone' }).waitFor({ timeout: 20_000 });
   await shot('deny-done');
 }
 
 /** Continues denyWithNote's window: a question whose task is stopped goes away. */
 async function questionWithdrawn({ page, config, shot }) {
-  await provider(config).script({ calls: [['call-stop', 'write_file', { path: 'notes.md', content: '# Notes\n' }]] });
+  const notes = ['# Notes', ...Array.from({ length: 11 }, (_, i) => `- note ${i + 1}`)].join('\n') + '\n';
+  await provider(config).script({ calls: [['call-stop', 'write_file', { path: 'notes.md', content: notes }]] });
   const view = chat(page);
   await sendPrompt(view, 'Write some notes');
   const card = view.locator('.question', { hasText: 'seri wants to create notes.md' });
   await card.waitFor({ timeout: 20_000 });
-  await card.locator('.question-detail', { hasText: 'new file, 1 line' }).waitFor();
+  await card.locator('.question-detail', { hasText: 'new file, 12 lines' }).waitFor();
+  // Its first lines, the rest behind a fold.
+  await card.locator('.hunk .hunk-new', { hasText: '# Notes' }).waitFor();
+  expect((await card.locator('.hunk:not(.hunk-rest) .hunk-line').count()) === 8, 'the first 8 lines shown');
+  const more = card.locator('.hunk-more summary', { hasText: 'Show 4 more lines' });
+  await more.click();
+  await card.locator('.hunk-rest .hunk-new', { hasText: 'note 11' }).waitFor();
+  await shot('question-hunk-expanded');
   await view.locator('#stop-button').click();
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   await view.locator('.notice', { hasText: 'Stopped.' }).waitFor({ timeout: 10_000 });
@@ -586,6 +607,61 @@ async function linksAndCode({ page, config, shot }) {
   await link.click();
   await page.locator('.tab.active', { hasText: 'app.py' }).waitFor({ timeout: 10_000 });
   await page.locator('.monaco-editor .view-lines', { hasText: 'print("hello")' }).first().waitFor();
+}
+
+const STYLED_REPLY = [
+  '## The plan',
+  '',
+  'Call `main()` from the entry point, then:',
+  '',
+  '| Step | File |',
+  '| --- | --- |',
+  '| parse | `src/app.py` |',
+  '',
+  'The rest of the answer streams in slowly. '.repeat(12),
+  'End of the styled answer.',
+].join('\n');
+
+/** What decides how the heading, the table and the code span of a reply look and sit. */
+function replyStyles(body) {
+  return body.evaluate((element) => {
+    const measure = (selector) => {
+      const found = element.querySelector(selector);
+      if (!found) {
+        return null;
+      }
+      const style = getComputedStyle(found);
+      const box = found.getBoundingClientRect();
+      const props = ['fontSize', 'fontWeight', 'fontFamily', 'lineHeight', 'marginTop', 'marginBottom', 'paddingTop', 'paddingLeft', 'borderTopWidth'];
+      return { ...Object.fromEntries(props.map((p) => [p, style[p]])), height: box.height, left: Math.round(box.left) };
+    };
+    return { heading: measure('h2'), paragraph: measure('p'), code: measure('p code'), table: measure('table'), cell: measure('td') };
+  });
+}
+
+/** Continues linksAndCode's window: a reply is drawn the same while it streams and after. */
+async function streamingLooksFinal({ page, config, shot }) {
+  await provider(config).script({ text: STYLED_REPLY, chunkSize: 12, chunkDelay: 0.15 });
+  await runCommand(page, 'Seri: Open Chat');
+  const view = chat(page);
+  await sendPrompt(view, 'Plan the entry point');
+  const streaming = view.locator('#streaming:not([hidden])');
+  // Measured once the table is complete and followed by text (the block being written
+  // last carries the streaming caret).
+  await streaming.locator('table td', { hasText: 'src/app.py' }).waitFor({ timeout: 30_000 });
+  await streaming.locator('p', { hasText: 'The rest of the answer' }).waitFor({ timeout: 30_000 });
+  const during = await replyStyles(streaming);
+  expect(!(await streaming.innerText()).includes('End of the styled answer.'), 'measured while the reply still streams');
+  await shot('streaming-styled');
+  const final = view.locator('.row.assistant:not(.streaming)', { hasText: 'End of the styled answer.' });
+  await final.waitFor({ timeout: 40_000 });
+  await view.locator('#streaming').waitFor({ state: 'hidden' });
+  const after = await replyStyles(final);
+  await shot('streaming-styled-done');
+  for (const part of Object.keys(after)) {
+    expect(after[part] !== null && during[part] !== null, `the ${part} is drawn in both (${JSON.stringify({ during: during[part], after: after[part] })})`);
+    expect(JSON.stringify(during[part]) === JSON.stringify(after[part]), `the ${part} looks the same while streaming and after: ${JSON.stringify(during[part])} vs ${JSON.stringify(after[part])}`);
+  }
 }
 
 async function followTranscript({ page, config, shot }) {
@@ -798,6 +874,7 @@ async function longTask({ page, config, shot }) {
   await sendPrompt(view, 'Do it, with a test');
   const card = view.locator('.question', { hasText: 'src/app.py' });
   await card.waitFor({ timeout: 20_000 });
+  await card.locator('.hunk .hunk-new', { hasText: 'def main():' }).waitFor();
   await shot('long-task-2-edit-card');
   await card.getByRole('button', { name: 'Review changes' }).click();
   await page.locator('.monaco-diff-editor').waitFor({ timeout: 15_000 });
@@ -983,26 +1060,44 @@ async function contextBar({ page, config, shot }) {
   const mark = await view.locator('#compact-mark').evaluate((element) => element.style.left);
   expect(mark === '50%', `the compaction mark at half the bar (${mark})`);
   await shot('context-breakdown');
-  // It closes when the pointer leaves; a click keeps it open until Escape.
-  await view.locator('#transcript').hover();
+  // It closes when the pointer leaves (to the transcript's foot, below the breakdown); a
+  // click keeps it open until Escape.
+  const away = async () => {
+    const box = await view.locator('#transcript').boundingBox();
+    await view.locator('#transcript').hover({ position: { x: 20, y: box.height - 20 } });
+  };
+  await away();
   await details.waitFor({ state: 'hidden', timeout: 5_000 });
   await meter.click();
   await details.waitFor({ state: 'visible' });
-  await view.locator('#transcript').hover();
+  await away();
   await page.waitForTimeout(600);
   expect(await details.isVisible(), 'a clicked breakdown stays open');
   await page.keyboard.press('Escape');
   await details.waitFor({ state: 'hidden', timeout: 5_000 });
 
-  // /cost and /context print their reports in the chat, lines and columns kept, no toast.
+  // /cost and /context print their reports in the chat, laid out to fit it, no toast.
   await sendPrompt(view, '/cost');
-  const cost = view.locator('.notice-report pre', { hasText: 'Spend: $0.0083 over 2 model calls.' });
+  const cost = view.locator('.report-card', { hasText: 'Spend: $0.0083 over 2 model calls.' });
   await cost.waitFor({ timeout: 10_000 });
-  expect((await cost.innerText()).split('\n').length >= 3, 'the report keeps its lines');
+  await cost.locator('.report-row', { hasText: 'Your tasks' }).filter({ hasText: '2 calls' }).waitFor();
   await sendPrompt(view, '/context');
-  const report = view.locator('.notice-report pre', { hasText: 'Context:' });
+  const report = view.locator('.report-card', { hasText: 'Context:' });
   await report.waitFor({ timeout: 10_000 });
-  expect((await report.innerText()).includes('█'), 'the report’s bars');
+  for (const name of ['System prompt', 'AGENTS.md', 'read_file results']) {
+    await report.locator('.report-row .report-name', { hasText: name }).waitFor();
+  }
+  expect(await report.locator('.report-row .share-fill').count(), 'the report’s bars');
+  // Nothing wider than the default sidebar, and no label cut short.
+  const overflow = await view.locator('#transcript').evaluate((box) => {
+    const wide = (element) => element.scrollWidth > element.clientWidth + 1;
+    return {
+      transcript: wide(box),
+      cards: [...box.querySelectorAll('.report-card')].filter(wide).length,
+      names: [...document.querySelectorAll('.report-name, .report-value, .part-name, #context-use, #session-spend, #session-cache')].filter(wide).map((e) => e.textContent),
+    };
+  });
+  expect(!overflow.transcript && overflow.cards === 0 && overflow.names.length === 0, `the reports fit the sidebar (${JSON.stringify(overflow)})`);
   await page.waitForTimeout(500);
   expect((await page.locator('.notifications-toasts', { hasText: /Spend:|Context:/ }).count()) === 0, 'no toast besides');
   await shot('context-reports');
@@ -1176,6 +1271,11 @@ async function exportThenImport({ page, config, shot }) {
 
   await runCommand(page, 'Seri: Export Session...');
   await page.locator('.quick-input-widget', { hasText: 'Export Session' }).waitFor({ timeout: 10_000 });
+  // It starts in the project's folder, with a name from the title (not in / or the extension's folder).
+  const box = page.locator('.quick-input-widget .quick-input-box input');
+  await waitUntil(async () => (await box.inputValue()).startsWith(`${config.workspaces.search}/`), 'the dialog to start in the project folder', 10_000).catch(async () => {
+    throw new Error(`the export dialog starts at ${await box.inputValue()}`);
+  });
   await shot('export-dialog');
   await fileDialog(page, bundle);
   const saved = page.locator('.notifications-toasts', { hasText: `to ${seeded.bundle} as a bundle` });
@@ -1215,6 +1315,7 @@ const SCENARIOS = [
   ['the working line says what the task waits for, with the retry count', 'status', workingLine],
   ['the selection, a picked file and the buffer are attached to the prompt and shown as chips', 'attach', attachContext],
   ['file names in a reply open the file, and code blocks are highlighted', 'links', linksAndCode],
+  ['a reply is drawn the same while it streams and after it ends', 'links', streamingLooksFinal, { continues: true }],
   ['the transcript follows new output, and says so when scrolled up', 'follow', followTranscript],
   ['a prompt sent while a task runs is queued, then sent and answered', 'follow', queueWhileBusy, { continues: true }],
   ['a failed task says why in the chat, with a Retry', 'retry', failedTask],

@@ -4,6 +4,7 @@
 
 import type { ApproveParams, ContextBreakdown, PromptContext, Session, SlashCommand, StatusParams, Usage, WireMessage } from '../protocol';
 import type { ForkOrigin } from './fork';
+import type { ReportView } from './reports';
 
 /** How the model reaches the server: `workspace/executeCommand` with one argument. */
 export interface ServerLink {
@@ -48,8 +49,11 @@ export interface Notice {
   afterId: number | null;
   /** The prompt a Retry button sends again (a failed task's, a refused one's). */
   retry?: PromptRequest;
-  /** A report (`/cost`, `/context`): aligned lines, shown as they are. */
-  report?: boolean;
+  /**
+   * A report (`/cost`, `/context`): its figures laid out to fit the chat (a ReportView),
+   * or, from a server that sent only text, the aligned lines as they are (true).
+   */
+  report?: true | ReportView;
   /** A compaction's notice: the recap (a button shows it) and its Read/Modified lists. */
   compaction?: { recapId?: number; read: string[]; modified: string[] };
   /** Says how a task ended: the stored `turnEnded` of the same message is not shown too. */

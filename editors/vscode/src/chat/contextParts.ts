@@ -11,8 +11,8 @@ const KIND_LABELS: Record<string, string> = {
   rule: 'Rule',
   memory: 'Memory',
   recap: 'Recap',
-  globRules: 'Glob rules',
-  checks: 'Check results',
+  globRules: 'Rules for matching files',
+  checks: 'Results of the checks',
   user: 'Your prompts',
   assistant: 'Replies and thinking',
   toolCalls: 'Tool calls',
@@ -69,7 +69,7 @@ export function segments(context: ContextBreakdown, project: string): Segment[] 
   if (beyond > 0) {
     shown.push({
       kind: BILLED_KIND,
-      label: 'Billed beyond this count',
+      label: 'More counted by the provider',
       title: `The last call was billed ${formatTokens(context.lastBilledTokens ?? context.estimateTokens)} input tokens; the parts count ${formatTokens(context.localTokens)}.`,
       tokens: beyond,
     });

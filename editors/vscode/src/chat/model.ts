@@ -29,6 +29,7 @@ import {
 } from '../protocol';
 import type { Activity, Cancellation, ChatChange, ChatSnapshot, Notice, NoticeExtras, PromptRequest, Question, QueuedPrompt, ServerLink, ServerState } from './chatState';
 import { ForkOrigin } from './fork';
+import { reportView } from './reports';
 
 type Listener = (change: ChatChange) => void;
 
@@ -392,7 +393,7 @@ export class ChatModel {
     try {
       const result = await this.requireServer().execute<PromptResult>(ServerCommand.prompt, { text });
       if (typeof result.text === 'string') {
-        this.addNotice('info', result.text, { report: true });
+        this.addNotice('info', result.text, { report: reportView(result.command, result, this.session?.project ?? '') ?? true });
       }
       if (result.command === 'context') {
         this.setContext(result);

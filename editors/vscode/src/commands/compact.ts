@@ -2,7 +2,6 @@
 
 import * as vscode from 'vscode';
 
-import { formatTokens, plural } from '../format';
 import { CompactResult, ServerCommand } from '../protocol';
 import type { CommandContext } from './commandContext';
 
@@ -25,11 +24,9 @@ export async function compact(ctx: CommandContext, focus?: string): Promise<Comp
     () => ctx.server.execute<CompactResult>(ServerCommand.compact, args),
   );
   if (result.compacted) {
-    const tokens =
-      result.tokensBefore !== undefined && result.tokensAfter !== undefined
-        ? ` (${formatTokens(result.tokensBefore)} → ${formatTokens(result.tokensAfter)} tokens)`
-        : '';
-    void vscode.window.showInformationMessage(`Seri: compacted ${plural(result.evicted, 'message')} into a recap${tokens}.`);
+    // The chat's notice says what it did (in numbers, with the recap): shown there, once,
+    // rather than also in a toast.
+    await ctx.openChat();
   } else {
     // The server shows the same words; an identical notification is shown once.
     void vscode.window.showInformationMessage(result.message ?? 'Nothing was compacted.');

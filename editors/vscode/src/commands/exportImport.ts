@@ -1,6 +1,7 @@
 // "Seri: Export Session..." and "Seri: Import Session...": a session to a file (a
 // transcript to read, or a bundle) and a bundle back as a new session.
 
+import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
@@ -24,11 +25,10 @@ export async function exportSession(ctx: CommandContext, target?: vscode.Uri): P
   }
   let uri = target;
   if (uri === undefined) {
-    const folder = projectFolder()?.uri;
     uri = await vscode.window.showSaveDialog({
       title: 'Seri: Export Session',
       saveLabel: 'Export',
-      defaultUri: folder ? vscode.Uri.joinPath(folder, exportName(sessionTitle(session.title), 'md')) : undefined,
+      defaultUri: vscode.Uri.joinPath(startFolder(), exportName(sessionTitle(session.title), 'md')),
       filters: EXPORT_FILTERS,
     });
     if (uri === undefined) {
@@ -47,6 +47,11 @@ export async function exportSession(ctx: CommandContext, target?: vscode.Uri): P
   return result;
 }
 
+/** Where the file dialogs start: the project's folder, else the user's home (never `/`). */
+function startFolder(): vscode.Uri {
+  return projectFolder()?.uri ?? vscode.Uri.file(os.homedir());
+}
+
 /**
  * Import a session bundle (a `.json` export, asked for) as a new session of this
  * project, and open it in the chat. Undefined when cancelled.
@@ -58,7 +63,7 @@ export async function importSession(ctx: CommandContext, source?: vscode.Uri): P
       title: 'Seri: Import Session',
       openLabel: 'Import',
       canSelectMany: false,
-      defaultUri: projectFolder()?.uri,
+      defaultUri: startFolder(),
       filters: { 'Seri session bundle': ['json'] },
     });
     uri = picked?.[0];

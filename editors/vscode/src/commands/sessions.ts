@@ -72,7 +72,8 @@ async function sessionItems(ctx: CommandContext): Promise<SessionPickItem[]> {
       description: [relativeTime(session.updatedAt), plural(session.messageCount, 'message'), spendWords(session.spend)]
         .filter(Boolean)
         .join(' · '),
-      detail: session.id === current ? `${session.id} (open now)` : session.id,
+      // Titles, ages and spend: an id means nothing to a person (the tooltip of the chat's title has it).
+      detail: session.id === current ? 'Open now' : undefined,
       session,
     }),
   );

@@ -24,7 +24,7 @@ export class Header {
     this.element = h(
       'header',
       { class: 'header' },
-      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, this.spend, this.cache), this.contextBar.meter),
+      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, h('span', { class: 'spend-group' }, this.spend, this.cache)), this.contextBar.meter),
       this.sessionMenu.button,
       this.sessionMenu.menu,
       this.contextBar.details,

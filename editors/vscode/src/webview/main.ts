@@ -14,8 +14,8 @@ import { Composer, Draft } from './composer';
 import { Icons, h, icon } from './dom';
 import { Follower } from './follow';
 import { Header, originName } from './header';
-import { renderMarkdown } from './markdown';
 import { PathLinks } from './paths';
+import { markdownBody } from './replyBody';
 import { Transcript } from './transcript';
 import { handleTranscriptClicks } from './transcriptActions';
 import { renderQuestions, renderQueue } from './waiting';
@@ -161,7 +161,8 @@ function setStreaming(text: string): void {
   streamingFrame = requestAnimationFrame(() => {
     streamingFrame = 0;
     streamingRow.hidden = streamingText === '';
-    streamingRow.innerHTML = streamingText ? renderMarkdown(streamingText) : '';
+    // Drawn as the stored reply will be: no reflow when the stream ends.
+    streamingRow.replaceChildren(...(streamingText ? [markdownBody(streamingText)] : []));
     updateWorking();
     paths.link();
   });

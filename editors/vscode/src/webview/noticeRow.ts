@@ -4,6 +4,7 @@
 import type { Notice } from '../chat/chatState';
 import { plural } from '../format';
 import { Icons, h, icon } from './dom';
+import { renderReport } from './reportCard';
 
 // Paths a compaction notice lists before "and N more".
 const NOTICE_PATHS = 8;
@@ -11,9 +12,12 @@ const NOTICE_PATHS = 8;
 /** The row of `notice`. */
 export function renderNotice(notice: Notice): HTMLElement {
   const attributes = { role: notice.level === 'error' ? 'alert' : 'status', 'data-notice-id': String(notice.id) };
-  if (notice.report) {
-    // `/cost`, `/context`: aligned columns and text bars, as the server wrote them.
+  if (notice.report === true) {
+    // From a server that sent only its text: aligned columns and text bars, as written.
     return h('div', { class: 'row notice notice-report', ...attributes }, h('pre', { class: 'report-text' }, notice.text));
+  }
+  if (notice.report) {
+    return renderReport(notice.report, attributes);
   }
   const row = h(
     'div',

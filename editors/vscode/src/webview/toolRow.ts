@@ -41,11 +41,11 @@ function oneLine(text: string, limit: number): string {
 
 export function renderToolRow(call: ToolCall, result: WireMessage | undefined, open: boolean): HTMLElement {
   const { target, path } = describeCall(call);
-  const status = result === undefined ? 'pending' : result.isError ? 'error' : 'ok';
+  const status = toolStatus(result);
   const statusIcon =
     status === 'pending'
       ? h('span', { class: 'spinner', 'aria-label': 'running' })
-      : icon(status === 'error' ? Icons.error : Icons.check, `icon status-${status}`);
+      : icon(status === 'error' ? Icons.error : status === 'denied' ? Icons.close : Icons.check, `icon status-${status}`);
   const targetNode = path
     ? h('a', { class: 'tool-target file-link', href: '#', 'data-path': path, title: `Open ${path}` }, target)
     : h('span', { class: 'tool-target' }, target);
@@ -59,13 +59,14 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
     ' ',
     targetNode,
     status === 'error' ? h('span', { class: 'tool-failed' }, 'failed') : null,
+    status === 'denied' ? h('span', { class: 'tool-denied' }, 'denied') : null,
   );
   const body = h('div', { class: 'tool-body' }, ...renderArguments(call));
   body.append(h('div', { class: 'tool-label' }, 'Result'));
   body.append(
     h(
       'pre',
-      { class: `tool-output${result?.isError ? ' error' : ''}` },
+      { class: `tool-output${status === 'error' ? ' error' : ''}` },
       result === undefined ? 'Running…' : result.content || '(empty)',
     ),
   );
@@ -75,6 +76,20 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
     summary,
     body,
   );
+}
+
+/**
+ * How a call ended: a refused one (the server's result starts `Denied: `, as a denied
+ * write's does) is the user's choice, not a failure, and is drawn in neutral colours.
+ */
+export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' {
+  if (result === undefined) {
+    return 'pending';
+  }
+  if (!result.isError) {
+    return 'ok';
+  }
+  return result.content.startsWith('Denied: ') ? 'denied' : 'error';
 }
 
 function renderArguments(call: ToolCall): Node[] {

@@ -9,10 +9,10 @@ import type { ToolCall, WireMessage } from '../protocol';
 import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';
 import { forkButton, forkable } from './forkAction';
-import { renderMarkdown } from './markdown';
 import { renderNotice } from './noticeRow';
 import { renderPrompt } from './promptRow';
 import { renderRecap } from './recapCard';
+import { markdownBody } from './replyBody';
 import { renderToolRow } from './toolRow';
 import { renderTurnEnd } from './turnEndRow';
 
@@ -165,15 +165,11 @@ export class Transcript {
       row.append(forkButton(message.id));
       if (message.thinking) {
         const thinking = h('details', { class: 'thinking' }, h('summary', {}, 'Thinking'));
-        const body = h('div', { class: 'markdown' });
-        body.innerHTML = renderMarkdown(message.thinking);
-        thinking.append(body);
+        thinking.append(markdownBody(message.thinking));
         row.append(thinking);
       }
       if (message.content) {
-        const body = h('div', { class: 'markdown' });
-        body.innerHTML = renderMarkdown(message.content);
-        row.append(body);
+        row.append(markdownBody(message.content));
       }
       for (const call of message.tool_calls ?? []) {
         const toolRow = this.renderCall(call);
@@ -216,8 +212,7 @@ export class Transcript {
 
 /** Failing checks the server handed back to the model: folded, the output inside. */
 function renderChecks(message: WireMessage): HTMLElement {
-  const body = h('div', { class: 'markdown check-text' });
-  body.innerHTML = renderMarkdown(message.content);
+  const body = markdownBody(message.content, 'check-text');
   return h(
     'details',
     { class: 'row check', 'data-id': String(message.id), 'data-kind': 'check' },

@@ -9,6 +9,7 @@ import type { FromWebview } from '../chat/webviewProtocol';
 import { plural } from '../format';
 import type { WriteQuestion } from '../protocol';
 import { Icons, h, icon } from './dom';
+import { renderHunk } from './hunkView';
 
 type Post = (message: FromWebview) => void;
 
@@ -72,6 +73,10 @@ function renderQuestion(question: Question, project: string, post: Post): HTMLEl
   let withNote = false;
   if (params.kind === 'write') {
     card.append(writeDetails(params));
+    const hunk = renderHunk(params);
+    if (hunk) {
+      card.append(hunk);
+    }
     if (params.proposed !== undefined) {
       card.append(h('div', { class: 'question-review' }, button('Review changes', () => post({ type: 'review', id: question.id }), 'secondary review', icon(Icons.diff))));
     }

@@ -50,7 +50,8 @@ suite('Palette commands', () => {
     assert.strictEqual(recap.recap?.goal, 'explain the parser');
     assert.strictEqual(api.model.snapshot().messages[0].kind, 'recap');
     const { requests } = await provider.log();
-    const summariser = requests.filter((r) => !r.tools).at(-1);
+    // The summariser's request is the turns' prefix: their tools, not to be called.
+    const summariser = requests.filter((r) => r.tool_choice === 'none').at(-1);
     assert.ok(summariser, 'a summariser request was sent');
     assert.match(JSON.stringify(summariser.messages), /keep the parser decisions/);
   });
