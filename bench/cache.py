@@ -125,23 +125,28 @@ def subagent_turns() -> list[Any]:
 
 
 def script(provider: ScriptedProvider) -> None:
-    """Answer every request by who sent it: the summariser (no tools), the subagent (no
-    `task` tool), the main session."""
+    """Answer every request by who sent it: the summariser (its tools not callable:
+    `tool_choice` none), the subagent (no `task` tool), the main session."""
     parent: deque[Any] = deque(reply for replies in parent_turns() for reply in replies)
     child: deque[Any] = deque(subagent_turns())
 
     def decide(body: dict[str, Any]) -> Any:
-        names = [tool["function"]["name"] for tool in body.get("tools") or []]
-        if not names:
+        if summarising(body):
             return Text(SUMMARY)
+        names = [tool["function"]["name"] for tool in body.get("tools") or []]
         return (parent if "task" in names else child).popleft()
 
     provider.script(*(Respond(decide) for _ in range(1000)))
 
 
+def summarising(body: dict[str, Any]) -> bool:
+    """A compaction's summariser request: the turns' tools, none of them callable."""
+    return body.get("tool_choice") == "none" or not body.get("tools")
+
+
 def run_task(root: Path, window: int) -> tuple[list[dict[str, Any]], int]:
     """The request bodies the task sent with this context window, in order, and the
-    compactions it ran (the summariser's requests: those without tools)."""
+    compactions it ran (the summariser's requests)."""
     folder = root / f"cache-{window}"
     folder.mkdir()
     workspace = make_workspace(folder)
@@ -163,7 +168,7 @@ def run_task(root: Path, window: int) -> tuple[list[dict[str, Any]], int]:
         assert not problems, problems
         asyncio.run(_run(profile, workspace, settings))
         bodies = list(provider.requests)
-        return bodies, sum(1 for body in bodies if not body.get("tools"))
+        return bodies, sum(1 for body in bodies if summarising(body))
     finally:
         provider.stop()
 
@@ -180,7 +185,7 @@ async def _run(profile: Path, workspace: Path, settings: Any) -> None:
         await engine.new_session()
         for text in ("Tidy the modules of src/, part one.", "Go on with part two."):
             outcome = await engine.prompt(text)
-            assert outcome["status"] == "done", outcome
+            assert outcome.status == "done", outcome
     finally:
         await engine.close()
 
@@ -227,7 +232,7 @@ class Outcome:
     written: int = 0
     common: int = 0
     most_breakpoints: int = 0
-    # The compaction summariser's requests (those without tools): input, and read.
+    # The compaction summariser's requests (summarising): input, and read.
     summariser_total: int = 0
     summariser_read: int = 0
 
@@ -294,7 +299,7 @@ class CacheModel:
         outcome.written += written
         outcome.common += common
         outcome.most_breakpoints = max(outcome.most_breakpoints, len(breakpoints))
-        if not body.get("tools"):
+        if summarising(body):
             outcome.summariser_total += total
             outcome.summariser_read += read
 

@@ -43,6 +43,7 @@ from seri_lsp.engine import Engine
 from seri_lsp.host import Host
 from seri_lsp.profile import DB_NAME
 from seri_lsp.settings import load_settings
+from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.database import Database, utc_now
 from seri_lsp.store.legacy import find_pending, import_files
 from seri_lsp.store.search_index import FTS5_ENV
@@ -127,7 +128,8 @@ class ToolTurn:
         # The CPU the task took in this process, every thread of it (the provider runs in
         # a process of its own): what the engine did, whatever else ran on the machine.
         self.cpu = time.process_time() - cpu_started
-        assert outcome["status"] == "done" and outcome["turns"] == CALLS, outcome
+        assert not isinstance(outcome, SlashAnswer), outcome
+        assert outcome.status == "done" and outcome.turns == CALLS, outcome
         now_connections, now_busy, requests = self.provider.stats()
         self.connections = now_connections - connections
         if self.first_task_connections < 0:
