@@ -444,6 +444,37 @@ function M.format_session(session, open_id)
   return text
 end
 
+---Pick one of the project's sessions with `vim.ui.select` (titles, ages, spend; the open
+---one marked), then call `on_pick` with it.
+---@param current seri.Project
+---@param prompt string
+---@param on_pick fun(session: seri.Session)
+local function pick_session(current, prompt, on_pick)
+  client.execute(current, "seri.session.list", nil, function(err, result)
+    if report(err, "could not list sessions") then
+      return
+    end
+    local sessions = type(result) == "table" and result.sessions or {}
+    current.sessions = sessions
+    if #sessions == 0 then
+      notice.say("this project has no sessions yet")
+      return
+    end
+    local open_id = current.session and current.session.id
+    vim.ui.select(sessions, {
+      prompt = prompt,
+      kind = "seri_session",
+      format_item = function(session)
+        return M.format_session(session, open_id)
+      end,
+    }, function(choice)
+      if choice then
+        on_pick(choice)
+      end
+    end)
+  end)
+end
+
 ---Resume a session by id (or unique prefix); without one, pick from the project's
 ---sessions with `vim.ui.select`.
 ---@param id string?
@@ -459,28 +490,8 @@ function M.resume(id)
     end)
     return
   end
-  client.execute(current, "seri.session.list", nil, function(err, result)
-    if report(err, "could not list sessions") then
-      return
-    end
-    local sessions = type(result) == "table" and result.sessions or {}
-    current.sessions = sessions
-    if #sessions == 0 then
-      notice.say("this project has no sessions yet")
-      return
-    end
-    local open_id = current.session and current.session.id
-    vim.ui.select(sessions, {
-      prompt = "Resume seri session",
-      kind = "seri_session",
-      format_item = function(session)
-        return M.format_session(session, open_id)
-      end,
-    }, function(choice)
-      if choice then
-        M.resume(choice.id)
-      end
-    end)
+  pick_session(current, "Resume seri session", function(choice)
+    M.resume(choice.id)
   end)
 end
 
@@ -531,28 +542,8 @@ function M.delete(id)
     end)
     return
   end
-  client.execute(current, "seri.session.list", nil, function(err, result)
-    if report(err, "could not list sessions") then
-      return
-    end
-    local sessions = type(result) == "table" and result.sessions or {}
-    current.sessions = sessions
-    if #sessions == 0 then
-      notice.say("this project has no sessions yet")
-      return
-    end
-    local open_id = current.session and current.session.id
-    vim.ui.select(sessions, {
-      prompt = "Delete seri session",
-      kind = "seri_session",
-      format_item = function(session)
-        return M.format_session(session, open_id)
-      end,
-    }, function(choice)
-      if choice then
-        delete_after_confirming(current, choice)
-      end
-    end)
+  pick_session(current, "Delete seri session", function(choice)
+    delete_after_confirming(current, choice)
   end)
 end
 
