@@ -21,6 +21,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field parentId string|userdata|nil the session a fork was forked from (vim.NIL: none)
 ---@field forkedAt integer|userdata|nil in a fork: the parent's last message it copied
 ---@field spend seri.Spend? what its model calls cost so far
+---@field model string|userdata|nil the model its next turn uses (older servers: absent)
 
 ---@class seri.Spend a session's spend on model calls (`seri.session.usage` totals)
 ---@field inputTokens integer billed input, the cached tokens included
