@@ -60,6 +60,8 @@ async def test_a_chosen_model_serves_the_next_turn_and_a_resume(
     again = await agent()
     resumed = await command(again, "seri.session.resume", {"sessionId": first["sessionId"]})
     assert resumed["session"]["model"] == "other/model"
+    # Its recording names the model it runs on.
+    assert (await command(again, "seri.trajectory.get", {}))["header"]["model"] == "other/model"
     assert (await prompt(again, "third prompt"))["status"] == "done"
     assert provider.requests[-1]["model"] == "other/model"
     # A new session uses the setting's model again.
