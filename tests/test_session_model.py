@@ -5,6 +5,7 @@ with it."""
 from __future__ import annotations
 
 import json
+import os
 
 from tests.agent_helpers import prompt
 from tests.harness import command, stop_server
@@ -50,10 +51,16 @@ async def test_a_chosen_model_serves_the_next_turn_and_a_resume(
     before, after = provider.raw_requests[-2], provider.raw_requests[-1]
     assert json.loads(before)["model"] == "test/model"
     assert json.loads(after)["model"] == "other/model"
-    # The frozen prefix changes only in the model's name.
+    # The frozen prefix changes only in the model's name: with the name put back, the
+    # bytes are the same up to the end of the earlier request's messages.
     old_messages = json.loads(before)["messages"]
     new_messages = json.loads(after)["messages"]
     assert new_messages[: len(old_messages)] == old_messages
+    swapped = after.replace(b'"other/model"', b'"test/model"', 1)
+    common = os.path.commonprefix([before, swapped])
+    assert before[len(common) :].startswith(b"]"), before[len(common) - 40 : len(common) + 40]
+    rest = {k: v for k, v in json.loads(before).items() if k not in ("model", "messages")}
+    assert rest == {k: v for k, v in json.loads(after).items() if k not in ("model", "messages")}
     assert (await command(client, "seri.session.get", {}))["usage"]["contextWindow"] == 4096
     # Kept with the session: a new server resuming it uses it.
     await stop_server(client)
