@@ -628,7 +628,9 @@ class Engine:
             await conversation.record_event("model", {"model": info.model})
             self._use_model(info.model)
             window = await self._context_window()
-        session = self.sessions.session(info)
+            session = self.sessions.model_chosen(conversation.info)
+        else:
+            session = self.sessions.session(info)
         return ModelChoice(session, session.model or self.settings.provider.model, window, warning)
 
     async def export_session(self, session_id: str | None, export_format: str) -> Exported:

@@ -40,6 +40,8 @@ async def test_a_chosen_model_serves_the_next_turn_and_a_resume(
     assert chosen["contextWindow"] == 4096  # re-read for the new model
     assert chosen["session"]["model"] == "other/model"
     assert "warning" not in chosen
+    change = client.seri["seri/sessionChanged"][-1]
+    assert (change["reason"], change["session"]["model"]) == ("model", "other/model")
     assert await command(client, "seri.models") == {
         "models": [
             {"id": "test/model", "contextWindow": 128_000},
@@ -111,11 +113,13 @@ async def test_another_session_gets_its_model_without_being_opened(
     provider.script(Text("ok"))
     older = (await prompt(client, "the older one"))["sessionId"]
     current = (await command(client, "seri.session.new"))["session"]
+    announced = len(client.seri["seri/sessionChanged"])
     chosen = await command(
         client, "seri.session.model", {"sessionId": older, "model": "other/model"}
     )
     assert chosen["session"]["id"] == older
     assert chosen["contextWindow"] is None  # not open: nothing read for it yet
+    assert len(client.seri["seri/sessionChanged"]) == announced  # not announced
     assert (await command(client, "seri.models"))["current"] == "test/model"
     assert (await command(client, "seri.session.get", {}))["session"]["id"] == current["id"]
     resumed = await command(client, "seri.session.resume", {"sessionId": older})

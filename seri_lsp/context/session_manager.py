@@ -157,6 +157,11 @@ class SessionManager:
             return self._announce(conversation.info, "renamed", None)
         return self.session(info)
 
+    def model_chosen(self, info: SessionInfo) -> Session:
+        """The open session chose its model (`seri.session.model`): announced with reason
+        `model`; the conversation and the rest stay as they were."""
+        return self._announce(info, "model", None)
+
     # --- opening --------------------------------------------------------------------------
 
     async def new(self, reason: str = "new") -> Session:

@@ -259,11 +259,15 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
   end
   local session = type(params.session) == "table" and params.session or nil
   local open = project.session
-  if params.reason == "renamed" and session and open and session.id == open.id then
-    -- The same session under a new title: what it uses and does stays.
+  local same = session and open and session.id == open.id
+  if (params.reason == "renamed" or params.reason == "model") and same then
+    -- The same session under a new title or model: what it uses and does stays.
     project.session = session
     emit("session", project, params)
     user_event("SeriSessionChanged", params)
+    if params.reason == "model" then
+      M.refresh_usage(project) -- the new model's window
+    end
     return
   end
   project.session = session
