@@ -4,12 +4,12 @@ with it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 
 from tests.agent_helpers import prompt
 from tests.harness import command, stop_server
-from tests.scripted_provider import ScriptedProvider, Text
+from tests.scripted_provider import Hang, ScriptedProvider, Text
 from tests.session_helpers import invalid, refused
 
 
@@ -59,8 +59,10 @@ async def test_a_chosen_model_serves_the_next_turn_and_a_resume(
     new_messages = json.loads(after)["messages"]
     assert new_messages[: len(old_messages)] == old_messages
     swapped = after.replace(b'"other/model"', b'"test/model"', 1)
-    common = os.path.commonprefix([before, swapped])
-    assert before[len(common) :].startswith(b"]"), before[len(common) - 40 : len(common) + 40]
+    common = next(
+        (i for i, (a, b) in enumerate(zip(before, swapped, strict=False)) if a != b), len(before)
+    )
+    assert before[common:].startswith(b"]"), before[common - 40 : common + 40]
     rest = {k: v for k, v in json.loads(before).items() if k not in ("model", "messages")}
     assert rest == {k: v for k, v in json.loads(after).items() if k not in ("model", "messages")}
     assert (await command(client, "seri.session.get", {}))["usage"]["contextWindow"] == 4096
@@ -144,3 +146,30 @@ async def test_a_provider_setting_that_is_wrong_refuses_the_list(
 ) -> None:
     client = await agent(provider_extra={"baseUrl": "127.0.0.1:47150/v1"})
     assert "provider.baseUrl" in await refused(client, "seri.models", {})
+
+
+async def test_the_open_sessions_model_waits_for_its_task(
+    agent, provider: ScriptedProvider
+) -> None:
+    client = await agent()
+    slow = Hang(then=Text("slow answer"))
+    provider.script(slow)
+    running = asyncio.ensure_future(prompt(client, "a slow prompt"))
+    await asyncio.to_thread(provider.wait_for_requests, 1)
+    message = await refused(client, "seri.session.model", {"model": "other/model"})
+    assert "A task is running" in message
+    slow.release.set()
+    assert (await running)["status"] == "done"
+    assert (await command(client, "seri.models"))["current"] == "test/model"
+
+
+async def test_bad_arguments_name_their_field(agent, provider: ScriptedProvider) -> None:
+    client = await agent()
+    for args, field in [
+        ({"model": 5}, "model"),
+        ({"model": "   "}, "model"),
+        ({"model": "x" * 301}, "model"),
+        ({"sessionId": "nope-123", "model": "other/model"}, "sessionId"),
+        ({"sessionId": 7, "model": "other/model"}, "sessionId"),
+    ]:
+        assert (await invalid(client, "seri.session.model", args))[1] == field, args
