@@ -56,7 +56,7 @@ from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import Session, SessionInfo, SessionStore
 from seri_lsp.store.trajectories import Trajectory, TrajectoryStore
 from seri_lsp.store.worker import Worker
-from seri_lsp.trajectory.recording import Recordings
+from seri_lsp.trajectory.recording import Recordings, public_url
 
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
@@ -577,7 +577,8 @@ class Engine:
         return ModelList(found, current)
 
     def _no_list(self) -> str:
-        return f"The model list of {self.settings.provider.base_url} could not be read"
+        url = public_url(self.settings.provider.base_url)
+        return f"The model list of {url} could not be read"
 
     async def set_session_model(self, session_id: str | None, model: str | None) -> ModelChoice:
         """Choose the model of a session (the open one by default, started if none is)
@@ -594,6 +595,8 @@ class Engine:
                     "model", "model must be a model id, or null for the setting's"
                 )
         self._refuse_if_blocked()
+        # Another session's id is checked before the provider is asked.
+        other = None if session_id is None else await self.io(self.store.resolve, session_id)
         warning = None
         if model is not None and model != self.settings.provider.model:
             found = await self.provider.models()
@@ -608,15 +611,13 @@ class Engine:
                 hint = f" Did you mean: {', '.join(near)}?" if near else ""
                 raise InvalidArgument(
                     "model",
-                    f"{self.settings.provider.base_url} does not list the model {model!r} "
+                    f"{public_url(self.settings.provider.base_url)} does not list the model "
+                    f"{model!r} "
                     f"(seri.models lists the {len(found)} it offers).{hint}",
                 )
         open_id = self.sessions.conversation.session_id if self.sessions.conversation else None
-        if session_id is None:
-            target = (await self.sessions.ensure_open()).session_id
-        else:
-            target = (await self.io(self.store.resolve, session_id)).id
-        is_open = target == open_id or session_id is None
+        target = (await self.sessions.ensure_open()).session_id if other is None else other.id
+        is_open = target == open_id or other is None
         if is_open:
             self._ensure_idle()
         chosen = None if model == self.settings.provider.model else model
