@@ -37,6 +37,8 @@ H.run(function()
   )
   H.eq("other/model", offered[2].id, "the entries are the server's")
   H.eq("other/model", require("seri.client").current().session.model, "the client's session")
+  H.truthy(H.status({ model = true }):find("seri · other/model · ", 1, true), "status{model}")
+  H.truthy(not H.status():find("other/model", 1, true), "the short status leaves it out")
 
   vim.cmd("SeriPrompt second question")
   H.eq("done", H.wait_turn(2).status, "the second task, on the other model")

@@ -863,7 +863,8 @@ end
 ---a running task waits for (`· waiting for your approval`); "" when no server runs.
 ---Written for a 'statusline' (each `%` as `%%`), so a share or a name with `%` in it
 ---breaks no statusline it is put in.
----@param opts {spend?: boolean}?
+---With `opts.model`, the session's model follows `seri ·` (`seri · test/model · 34% ...`).
+---@param opts {spend?: boolean, model?: boolean}?
 ---@return string
 function M.status(opts)
   return (status.text(status.project(), opts):gsub("%%", "%%%%"))
