@@ -45,6 +45,7 @@ from seri_lsp.limits import (
     parse_whole_number,
     shorten,
 )
+from seri_lsp.model_choice import ModelChoice, ModelList
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import ProviderSettings, Settings
 from seri_lsp.slash import SlashAnswer, SlashCommand, SlashHandlers, parse_slash, usage
@@ -55,7 +56,7 @@ from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import Session, SessionInfo, SessionStore
 from seri_lsp.store.trajectories import Trajectory, TrajectoryStore
 from seri_lsp.store.worker import Worker
-from seri_lsp.trajectory.recording import Recordings
+from seri_lsp.trajectory.recording import Recordings, public_url
 
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
@@ -102,6 +103,8 @@ class Engine:
         self.workspace = Workspace(workspace_roots)
         self._roots_changing = asyncio.Lock()
         self._provider: Provider | None = None
+        # The model the open session chose over the `provider.model` setting (None: none).
+        self._session_model: str | None = None
         self._tasks: Tasks | None = None
         self._checkpoints: CheckpointKeeper | None = None
         self._rewinder: Rewinder | None = None
@@ -130,7 +133,8 @@ class Engine:
             recordings=self.recordings,
             default_max_turns=settings.max_turns,
             max_turns_flag=max_turns_flag,
-            on_open=self._retain_checkpoints,
+            on_open=self._session_opened,
+            default_model=lambda: self.settings.provider.model,
         )
         self.last_import: ImportReport | None = None
         # Indexing the messages stored before the search index was made (once per
@@ -143,7 +147,7 @@ class Engine:
         if self._provider is None:
             from seri_lsp.agent.provider import Provider
 
-            self._provider = Provider(self.settings.provider, log=self.host.log)
+            self._provider = Provider(self._session_provider(), log=self.host.log)
         return self._provider
 
     @property
@@ -153,7 +157,7 @@ class Engine:
             from seri_lsp.agent.tasks import Tasks
             from seri_lsp.context.compaction import Compactor
 
-            compactor = Compactor(self.settings.provider, self.host, self.workspace.normalize)
+            compactor = Compactor(self._session_provider(), self.host, self.workspace.normalize)
             self._tasks = Tasks(
                 provider=self.provider,
                 compactor=compactor,
@@ -216,9 +220,34 @@ class Engine:
             )
         return self._rewinder
 
-    async def _retain_checkpoints(self, info: SessionInfo) -> None:
-        """Checkpoint retention, at every session open."""
+    async def _session_opened(self, info: SessionInfo) -> None:
+        """At every session open: its model in use from the next call, checkpoint
+        retention."""
+        self._use_model(info.model)
         await self.checkpoints.retain()
+
+    def _session_provider(self) -> ProviderSettings:
+        """The provider settings of the open session: the editor's, with the model the
+        session chose (`seri.session.model`) when it chose one."""
+        provider = self.settings.provider
+        if self._session_model and self._session_model != provider.model:
+            return dataclasses.replace(provider, model=self._session_model)
+        return provider
+
+    def _use_model(self, model: str | None) -> None:
+        """Use the open session's model from the next model call on (a new context
+        window for it; the request body is otherwise the same)."""
+        self._session_model = model
+        self._reconfigure()
+
+    def _reconfigure(self) -> None:
+        """Hand the open session's provider settings to the provider and the compactor
+        (made later, they read them then)."""
+        provider = self._session_provider()
+        if self._provider is not None and self._provider.settings != provider:
+            self._provider.reconfigure(provider)
+        if self._tasks is not None:
+            self._tasks.compactor.settings = provider
 
     def _known_context_window(self) -> int | None:
         """The window if it is known without asking the provider (None: not yet)."""
@@ -536,6 +565,75 @@ class Engine:
         check_session_id("sessionId", session_id)
         return await self.sessions.delete(session_id, self._ensure_idle)
 
+    async def models(self) -> ModelList:
+        """The provider's models (`GET /models`, read now, with their context windows)
+        and the model of the open session's next turn. A list that cannot be read is
+        an empty one with `error` saying why (the editor may still take a typed id)."""
+        self._refuse_if_blocked()
+        current = self._session_provider().model
+        found = await self.provider.models()
+        if found is None:
+            return ModelList([], current, self._no_list())
+        return ModelList(found, current)
+
+    def _no_list(self) -> str:
+        url = public_url(self.settings.provider.base_url)
+        return f"The model list of {url} could not be read"
+
+    async def set_session_model(self, session_id: str | None, model: str | None) -> ModelChoice:
+        """Choose the model of a session (the open one by default, started if none is)
+        from its next turn, kept with it (a resume uses it); None goes back to the
+        `provider.model` setting. A model the provider's list does not hold is refused;
+        when the list cannot be read, the model is taken with a warning. Refused while
+        the open session runs a task (Busy)."""
+        if session_id is not None:
+            check_session_id("sessionId", session_id)
+        if model is not None:
+            model = model.strip()
+            if not model:
+                raise InvalidArgument(
+                    "model", "model must be a model id, or null for the setting's"
+                )
+        self._refuse_if_blocked()
+        # Another session's id is checked before the provider is asked.
+        other = None if session_id is None else await self.io(self.store.resolve, session_id)
+        warning = None
+        if model is not None and model != self.settings.provider.model:
+            found = await self.provider.models()
+            if found is None:
+                warning = (
+                    f"{self._no_list()}, so {model!r} is not checked: a wrong id fails at the "
+                    "next prompt."
+                )
+                self.host.log("warning", warning)
+            elif model not in {entry.id for entry in found}:
+                near = [entry.id for entry in found if model.lower() in entry.id.lower()][:5]
+                hint = f" Did you mean: {', '.join(near)}?" if near else ""
+                raise InvalidArgument(
+                    "model",
+                    f"{public_url(self.settings.provider.base_url)} does not list the model "
+                    f"{model!r} "
+                    f"(seri.models lists the {len(found)} it offers).{hint}",
+                )
+        open_id = self.sessions.conversation.session_id if self.sessions.conversation else None
+        target = (await self.sessions.ensure_open()).session_id if other is None else other.id
+        is_open = target == open_id or other is None
+        if is_open:
+            self._ensure_idle()
+        chosen = None if model == self.settings.provider.model else model
+        info = await self.io(self.store.set_model, target, chosen)
+        window = None
+        if is_open and self.sessions.conversation is not None:
+            conversation = self.sessions.conversation
+            conversation.info = dataclasses.replace(conversation.info, model=info.model)
+            await conversation.record_event("model", {"model": info.model})
+            self._use_model(info.model)
+            window = await self._context_window()
+            session = self.sessions.model_chosen(conversation.info)
+        else:
+            session = self.sessions.session(info)
+        return ModelChoice(session, session.model or self.settings.provider.model, window, warning)
+
     async def export_session(self, session_id: str | None, export_format: str) -> Exported:
         """A session (the open one by default) as `{format, text, redactions}`: a JSON
         bundle or a markdown transcript with no absolute path of the workspace and no
@@ -642,9 +740,9 @@ class Engine:
         self.settings = dataclasses.replace(self.settings, provider=provider)
         self.recordings.settings = self.settings
         if self._provider is not None:
-            self._provider.reconfigure(provider)
+            self._provider.reconfigure(self._session_provider())
         if self._tasks is not None:
-            self._tasks.compactor.settings = provider
+            self._tasks.compactor.settings = self._session_provider()
 
     def cancel(self, *, stopping: bool = False) -> bool:
         """Stop the running task (or manual compaction); False if nothing was running.

@@ -33,6 +33,8 @@ MAX_REWIND_STEPS = 10_000
 MAX_CHOICE_CHARS = 100
 # A session's title (seri.session.rename {title}, /rename TITLE).
 MAX_TITLE_CHARS = 200
+# A model id (`seri.session.model`).
+MAX_MODEL_CHARS = 300
 # What a search may hold (seri.session.search {query}), and how many hits one page has
 # (`limit`, 50 unless told) and may skip (`offset`).
 MAX_QUERY_CHARS = 1_000

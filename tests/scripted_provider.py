@@ -184,6 +184,8 @@ class ScriptedProvider:
         # Seconds between the bytes of the model list (None: it is sent at once); a
         # provider that trickles its /models answer.
         self.models_drip: float | None = None
+        # The status of the model list (not 200: an error, as from a provider without one).
+        self.models_status = 200
         # TCP connections accepted so far (each a new handshake for the client).
         self.connections = 0
         # Seconds after which an idle kept-alive connection is closed (None: never), as
@@ -295,6 +297,9 @@ def _handler_for(provider: ScriptedProvider) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/models"):
                 provider.model_list_requests += 1
+                if provider.models_status != 200:
+                    self._json(provider.models_status, {"error": {"message": "no model list"}})
+                    return
                 data = []
                 if provider.context_length is not None:
                     window = {provider.window_field: provider.context_length}

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "seri_lsp.signals",
         "seri_lsp.waits",
     ),
-    ("seri_lsp.slash", "seri_lsp.store"),
+    ("seri_lsp.slash", "seri_lsp.store", "seri_lsp.model_choice"),
     ("seri_lsp.events", "seri_lsp.host"),
     ("seri_lsp.context", "seri_lsp.trajectory", "seri_lsp.export"),
     ("seri_lsp.agent",),

@@ -523,6 +523,14 @@ def test_rename_updates_the_chat_title_and_keeps_the_conversation(
     scenario("rename.lua")
 
 
+def test_seri_model_picks_the_sessions_model_and_shows_it_in_the_bar(
+    scenario, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("First answer."), Text("Second answer."))
+    scenario("model.lua")
+    assert [request["model"] for request in provider.requests] == ["test/model", "other/model"]
+
+
 def test_export_to_markdown_and_json_and_import_back_as_a_new_session(
     scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:

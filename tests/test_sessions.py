@@ -25,7 +25,7 @@ async def test_new_session_is_listed_and_fetched(lsp, client_name, workspace: Pa
     assert session["maxTurns"] == 500
     assert set(session) == {
         "id", "project", "title", "createdAt", "updatedAt", "maxTurns", "messageCount",
-        "parentId", "forkedAt", "spend",
+        "parentId", "forkedAt", "spend", "model",
     }  # fmt: skip
     assert session["parentId"] is None and session["forkedAt"] is None
     assert session["spend"] == {

@@ -82,6 +82,7 @@ class SessionManager:
         default_max_turns: int,
         max_turns_flag: int | None = None,
         on_open: Callable[[SessionInfo], Awaitable[None]] | None = None,
+        default_model: Callable[[], str] | None = None,
     ) -> None:
         self.project = project
         self.store = store
@@ -103,6 +104,8 @@ class SessionManager:
         self._budgets_set_here: set[str] = set()
         # Told after every open (a touch of the session): checkpoint retention.
         self._on_open = on_open
+        # The `provider.model` setting: the model of a session that chose none.
+        self._default_model = default_model
 
     # --- the turn budget ----------------------------------------------------------------
 
@@ -125,7 +128,8 @@ class SessionManager:
 
     def session(self, info: SessionInfo) -> Session:
         """A session as the contract shows it (max_turns: the budget in force)."""
-        session = info.session(self.default_max_turns())
+        default_model = self._default_model() if self._default_model is not None else None
+        session = info.session(self.default_max_turns(), default_model)
         if self._max_turns_flag is not None and info.id not in self._budgets_set_here:
             # The command line's budget wins over the session's own until one is set here.
             return replace(session, max_turns=self._max_turns_flag)
@@ -152,6 +156,11 @@ class SessionManager:
             conversation.info = replace(conversation.info, title=info.title)
             return self._announce(conversation.info, "renamed", None)
         return self.session(info)
+
+    def model_chosen(self, info: SessionInfo) -> Session:
+        """The open session chose its model (`seri.session.model`): announced with reason
+        `model`; the conversation and the rest stay as they were."""
+        return self._announce(info, "model", None)
 
     # --- opening --------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from seri_lsp.limits import (
     MAX_FOCUS_CHARS,
     MAX_LIST_LIMIT,
     MAX_MESSAGE_ID,
+    MAX_MODEL_CHARS,
     MAX_PAGE_LIMIT,
     MAX_PROMPT_CHARS,
     MAX_QUERY_CHARS,
@@ -120,6 +121,18 @@ async def session_delete(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.delete_session(required_text(args, "sessionId", MAX_SESSION_ID_CHARS))
 
 
+async def session_model(engine: Engine, args: dict[str, Any]) -> Any:
+    session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    if "model" not in args:
+        raise InvalidArgument("model", "model is required: a model id, or null for the setting's")
+    model = optional_text(args, "model", MAX_MODEL_CHARS)
+    return await engine.set_session_model(session_id or None, model)
+
+
+async def models(engine: Engine, args: dict[str, Any]) -> Any:
+    return await engine.models()
+
+
 async def session_export(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     export_format = required_text(args, "format", MAX_CHOICE_CHARS)
@@ -210,6 +223,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.session.search": session_search,
     "seri.session.rename": session_rename,
     "seri.session.delete": session_delete,
+    "seri.session.model": session_model,
     "seri.session.export": session_export,
     "seri.session.import": session_import,
     "seri.prompt": prompt,
@@ -223,6 +237,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
     "seri.info": info,
+    "seri.models": models,
     "seri.commands": commands,
 }
 

@@ -16,6 +16,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from seri_lsp.context.compaction import CompactionResult
 from seri_lsp.engine import PromptOutcome
 from seri_lsp.events import Activity, Delta, TurnEnded
+from seri_lsp.model_choice import ModelChoice, ModelEntry, ModelList
 from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.legacy import FileReport
 from seri_lsp.store.messages import EncodedMessages, Message
@@ -41,6 +42,9 @@ OPTIONAL: dict[type, frozenset[str]] = {
     SearchHit: frozenset({"kind"}),
     FileReport: frozenset({"reason"}),
     Trajectory: frozenset({"started_at", "updated_at"}),
+    ModelEntry: frozenset({"context_window"}),
+    ModelList: frozenset({"error"}),
+    ModelChoice: frozenset({"warning"}),
 }
 # Fields the contract does not carry: a recording's header is listed by its model only.
 UNSENT: dict[type, frozenset[str]] = {RecordingInfo: frozenset({"header"})}

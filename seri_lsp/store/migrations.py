@@ -373,6 +373,12 @@ def m012_turn_endings(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE sessions ADD COLUMN turn_started_at TEXT")
 
 
+def m013_session_model(conn: sqlite3.Connection) -> None:
+    # The model a session chose (`seri.session.model`) over the `provider.model` setting;
+    # NULL: the setting's.
+    conn.execute("ALTER TABLE sessions ADD COLUMN model TEXT")
+
+
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "sessions_and_messages", m001_sessions_and_messages),
     (2, "legacy_imports", m002_legacy_imports),
@@ -386,4 +392,5 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (10, "forks_and_spend", m010_forks_and_spend),
     (11, "cache_writes", m011_cache_writes),
     (12, "turn_endings", m012_turn_endings),
+    (13, "session_model", m013_session_model),
 ]

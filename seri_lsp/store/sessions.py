@@ -45,7 +45,7 @@ TITLE_LENGTH = 80
 _SESSION_COLUMNS = f"""
     s.id, s.project, s.title, s.created_at, s.updated_at, s.max_turns, s.parent_id,
     s.last_input_tokens, s.message_count, s.total_chars, s.forked_from, s.forked_at,
-    s.forked_seq, {TOTALS_COLUMNS}
+    s.forked_seq, s.model, {TOTALS_COLUMNS}
 """
 
 
@@ -64,6 +64,9 @@ class Session:
     parent_id: str | None
     forked_at: int | None
     spend: SpendTotals
+    # The model its turns use: the one it chose (`seri.session.model`), else the
+    # `provider.model` setting (None only where that setting is not known: the CLI).
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,12 @@ class SessionInfo:
     forked_at: int | None = None
     forked_seq: int | None = None
     spend: SpendTotals = field(default_factory=SpendTotals)
+    # The model it chose over the `provider.model` setting (None: the setting's).
+    model: str | None = None
 
-    def session(self, default_max_turns: int) -> Session:
+    def session(self, default_max_turns: int, default_model: str | None = None) -> Session:
         """The session as the contract shows it, `default_max_turns` the budget in force
-        when it set none of its own."""
+        when it set none of its own, `default_model` the model when it chose none."""
         return Session(
             id=self.id,
             project=self.project,
@@ -102,6 +107,7 @@ class SessionInfo:
             parent_id=self.forked_from or self.parent_id,
             forked_at=self.forked_at,
             spend=self.spend,
+            model=self.model or default_model,
         )
 
 
@@ -250,6 +256,13 @@ class SessionStore:
             _touch(tx, session_id)
         return self.get(session_id)
 
+    def set_model(self, session_id: str, model: str | None) -> SessionInfo:
+        """Persist the model a session uses from its next turn (None: the setting's)."""
+        with self.db.transaction() as tx:
+            tx.execute("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+            _touch(tx, session_id)
+        return self.get(session_id)
+
     def fork(
         self,
         source_id: str,
@@ -264,7 +277,7 @@ class SessionStore:
         `point(outline)` picks the index of the last message to copy from the source's
         messages in order (it may raise to refuse); `title(source title)` names the fork.
         The copy keeps the messages' positions and times, the path lists and glob rules
-        noted up to that point, and the turn budget; the billed input-token count only
+        noted up to that point, the turn budget and the model; the billed input-token count only
         when every message is copied. The fork's spend starts at zero and no checkpoint
         is copied. The source is only read.
         """
@@ -286,8 +299,8 @@ class SessionStore:
             now = utc_now()
             tx.execute(
                 "INSERT INTO sessions (id, project, title, created_at, updated_at, max_turns,"
-                " last_input_tokens, forked_from, forked_at, forked_seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " last_input_tokens, forked_from, forked_at, forked_seq, model)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     fork_id,
                     source["project"],
@@ -299,6 +312,7 @@ class SessionStore:
                     source_id,
                     last.id,
                     last.seq,
+                    source["model"],
                 ),
             )
             tx.execute(
@@ -824,5 +838,6 @@ def _session_from_row(row: sqlite3.Row) -> SessionInfo:
         forked_from=row["forked_from"],
         forked_at=row["forked_at"],
         forked_seq=row["forked_seq"],
+        model=row["model"],
         spend=totals_from_row(tuple(row)[-TOTALS_WIDTH:]),
     )

@@ -22,6 +22,7 @@ A recording in progress (here, or in another live seri process) is never pruned.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -335,8 +336,14 @@ class Recordings:
     async def _begin(
         self, conversation: Any, reason: str, max_turns: int, parent_id: str | None
     ) -> None:
+        settings = self.settings
+        chosen = getattr(conversation.info, "model", None)
+        if chosen:
+            # The session's own model (`seri.session.model`), not the setting's.
+            provider = dataclasses.replace(settings.provider, model=chosen)
+            settings = dataclasses.replace(settings, provider=provider)
         header = build_header(
-            self.settings,
+            settings,
             session_id=conversation.session_id,
             project=conversation.info.project,
             reason=reason,

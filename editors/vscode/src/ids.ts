@@ -20,6 +20,7 @@ export const Commands = {
   compact: 'seri-vscode.compact',
   clear: 'seri-vscode.clear',
   setMaxTurns: 'seri-vscode.setMaxTurns',
+  selectModel: 'seri-vscode.selectModel',
   rewind: 'seri-vscode.rewind',
   toggleTrajectory: 'seri-vscode.toggleTrajectory',
   stop: 'seri-vscode.stop',

@@ -1176,6 +1176,28 @@ async function searchSessions({ page, config, shot }) {
   await pickTheme(page, 'Light Modern', 'vs');
 }
 
+async function selectModel({ page, shot }) {
+  const view = chat(page);
+  const model = view.locator('#session-model');
+  await model.filter({ hasText: 'test/model' }).waitFor({ timeout: 20_000 });
+  await view.locator('#context-use', { hasText: '/ 128k tokens' }).waitFor({ timeout: 20_000 });
+  await shot('model-header');
+  // The model in the header opens the picker: the provider's models with their windows.
+  await model.click();
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await rows.filter({ hasText: 'other/model' }).waitFor({ timeout: 20_000 });
+  const current = await rows.filter({ hasText: 'test/model' }).innerText();
+  expect(/128k context/.test(current) && /in use/.test(current), `the model in use, with its window (${current})`);
+  expect(/4\.1k context/.test(await rows.filter({ hasText: 'other/model' }).innerText()), 'the other model’s window');
+  await shot('model-quickpick');
+  await page.locator('.quick-input-widget .quick-input-box input').fill('other/model');
+  await page.keyboard.press('Enter');
+  await model.filter({ hasText: 'other/model' }).waitFor({ timeout: 20_000 });
+  // The window is read again for the new model.
+  await view.locator('#context-use', { hasText: '/ 4.1k tokens' }).waitFor({ timeout: 20_000 });
+  await shot('model-done');
+}
+
 async function renameSession({ page, config, shot }) {
   const seeded = config.ui.search;
   const view = chat(page);
@@ -1309,6 +1331,7 @@ const SCENARIOS = [
   ['Rewind... from the palette puts the prompt back in the chat input', 'tools', rewindFromPalette, { continues: true }],
   ['Compact Context... from the palette shows the recap card and lowers the status bar percentage', 'compact', compactFromPalette],
   ['Resume Session... from the QuickPick shows the other session', 'resume', resumeFromQuickPick],
+  ['the model in the chat header opens Select Model..., and the pick is shown with its window', 'resume', selectModel, { continues: true }],
   ['a write is asked in the chat: the card stays, opens a diff, and Allow writes the file', 'ask', writeApproval],
   ['a Deny with a note tells the model why', 'deny', denyWithNote],
   ['a question whose task is stopped leaves the chat', 'deny', questionWithdrawn, { continues: true }],

@@ -28,7 +28,13 @@ from seri_lsp.agent.provider.errors import (
     call_failure,
     http_error,
 )
-from seri_lsp.agent.provider.models import ContextWindow, Log, WindowSource
+from seri_lsp.agent.provider.models import (
+    ContextWindow,
+    Log,
+    WindowSource,
+    model_entries,
+    read_model_list,
+)
 from seri_lsp.agent.provider.reply import (
     DeltaCallback,
     Reply,
@@ -46,6 +52,7 @@ from seri_lsp.agent.provider.request import (
 )
 from seri_lsp.agent.provider.retry import RetryCallback, retrying
 from seri_lsp.limits import clean_text
+from seri_lsp.model_choice import ModelEntry
 from seri_lsp.settings import ProviderSettings
 
 # The most seconds connecting may take (less when `provider.timeout` is shorter).
@@ -249,6 +256,12 @@ class Provider:
         `context_length`, LiteLLM's `max_input_tokens`, vLLM's `max_model_len` of the
         configured model), else 128000."""
         return await self._window.tokens(self._client, may_ask=self.refusal is None)
+
+    async def models(self) -> list[ModelEntry] | None:
+        """The provider's models (`GET /models`, read now, each with its context window
+        when the list gives it); None when the list cannot be read."""
+        models = await read_model_list(self._client)
+        return None if models is None else model_entries(models)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pools (if a call ever opened one)."""

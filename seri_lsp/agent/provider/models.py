@@ -21,6 +21,7 @@ from seri_lsp.agent.connection import Client
 from seri_lsp.agent.provider.errors import ProviderError
 from seri_lsp.agent.provider.reply import read_body
 from seri_lsp.host import Level
+from seri_lsp.model_choice import ModelEntry
 from seri_lsp.settings import DEFAULT_CONTEXT_WINDOW, ProviderSettings
 from seri_lsp.waits import wait_seconds
 
@@ -76,27 +77,8 @@ class ContextWindow:
         """(window, the field that gave it) for the configured model from `GET /models`;
         (the default, "") when the list does not give it; None when the list cannot be
         read (then it is asked again only after MODELS_RETRY_SECONDS)."""
-        try:
-            made = await client()
-            # A deadline for the whole answer, not only for each read: a server that
-            # trickles its model list must not hold up the first call.
-            async with (
-                asyncio.timeout(MODELS_SECONDS),
-                made.http.stream("GET", "models") as response,
-            ):
-                raw = await read_body(response)
-            data = json.loads(raw) if response.status_code == 200 else None
-            models = data.get("data", []) if isinstance(data, dict) else None
-        except (
-            ProviderError,
-            httpx.HTTPError,
-            TimeoutError,
-            ValueError,
-            RecursionError,
-            UnicodeError,
-        ):
-            models = None
-        if not isinstance(models, list):
+        models = await read_model_list(client)
+        if models is None:
             # Unreachable or no model list: the default for now, asked again later.
             self._retry_at = time.monotonic() + MODELS_RETRY_SECONDS
             return None
@@ -115,6 +97,48 @@ class ContextWindow:
         self._log(
             "info", f"Context window of {self.settings.model}: {tokens:,} tokens, from {where}."
         )
+
+
+async def read_model_list(client: Callable[[], Awaitable[Client]]) -> list[Any] | None:
+    """The entries of the provider's `GET /models` as it sent them; None when the list
+    cannot be read (unreachable, not 200, not a list, too slow)."""
+    try:
+        made = await client()
+        # A deadline for the whole answer, not only for each read: a server that
+        # trickles its model list must not hold up the first call.
+        async with (
+            asyncio.timeout(MODELS_SECONDS),
+            made.http.stream("GET", "models") as response,
+        ):
+            raw = await read_body(response)
+        data = json.loads(raw) if response.status_code == 200 else None
+        models = data.get("data", []) if isinstance(data, dict) else None
+    except (
+        ProviderError,
+        httpx.HTTPError,
+        TimeoutError,
+        ValueError,
+        RecursionError,
+        UnicodeError,
+    ):
+        return None
+    return models if isinstance(models, list) else None
+
+
+def model_entries(models: list[Any]) -> list[ModelEntry]:
+    """The list's models with an id, in the provider's order, each with its window."""
+    entries: list[ModelEntry] = []
+    seen: set[str] = set()
+    for model in models:
+        if not isinstance(model, dict):
+            continue
+        model_id = model.get("id")
+        if not isinstance(model_id, str) or not model_id or model_id in seen:
+            continue
+        seen.add(model_id)
+        window, field = _window_of([model], model_id)
+        entries.append(ModelEntry(model_id, window if field else None))
+    return entries
 
 
 def _window_of(models: list[Any], model_id: str) -> tuple[int, str]:

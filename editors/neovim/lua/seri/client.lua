@@ -21,6 +21,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field parentId string|userdata|nil the session a fork was forked from (vim.NIL: none)
 ---@field forkedAt integer|userdata|nil in a fork: the parent's last message it copied
 ---@field spend seri.Spend? what its model calls cost so far
+---@field model string|userdata|nil the model its next turn uses (older servers: absent)
 
 ---@class seri.Spend a session's spend on model calls (`seri.session.usage` totals)
 ---@field inputTokens integer billed input, the cached tokens included
@@ -258,11 +259,15 @@ handlers["seri/sessionChanged"] = function(_, params, ctx)
   end
   local session = type(params.session) == "table" and params.session or nil
   local open = project.session
-  if params.reason == "renamed" and session and open and session.id == open.id then
-    -- The same session under a new title: what it uses and does stays.
+  local same = session and open and session.id == open.id
+  if (params.reason == "renamed" or params.reason == "model") and same then
+    -- The same session under a new title or model: what it uses and does stays.
     project.session = session
     emit("session", project, params)
     user_event("SeriSessionChanged", params)
+    if params.reason == "model" then
+      M.refresh_usage(project) -- the new model's window
+    end
     return
   end
   project.session = session

@@ -161,6 +161,16 @@ M.list = {
     opts = { nargs = 0, desc = "Show what the seri session's model calls cost, in the chat" },
   },
   {
+    name = "SeriModel",
+    run = function(args)
+      require("seri").model(args.args ~= "" and args.args or nil)
+    end,
+    opts = {
+      nargs = "?",
+      desc = "Choose the seri session's model from its next prompt (none: pick from the provider's)",
+    },
+  },
+  {
     name = "SeriMaxTurns",
     run = function(args)
       require("seri").max_turns(args.args)

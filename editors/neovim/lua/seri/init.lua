@@ -592,6 +592,82 @@ function M.rename(title)
   end)
 end
 
+---The model list's row for `entry`: its id, its context window, whether it is in use.
+---@param entry {id: string, contextWindow?: integer}
+---@param current string
+---@return string
+local function model_row(entry, current)
+  local row = entry.id
+  if tonumber(entry.contextWindow) then
+    row = row .. ("  %s context"):format(require("seri.status").tokens(entry.contextWindow))
+  end
+  return entry.id == current and row .. "  (in use)" or row
+end
+
+---Choose the open session's model from its next prompt: `name` as given, else picked
+---with vim.ui.select from the provider's models (with their context windows), or typed
+---with vim.ui.input when the provider's list cannot be read.
+---@param name string?
+function M.model(name)
+  local current = project()
+  if not current then
+    return
+  end
+  local function send(model)
+    model = vim.trim(model)
+    if model == "" then
+      return
+    end
+    client.execute(current, "seri.session.model", { model = model }, function(err, result)
+      if report(err, "could not change the model") or type(result) ~= "table" then
+        return
+      end
+      if type(result.session) == "table" then
+        current.session = result.session
+      end
+      if result.warning then
+        notice.say(result.warning, vim.log.levels.WARN)
+      end
+      local window = tonumber(result.contextWindow)
+      local size = window and (", %s context"):format(require("seri.status").tokens(window)) or ""
+      notice.say(("model %s from the next prompt%s"):format(result.model, size))
+      client.refresh_usage(current)
+    end)
+  end
+  if name and vim.trim(name) ~= "" then
+    send(name)
+    return
+  end
+  client.execute(current, "seri.models", nil, function(err, result)
+    if report(err, "could not list the models") or type(result) ~= "table" then
+      return
+    end
+    local models = type(result.models) == "table" and result.models or {}
+    if #models == 0 then
+      local why = result.error or "The provider lists no models"
+      vim.ui.input(
+        { prompt = why .. ". Model id: ", default = result.current or "" },
+        function(input)
+          if input ~= nil then
+            send(input)
+          end
+        end
+      )
+      return
+    end
+    vim.ui.select(models, {
+      prompt = "Model for this session's next prompts:",
+      format_item = function(entry)
+        return model_row(entry, result.current)
+      end,
+    }, function(entry)
+      if entry then
+        send(entry.id)
+      end
+    end)
+  end)
+end
+
 ---Write the open session to `file`: `.md` a transcript to read, `.json` a bundle to
 ---import; secrets are redacted and workspace paths made relative by the server. An
 ---existing file is replaced only with `opts.force`.
@@ -778,7 +854,8 @@ end
 ---a running task waits for (`· waiting for your approval`); "" when no server runs.
 ---Written for a 'statusline' (each `%` as `%%`), so a share or a name with `%` in it
 ---breaks no statusline it is put in.
----@param opts {spend?: boolean}?
+---With `opts.model`, the session's model follows `seri ·` (`seri · test/model · 34% ...`).
+---@param opts {spend?: boolean, model?: boolean}?
 ---@return string
 function M.status(opts)
   return (status.text(status.project(), opts):gsub("%%", "%%%%"))

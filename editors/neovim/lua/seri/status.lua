@@ -117,19 +117,24 @@ function M.activity(project)
   return "working"
 end
 
----`seri 34% (44k/128k) ▏compacts at 64k`: the open session's context use, where
+---`seri 34% (44k/128k) ▏compacts at 64k`: the open session's context use (`model`: after
+---`seri ·`, the session's model), where
 ---automatic compaction starts, `· $0.0213 · cache 83% of input` (its spend and the
 ---cache's share of its input, `M.cache`) with `spend` (default: the `status.spend`
 ---option), and `· <activity>` while a task runs (`M.activity`); "" when
 ---no server runs.
 ---@param project seri.Project?
----@param opts {spend?: boolean}?
+---@param opts {spend?: boolean, model?: boolean}?
 ---@return string
 function M.text(project, opts)
   if not project then
     return ""
   end
   local parts = { "seri" }
+  local session = project.session
+  if opts and opts.model and type(session) == "table" and type(session.model) == "string" then
+    parts[1] = "seri · " .. session.model .. " ·"
+  end
   local usage = project.usage
   if type(usage) == "table" and tonumber(usage.contextWindow) and usage.contextWindow > 0 then
     local used = tonumber(usage.estimateTokens) or 0

@@ -202,10 +202,13 @@ export class ChatModel {
   // --- notifications -------------------------------------------------------------------
 
   sessionChanged(params: SessionChangedParams): void {
-    if (this.session?.id === params.session.id && params.reason === 'renamed') {
-      // Only the title changed: the pages read stay, and the reader where they were.
+    if (this.session?.id === params.session.id && (params.reason === 'renamed' || params.reason === 'model')) {
+      // Only the title or the model changed: the pages read stay, and the reader where they were.
       this.session = params.session;
       this.emit({ kind: 'state' });
+      if (params.reason === 'model') {
+        void this.refreshUsage(); // the window of the new model
+      }
       return;
     }
     if (this.session?.id !== params.session.id) {

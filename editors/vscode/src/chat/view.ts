@@ -30,6 +30,7 @@ const MENU_COMMANDS: Record<MenuAction, string> = {
   clear: Commands.clear,
   compact: Commands.compact,
   maxTurns: Commands.setMaxTurns,
+  model: Commands.selectModel,
   rewind: Commands.rewind,
   fork: Commands.forkSession,
 };

@@ -35,6 +35,7 @@ export type MenuAction =
   | 'clear'
   | 'compact'
   | 'maxTurns'
+  | 'model'
   | 'rewind'
   | 'fork'
   | 'export'

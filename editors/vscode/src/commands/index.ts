@@ -23,6 +23,7 @@ import { searchSessions } from './search';
 import { deleteSession } from './deleteSession';
 import { clear, continueSession, forkSession, newSession, pickSession, renameSession, resumeSession, setMaxTurns } from './sessions';
 import { toggleTrajectory } from './trajectory';
+import { selectModel } from './model';
 
 export class CommandHandlers {
   private readonly context: CommandContext;
@@ -56,6 +57,7 @@ export class CommandHandlers {
       [Commands.compact, (focus?: string) => compact(context, focus)],
       [Commands.clear, () => clear(context)],
       [Commands.setMaxTurns, (n?: number) => setMaxTurns(context, n)],
+      [Commands.selectModel, (model?: string) => selectModel(context, model)],
       [Commands.rewind, (request?: RewindRequest) => rewind(context, request)],
       [Commands.toggleTrajectory, (enabled?: boolean) => toggleTrajectory(context, enabled)],
       [Commands.stop, () => this.stop()],

@@ -13,6 +13,9 @@ export const ServerCommand = {
   sessionSearch: 'seri.session.search',
   sessionRename: 'seri.session.rename',
   sessionDelete: 'seri.session.delete',
+  sessionModel: 'seri.session.model',
+  /** The provider's models with their context windows, and the open session's model. */
+  models: 'seri.models',
   sessionExport: 'seri.session.export',
   sessionImport: 'seri.session.import',
   prompt: 'seri.prompt',

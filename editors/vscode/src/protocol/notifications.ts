@@ -4,7 +4,7 @@ import type { CompactionFigures } from './context';
 import type { TaskStatus, WireMessage } from './messages';
 import type { Session } from './sessions';
 
-export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound' | 'forked' | 'renamed';
+export type SessionChangeReason = 'new' | 'continued' | 'resumed' | 'cleared' | 'rewound' | 'forked' | 'renamed' | 'model';
 
 export interface SessionChangedParams {
   session: Session;

@@ -18,6 +18,31 @@ export interface Session {
   forkedAt?: number | null;
   /** What the session's model calls cost so far (older servers omit it). */
   spend?: Spend;
+  /** The model its next turn uses: its own choice, else the `provider.model` setting (older servers omit it). */
+  model?: string | null;
+}
+
+/** One of the provider's models (`seri.models`), with its context window when listed. */
+export interface ModelEntry {
+  id: string;
+  contextWindow?: number;
+}
+
+/** `seri.models`: the provider's models and the open session's model. */
+export interface ModelList {
+  models: ModelEntry[];
+  current: string;
+  /** Why the list is empty: it could not be read. */
+  error?: string;
+}
+
+/** `seri.session.model`: the session with its new model, and the window read for it. */
+export interface ModelChoice {
+  session: Session;
+  model: string;
+  contextWindow: number | null;
+  /** The model was not checked: the provider's list could not be read. */
+  warning?: string;
 }
 
 /** A session's spend on model calls (`seri.session.usage` totals, `session.spend`). */

@@ -1,4 +1,5 @@
-// The chat's header: the session's title (and where a fork comes from), the context use
+// The chat's header: the session's title (and where a fork comes from), its model (a
+// button to choose another), the context use
 // with its bar, what the session's model calls cost (and the prompt cache's share of the
 // input), and the session menu.
 
@@ -13,6 +14,8 @@ export class Header {
   readonly element: HTMLElement;
   private readonly title = h('div', { class: 'title', id: 'session-title' }, 'Seri');
   private readonly subtitle = h('span', { class: 'subtitle-text', id: 'context-use' });
+  // The session's model; a click opens the picker (Seri: Select Model...).
+  private readonly model = h('button', { class: 'model-button', id: 'session-model', type: 'button', hidden: true });
   private readonly spend = h('span', { class: 'spend', id: 'session-spend', hidden: true });
   private readonly cache = h('span', { class: 'cache', id: 'session-cache', hidden: true });
   private readonly contextBar: ContextBar;
@@ -21,10 +24,11 @@ export class Header {
   constructor(post: (message: FromWebview) => void) {
     this.contextBar = new ContextBar(() => post({ type: 'menu', action: 'compact' }));
     this.sessionMenu = new SessionMenu(post);
+    this.model.addEventListener('click', () => post({ type: 'menu', action: 'model' }));
     this.element = h(
       'header',
       { class: 'header' },
-      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.subtitle, h('span', { class: 'spend-group' }, this.spend, this.cache)), this.contextBar.meter),
+      h('div', { class: 'title-block' }, this.title, h('div', { class: 'subtitle' }, this.model, this.subtitle, h('span', { class: 'spend-group' }, this.spend, this.cache)), this.contextBar.meter),
       this.sessionMenu.button,
       this.sessionMenu.menu,
       this.contextBar.details,
@@ -37,6 +41,12 @@ export class Header {
     const forkedFrom = next.forkOrigin ? `\nForked from ${originName(next)}` : '';
     this.title.title = session ? `${sessionTitle(session.title)} (${session.id})${forkedFrom}` : '';
     this.updateUsage(next);
+    const model = session?.model ?? '';
+    this.model.textContent = model;
+    this.model.title = model ? `Model: ${model} (from the next prompt: click to choose another)` : '';
+    this.model.setAttribute('aria-label', model ? `Model ${model}; choose another` : 'Choose a model');
+    this.model.hidden = model === '';
+    this.model.disabled = next.serverState !== 'running';
     this.spend.textContent = spendWords(session?.spend);
     this.spend.title = spendSentence(session?.spend);
     this.spend.hidden = this.spend.textContent === '';

@@ -14,6 +14,7 @@ const MENU: Record<MenuAction, string> = {
   compact: 'Compact context…',
   clear: 'Clear conversation',
   maxTurns: 'Set max turns…',
+  model: 'Select model…',
   rewind: 'Rewind…',
   fork: 'Fork session',
   export: 'Export session…',

@@ -74,12 +74,12 @@ local function on_event(event, project, params)
     return
   end
   params = params or {}
-  local renamed = params.reason == "renamed"
+  local renamed = (params.reason == "renamed" or params.reason == "model")
     and type(params.session) == "table"
     and state.session
     and params.session.id == state.session.id
   if event == "session" and renamed then
-    -- A new title for the session shown: the header changes, the rest stays.
+    -- A new title (or model) for the session shown: the header changes, the rest stays.
     state.session = params.session
     draw.header(params.session)
   elseif event == "session" then

@@ -122,7 +122,8 @@ end
 function M.winbar()
   local project = S.shown_project()
   -- The chat's bar has the room for the session's spend too.
-  local text = project and require("seri.status").text(project, { spend = true }) or "seri"
+  local text = project and require("seri.status").text(project, { spend = true, model = true })
+    or "seri"
   local q = require("seri.approve").pending(state.root)[1]
   local hints
   if q then

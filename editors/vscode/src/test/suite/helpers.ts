@@ -53,7 +53,7 @@ export interface Reply {
 }
 
 export interface ProviderLog {
-  requests: { messages: { role: string; content: string | null }[]; tools?: unknown[]; tool_choice?: unknown }[];
+  requests: { model?: string; messages: { role: string; content: string | null }[]; tools?: unknown[]; tool_choice?: unknown }[];
   headers: Record<string, string>[];
 }
 
