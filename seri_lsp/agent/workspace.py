@@ -69,6 +69,8 @@ class Workspace:
         kind, module = self.rules.kind, self.rules.module
         absolute = [kind(module.abspath(root)) for root in roots]
         real_roots = absolute if real else [kind(os.path.realpath(root)) for root in absolute]
+        # The rules' path class is Path on this host and a pure path of another platform's
+        # flavour only in tests (PathRules.kind); the tools take them as Path.
         self.roots: list[Path] = absolute  # type: ignore[assignment]
         self._real_roots: list[Path] = real_roots  # type: ignore[assignment]
 
@@ -127,6 +129,7 @@ class Workspace:
             raise PathDenied(
                 f"the {kind} {raw!r} is outside the workspace ({self._describe_roots()})"
             )
+        # A Path on this host (the rules' path class: see set_roots).
         return lexical, home  # type: ignore[return-value]
 
     def contains(self, path: Path) -> bool:

@@ -50,7 +50,9 @@ def parse_summary(text: str) -> dict[str, str]:
         key = _heading_key(line)
         if key is not None and key not in found:
             current = key
-            rest = _HEADING.match(line).group("rest")  # type: ignore[union-attr]
+            heading = _HEADING.match(line)
+            assert heading is not None  # _heading_key found one on this line
+            rest = heading.group("rest")
             found[current] = [rest] if rest.strip() else []
             continue
         if current is not None and not _PATH_LINE.match(line):
