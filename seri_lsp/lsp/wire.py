@@ -20,7 +20,7 @@ from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.legacy import FileReport
 from seri_lsp.store.messages import EncodedMessages, Message
 from seri_lsp.store.search import SearchHit
-from seri_lsp.store.trajectories import RecordingInfo, Trajectory
+from seri_lsp.store.trajectories import Recorded, RecordingInfo, Trajectory
 
 converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
 
@@ -41,6 +41,7 @@ OPTIONAL: dict[type, frozenset[str]] = {
     SearchHit: frozenset({"kind"}),
     FileReport: frozenset({"reason"}),
     Trajectory: frozenset({"started_at", "updated_at"}),
+    Recorded: frozenset({"trajectory_id"}),
 }
 # Fields the contract does not carry: a recording's header is listed by its model only.
 UNSENT: dict[type, frozenset[str]] = {RecordingInfo: frozenset({"header"})}

@@ -818,9 +818,10 @@ def marked_title(
     """A title for a copy of a session titled `title` (a fork, an import) that no session
     of the project has yet (`taken`): the title itself when `always` is false and it is
     free (or empty: an untitled import stays so), else "<title> (<word>)", then
-    "<title> (<word> 2)", 3, ... A mark of the same word the title already ends with is replaced, not repeated ("a (fork)" forks to
-    "a (fork 2)") unless the user gave the title (`by_user`: it is kept whole as the
-    base); the title is cut short so the mark fits the title length."""
+    "<title> (<word> 2)", 3, ... A mark of the same word the title already ends with is
+    replaced, not repeated ("a (fork)" forks to "a (fork 2)") unless the user gave the
+    title (`by_user`: it is kept whole as the base); the title is cut short so the mark
+    fits the title length."""
     base = title if by_user else re.sub(rf" \({re.escape(word)}(?: \d+)?\)$", "", title)
     if not always and (not title or not taken(title)):
         return title
