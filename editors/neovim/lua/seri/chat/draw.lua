@@ -251,6 +251,12 @@ function M.redraw()
   state.recap_lines = nil
   for _, msg in ipairs(state.messages) do
     if not (msg.role == "tool" and placed[msg.tool_call_id]) then
+      if msg.kind == "recap" and type(msg.recap) == "table" then
+        -- Above the recap: what it replaced, and (on <CR>) the record of those turns.
+        local divider = render.compaction_divider(msg.recap, config.options.keymaps.load_earlier)
+        table.insert(blocks, divider)
+        count = count + #divider.lines
+      end
       local b
       b, prev = render.message(msg, prev, results)
       for id in pairs(b.calls) do
@@ -410,7 +416,8 @@ function M.word_in_message(row, word)
   return nil
 end
 
----What <CR> does on 0-based line `row` (a compaction's notice: "recap"), if anything.
+---What <CR> does on 0-based line `row` (a compaction's notice: "recap"; the divider above
+---a recap: "compacted"), if anything.
 ---@param row integer
 ---@return string?
 function M.action_at(row)
