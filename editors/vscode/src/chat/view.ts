@@ -7,6 +7,7 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import { recordDocument } from './compactedRecord';
 import { ChatModel } from './model';
 import type { ChatChange } from './chatState';
 import { Proposals } from './proposals';
@@ -226,6 +227,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case 'resume':
           await vscode.commands.executeCommand(Commands.resumeSession, message.sessionId);
           break;
+        case 'openCompacted': {
+          const document = await vscode.workspace.openTextDocument({
+            language: 'markdown',
+            content: recordDocument(await this.model.compactedRecord()),
+          });
+          await vscode.window.showTextDocument(document, { preview: true });
+          break;
+        }
         case 'findFiles':
           this.post({ type: 'files', seq: message.seq, paths: await this.files.find(message.query) });
           break;
