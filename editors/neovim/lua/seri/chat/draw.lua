@@ -251,10 +251,12 @@ function M.redraw()
   state.recap_lines = nil
   for _, msg in ipairs(state.messages) do
     if not (msg.role == "tool" and placed[msg.tool_call_id]) then
+      local divider_top = nil
       if msg.kind == "recap" and type(msg.recap) == "table" then
         -- Above the recap: what it replaced, and (on <CR>) the record of those turns.
         local divider = render.compaction_divider(msg.recap, config.options.keymaps.load_earlier)
         table.insert(blocks, divider)
+        divider_top = count + 1
         count = count + #divider.lines
       end
       local b
@@ -264,7 +266,7 @@ function M.redraw()
       end
       if msg.kind == "recap" then
         -- The heading stays; what follows it, up to its blank line, folds.
-        state.recap_lines = { first = count + 1, last = count + #b.lines - 1 }
+        state.recap_lines = { first = count + 1, last = count + #b.lines - 1, top = divider_top }
       end
       table.insert(blocks, b)
       count = count + #b.lines
