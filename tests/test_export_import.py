@@ -228,6 +228,18 @@ BAD_BUNDLES = [
         "message 1: createdAt is 'today', not an ISO-8601 time",
     ),
     (json.dumps(_bundle(paths={"read": [1]})), '"paths.read" must be a list of strings'),
+    (
+        json.dumps(
+            _bundle(messages=[{"role": "user", "kind": "recap", "recap": {"toolCalls": "2"}}])
+        ),
+        "message 1: recap.toolCalls must be a whole number",
+    ),
+    (
+        json.dumps(
+            _bundle(messages=[{"role": "user", "kind": "recap", "recap": {"tokensAfter": -1}}])
+        ),
+        "message 1: recap.tokensAfter must be a whole number or null",
+    ),
 ]
 
 
