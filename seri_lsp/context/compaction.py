@@ -761,6 +761,11 @@ class Compactor:
                     "recapChars": recap_message.chars,
                     "summaryRequests": planner.requests,
                     "elidedTexts": planner.elided,
+                    # The prompts the conversation kept: where the record of what the
+                    # recap replaced ends (`TrajectoryStore.before_compaction`).
+                    "keptPrompts": sum(
+                        1 for m in conversation.messages if m.role == "user" and m.kind is None
+                    ),
                 },
             )
         except Exception as exc:

@@ -178,11 +178,12 @@ class TrajectoryStore:
         ]
 
     def before_compaction(self, session_id: str) -> tuple[str, list[Recorded]] | None:
-        """What the session's recordings hold up to its latest compaction (the record of
-        the turns its recap replaced): the recording where it was recorded, and the
-        events of that recording up to and including the `compaction` event, after those
-        of the session's earlier recordings, each event naming its recording. None: no
-        compaction of the session was recorded."""
+        """What the session's recordings hold of the turns its latest compaction replaced:
+        the recording where the compaction was recorded, and the events of that recording
+        up to and including the `compaction` event, after those of the session's earlier
+        recordings, each event naming its recording; the turns of the prompts the
+        conversation kept (the event's `keptPrompts`, from their `task_started` on) are
+        left out. None: no compaction of the session was recorded."""
         found = self.db.query_one(
             "SELECT t.id, e.seq FROM trajectory_events e"
             " JOIN trajectories t ON t.id = e.trajectory_id"
@@ -212,6 +213,11 @@ class TrajectoryStore:
             )
             for row in rows
         ]
+        kept = events[-1].data.get("keptPrompts") if events else None
+        if isinstance(kept, int) and kept > 0:
+            starts = [i for i, e in enumerate(events[:-1]) if e.kind == "task_started"]
+            if len(starts) >= kept:
+                events = events[: starts[-kept]] + events[-1:]
         return found["id"], events
 
     def latest_of(self, session_id: str) -> str | None:

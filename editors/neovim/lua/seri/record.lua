@@ -1,7 +1,7 @@
 -- The record of the turns a compaction replaced: the divider above a recap opens it.
 -- The conversation no longer holds them (the model never sees them again), the
 -- session's recordings do: `seri.trajectory.get {compacted = true}` answers the events
--- up to the compaction, which are shown here as written (prompts, tool calls with their
+-- of those turns, which are shown here as written (prompts, tool calls with their
 -- arguments, results, edits), read-only, in a scratch buffer.
 
 local M = {}
@@ -82,7 +82,7 @@ function M.lines(result)
   end
   local lines = {
     ("# Before the compaction: the record of session %s"):format(shown(result.sessionId)),
-    "The turns the recap replaced (and those kept after it), as recorded.",
+    "The turns the recap replaced, as recorded; the model no longer sees them.",
   }
   for _, event in ipairs(events) do
     add_event(lines, event)

@@ -75,7 +75,7 @@ export function recordDocument(record: TrajectoryRecord): string {
   const lines = [
     '# Before the compaction',
     '',
-    `The record of session \`${record.sessionId ?? ''}\`: the turns the recap replaced (and those kept after it), as recorded. The model no longer sees them.`,
+    `The record of session \`${record.sessionId ?? ''}\`: the turns the recap replaced, as recorded. The model no longer sees them.`,
   ];
   for (const event of record.events) {
     lines.push(...eventLines(event));
