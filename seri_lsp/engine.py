@@ -678,9 +678,10 @@ class Engine:
         return await self.recordings.answer(enabled, conversation, budget)
 
     async def trajectory_get(
-        self, session_id: str | None, trajectory_id: str | None = None
+        self, session_id: str | None, trajectory_id: str | None = None, compacted: bool = False
     ) -> Trajectory:
-        """A recording (header and events): the open session's by default."""
+        """A recording (header and events): the open session's by default; `compacted`:
+        the session's record up to its latest compaction (the chat's divider opens it)."""
         if session_id is not None:
             check_session_id("sessionId", session_id)
         if trajectory_id is not None:
@@ -689,6 +690,7 @@ class Engine:
             session_id=session_id,
             trajectory_id=trajectory_id,
             conversation=self.sessions.conversation,
+            compacted=compacted,
         )
 
     # --- prompts, compaction, cancel --------------------------------------------------

@@ -228,6 +228,18 @@ BAD_BUNDLES = [
         "message 1: createdAt is 'today', not an ISO-8601 time",
     ),
     (json.dumps(_bundle(paths={"read": [1]})), '"paths.read" must be a list of strings'),
+    (
+        json.dumps(
+            _bundle(messages=[{"role": "user", "kind": "recap", "recap": {"toolCalls": "2"}}])
+        ),
+        "message 1: recap.toolCalls must be a whole number",
+    ),
+    (
+        json.dumps(
+            _bundle(messages=[{"role": "user", "kind": "recap", "recap": {"tokensAfter": -1}}])
+        ),
+        "message 1: recap.tokensAfter must be a whole number or null",
+    ),
 ]
 
 
@@ -284,3 +296,22 @@ async def test_the_command_line_exports_and_imports(
         handle.truncate(64 * 2**20 + 1)
     too_big = seri("import", str(huge), *root, cwd=elsewhere)
     assert too_big.returncode == 1 and "at most 64 MiB can be imported" in too_big.stderr
+
+
+async def test_an_import_next_to_its_source_gets_a_distinct_title(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    """Imported into the project it came from, the copy is marked "(imported)" (then
+    numbered), so the pickers do not show two identical rows; elsewhere it keeps its
+    title (see the import test above)."""
+    client, _ = await carried_session(agent, provider, workspace)
+    bundle = json.loads((await export(client, "json"))["text"])
+    title = "Where DATA points"
+    await command(client, "seri.session.rename", {"title": title})
+    bundle["title"] = title
+    titles = []
+    for n in range(2):
+        bundle["messages"][0]["content"] += f" {n}"  # another bundle, not the same again
+        imported = await command(client, "seri.session.import", {"text": json.dumps(bundle)})
+        titles.append(imported["session"]["title"])
+    assert titles == [f"{title} (imported)", f"{title} (imported 2)"]

@@ -267,3 +267,28 @@ async def test_forking_refuses_what_it_cannot_do(agent, provider: ScriptedProvid
     assert invalid.value.data == {"field": "text"}
     listed = (await command(client, "seri.session.list", {}))["sessions"]
     assert [s["parentId"] for s in listed] == [None]
+
+
+async def test_forks_get_titles_distinct_from_their_source_and_from_each_other(
+    agent, provider: ScriptedProvider
+) -> None:
+    """The session pickers list titles: a fork never reads as its source or as another
+    fork; a fork of a fork is numbered rather than marked twice; a title the user gave
+    is kept whole as the base."""
+    client = await agent()
+    await two_prompts(client, provider)
+    source = (await command(client, "seri.session.get", {}))["session"]
+
+    first = (await fork(client, sessionId=source["id"]))["session"]
+    second = (await fork(client, sessionId=source["id"]))["session"]
+    of_fork = (await fork(client, sessionId=first["id"]))["session"]
+
+    assert first["title"] == "first (fork)"
+    assert second["title"] == "first (fork 2)"
+    assert of_fork["title"] == "first (fork 3)"
+    await command(client, "seri.session.rename", {"sessionId": first["id"], "title": "a (fork)"})
+    renamed = (await fork(client, sessionId=first["id"]))["session"]
+    assert renamed["title"] == "a (fork) (fork)"
+    listed = (await command(client, "seri.session.list", {}))["sessions"]
+    titles = [s["title"] for s in listed]
+    assert len(titles) == len(set(titles)) == 5

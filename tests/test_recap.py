@@ -7,6 +7,8 @@ calls, never from the model, and are rendered as `Read:` and `Modified:` lines.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from seri_lsp.context.recap import Recap, UnusableSummary, merge_paths, parse_summary
@@ -239,12 +241,17 @@ def test_to_json_uses_the_wire_field_names() -> None:
         "read": ["a"],
         "modified": ["b"],
         "evicted": 7,
+        "toolCalls": 0,
+        "tokensBefore": None,
+        "tokensAfter": None,
     }
 
 
 def test_to_json_and_from_json_round_trip() -> None:
     original = recap(read=("a", "é/ü.py"), modified=("c",), evicted=12)
     assert Recap.from_json(original.to_json()) == original
+    counted = replace(original, tool_calls=3, tokens_before=2100, tokens_after=400)
+    assert Recap.from_json(counted.to_json()) == counted
 
 
 def test_from_json_fills_absent_fields_with_empty_values() -> None:

@@ -30,7 +30,7 @@ import json
 import logging
 import posixpath
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from seri_lsp import faults
@@ -709,11 +709,18 @@ class Compactor:
                 read,
                 modified,
             )
-            recap = Recap(
-                read=read,
-                modified=modified,
+            recap = replace(
+                Recap(
+                    goal=fields["goal"],
+                    progress=fields["progress"],
+                    blockers=fields["blockers"],
+                    next_steps=fields["next_steps"],
+                    read=read,
+                    modified=modified,
+                ),
                 evicted=len(plan.evicted) + (earlier.evicted if earlier else 0),
-                **fields,
+                tool_calls=sum(len(m.tool_calls) for m in plan.evicted)
+                + (earlier.tool_calls if earlier else 0),
             )
             recap_message = Message(role="user", content=recap.render(), kind="recap", recap=recap)
             replaced_chars = sum(m.chars for m in plan.replaced)
@@ -725,6 +732,15 @@ class Compactor:
             faults.crash_point("compaction.before_commit")
             messages_before = len(conversation.messages)
             tokens_before = conversation.estimate_tokens()
+            # The numbers the notice gives, kept with the recap for the chat's divider
+            # (after: the local count, as the billed one no longer applies).
+            chars_after = conversation.frozen.chars + conversation.chars - replaced_chars
+            recap = replace(
+                recap,
+                tokens_before=tokens_before,
+                tokens_after=tokens_for_chars(chars_after + recap_message.chars),
+            )
+            recap_message = replace(recap_message, recap=recap)
             try:
                 stored = await conversation.replace_prefix(plan.replaced, recap_message)
             except STORE_ERRORS as exc:
@@ -745,6 +761,11 @@ class Compactor:
                     "recapChars": recap_message.chars,
                     "summaryRequests": planner.requests,
                     "elidedTexts": planner.elided,
+                    # The prompts the conversation kept: where the record of what the
+                    # recap replaced ends (`TrajectoryStore.before_compaction`).
+                    "keptPrompts": sum(
+                        1 for m in conversation.messages if m.role == "user" and m.kind is None
+                    ),
                 },
             )
         except Exception as exc:

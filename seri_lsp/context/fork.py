@@ -10,12 +10,10 @@ conversation was whole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from seri_lsp.errors import InvalidArgument, SeriError
-from seri_lsp.store.sessions import TITLE_LENGTH, Outline
-
-FORK_MARK = " (fork)"
+from seri_lsp.store.sessions import Outline, marked_title
 
 
 def fork_point(outline: Sequence[Outline], message_id: int | None, session_id: str) -> int:
@@ -49,11 +47,8 @@ def fork_point(outline: Sequence[Outline], message_id: int | None, session_id: s
     return index
 
 
-def fork_title(title: str) -> str:
-    """A fork's title: its source's, marked "(fork)" once, within the title length."""
-    if not title or title.endswith(FORK_MARK):
-        return title or FORK_MARK.strip()
-    room = TITLE_LENGTH - len(FORK_MARK)
-    if len(title) > room:
-        title = title[: room - 1].rstrip() + "…"
-    return title + FORK_MARK
+def fork_title(title: str, by_user: bool, taken: Callable[[str], bool]) -> str:
+    """A fork's title: its source's marked "(fork)", numbered when the project has that
+    title already ("(fork 2)", ...), so a fork is never listed as its source or as
+    another fork is; a title the user gave is kept whole as the base."""
+    return marked_title(title, "fork", taken, always=True, by_user=by_user)

@@ -361,6 +361,11 @@ def _recap(raw: Any, where: str) -> dict[str, object]:
         _strings(recap.get(name, []), f"{where}: recap.{name}")
     if not _whole(recap.get("evicted", 0)):
         raise BadBundle(f"{where}: recap.evicted must be a whole number")
+    if not _whole(recap.get("toolCalls", 0)):
+        raise BadBundle(f"{where}: recap.toolCalls must be a whole number")
+    for name in ("tokensBefore", "tokensAfter"):
+        if recap.get(name) is not None and not _whole(recap[name]):
+            raise BadBundle(f"{where}: recap.{name} must be a whole number or null")
     return recap
 
 

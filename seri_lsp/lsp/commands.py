@@ -185,7 +185,8 @@ async def trajectory(engine: Engine, args: dict[str, Any]) -> Any:
 async def trajectory_get(engine: Engine, args: dict[str, Any]) -> Any:
     session_id = optional_text(args, "sessionId", MAX_SESSION_ID_CHARS)
     trajectory_id = optional_text(args, "trajectoryId", MAX_SESSION_ID_CHARS)
-    return await engine.trajectory_get(session_id or None, trajectory_id or None)
+    compacted = optional_bool(args, "compacted") or False
+    return await engine.trajectory_get(session_id or None, trajectory_id or None, compacted)
 
 
 async def legacy_import(engine: Engine, args: dict[str, Any]) -> Any:

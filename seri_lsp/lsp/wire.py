@@ -21,7 +21,7 @@ from seri_lsp.slash import SlashAnswer
 from seri_lsp.store.legacy import FileReport
 from seri_lsp.store.messages import EncodedMessages, Message
 from seri_lsp.store.search import SearchHit
-from seri_lsp.store.trajectories import RecordingInfo, Trajectory
+from seri_lsp.store.trajectories import Recorded, RecordingInfo, Trajectory
 
 converter = cattrs.Converter(unstruct_collection_overrides={Sequence: list, tuple: list})
 
@@ -45,6 +45,7 @@ OPTIONAL: dict[type, frozenset[str]] = {
     ModelEntry: frozenset({"context_window"}),
     ModelList: frozenset({"error"}),
     ModelChoice: frozenset({"warning"}),
+    Recorded: frozenset({"trajectory_id"}),
 }
 # Fields the contract does not carry: a recording's header is listed by its model only.
 UNSENT: dict[type, frozenset[str]] = {RecordingInfo: frozenset({"header"})}

@@ -279,6 +279,12 @@ class Recap:
     read: tuple[str, ...] = field(default=())
     modified: tuple[str, ...] = field(default=())
     evicted: int = 0
+    # What the chat's divider tells of the compacted part (not sent to the model): the
+    # tool calls it held (earlier recaps' included) and the estimated tokens before and
+    # after the latest compaction (None: a recap stored before they were kept).
+    tool_calls: int = 0
+    tokens_before: int | None = None
+    tokens_after: int | None = None
 
     def render(self) -> str:
         """The recap message text: the four fields, then the Read and Modified lines."""
@@ -307,6 +313,9 @@ class Recap:
             "read": list(self.read),
             "modified": list(self.modified),
             "evicted": self.evicted,
+            "toolCalls": self.tool_calls,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
         }
 
     @classmethod
@@ -320,4 +329,11 @@ class Recap:
             read=tuple(str(p) for p in data.get("read", []) or []),
             modified=tuple(str(p) for p in data.get("modified", []) or []),
             evicted=int(data.get("evicted", 0) or 0),
+            tool_calls=int(data.get("toolCalls", 0) or 0),
+            tokens_before=_count_or_none(data.get("tokensBefore")),
+            tokens_after=_count_or_none(data.get("tokensAfter")),
         )
+
+
+def _count_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -6,6 +6,7 @@ Everything here is synchronous and small; the engine runs it on its database thr
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -269,13 +270,14 @@ class SessionStore:
         fork_id: str,
         *,
         point: Callable[[Sequence[Outline]], int],
-        title: Callable[[str], str],
+        title: Callable[[str, bool, Callable[[str], bool]], str],
     ) -> tuple[SessionInfo, int]:
         """Copy session `source_id` up to a point into a new session `fork_id`, in one
         transaction, and return the fork and the id of the last message copied.
 
         `point(outline)` picks the index of the last message to copy from the source's
-        messages in order (it may raise to refuse); `title(source title)` names the fork.
+        messages in order (it may raise to refuse); `title(source title, whether the user
+        gave it, taken)` names the fork, `taken(title)` telling a title the project has.
         The copy keeps the messages' positions and times, the path lists and glob rules
         noted up to that point, the turn budget and the model; the billed input-token count only
         when every message is copied. The fork's spend starts at zero and no checkpoint
@@ -297,6 +299,13 @@ class SessionStore:
             index = point(outline)
             last = outline[index]
             now = utc_now()
+            (by_user,) = tx.execute(
+                "SELECT title_by_user FROM sessions WHERE id = ?", (source_id,)
+            ).fetchone()
+
+            def taken(candidate: str) -> bool:
+                return _title_taken(tx, source["project"], candidate)
+
             tx.execute(
                 "INSERT INTO sessions (id, project, title, created_at, updated_at, max_turns,"
                 " last_input_tokens, forked_from, forked_at, forked_seq, model)"
@@ -304,7 +313,7 @@ class SessionStore:
                 (
                     fork_id,
                     source["project"],
-                    title(source["title"]),
+                    title(source["title"], by_user, taken),
                     now,
                     now,
                     source["max_turns"],
@@ -527,6 +536,10 @@ class SessionStore:
             if known is not None:
                 return self._info(known[0], tx), False
             created = created_at or utc_now()
+            # Its own title unless a session here has it (its source, imported back).
+            title = marked_title(
+                title, "imported", lambda t: _title_taken(tx, project, t), always=False
+            )
             info = self.create(project, title=title, created_at=created, conn=tx)
             with indexed_after(tx, "m.session_id = ?", (info.id,)):
                 append_messages(tx, info.id, messages)
@@ -813,10 +826,41 @@ def _wire_from_row(row: tuple[Any, ...]) -> dict[str, Any]:
     )
 
 
+def marked_title(
+    title: str, word: str, taken: Callable[[str], bool], *, always: bool, by_user: bool = False
+) -> str:
+    """A title for a copy of a session titled `title` (a fork, an import) that no session
+    of the project has yet (`taken`): the title itself when `always` is false and it is
+    free (or empty: an untitled import stays so), else "<title> (<word>)", then
+    "<title> (<word> 2)", 3, ... A mark of the same word the title already ends with is
+    replaced, not repeated ("a (fork)" forks to "a (fork 2)") unless the user gave the
+    title (`by_user`: it is kept whole as the base); the title is cut short so the mark
+    fits the title length."""
+    base = title if by_user else re.sub(rf" \({re.escape(word)}(?: \d+)?\)$", "", title)
+    if not always and (not title or not taken(title)):
+        return title
+    number = 1
+    while True:
+        mark = f"({word})" if number == 1 else f"({word} {number})"
+        room = TITLE_LENGTH - len(mark) - 1
+        cut = base if len(base) <= room else base[: room - 1].rstrip() + "…"
+        candidate = f"{cut} {mark}" if cut else mark
+        if not taken(candidate):
+            return candidate
+        number += 1
+
+
 def make_title(text: str) -> str:
     """A one-line title from a prompt (its own words, not what was attached to it)."""
     line = " ".join(prompt_words(text).split())
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+
+
+def _title_taken(conn: sqlite3.Connection, project: str, title: str) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM sessions WHERE project = ? AND title = ? LIMIT 1", (project, title)
+    ).fetchone()
+    return row is not None
 
 
 def _touch(conn: sqlite3.Connection, session_id: str) -> None:

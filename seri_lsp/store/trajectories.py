@@ -61,6 +61,8 @@ class Recorded:
     kind: str
     created_at: str
     data: dict[str, Any]
+    # Only where events of several recordings are given together (`compacted`).
+    trajectory_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +176,49 @@ class TrajectoryStore:
             Recorded(row["seq"], row["kind"], row["created_at"], json.loads(row["data"]))
             for row in rows
         ]
+
+    def before_compaction(self, session_id: str) -> tuple[str, list[Recorded]] | None:
+        """What the session's recordings hold of the turns its latest compaction replaced:
+        the recording where the compaction was recorded, and the events of that recording
+        up to and including the `compaction` event, after those of the session's earlier
+        recordings, each event naming its recording; the turns of the prompts the
+        conversation kept (the event's `keptPrompts`, from their `task_started` on) are
+        left out. None: no compaction of the session was recorded."""
+        found = self.db.query_one(
+            "SELECT t.id, e.seq FROM trajectory_events e"
+            " JOIN trajectories t ON t.id = e.trajectory_id"
+            " WHERE t.session_id = ? AND e.kind = 'compaction'"
+            " AND json_extract(e.data, '$.outcome') = 'compacted'"
+            " ORDER BY t.started_at DESC, t.rowid DESC, e.seq DESC LIMIT 1",
+            (session_id,),
+        )
+        if found is None:
+            return None
+        rows = self.db.query(
+            "SELECT e.trajectory_id, e.seq, e.kind, e.data, e.created_at"
+            " FROM trajectory_events e JOIN trajectories t ON t.id = e.trajectory_id"
+            " WHERE t.session_id = ? AND (t.id = ? AND e.seq <= ? OR t.id != ?"
+            " AND (t.started_at, t.rowid) < (SELECT started_at, rowid FROM trajectories"
+            " WHERE id = ?))"
+            " ORDER BY t.started_at, t.rowid, e.seq",
+            (session_id, found["id"], found["seq"], found["id"], found["id"]),
+        )
+        events = [
+            Recorded(
+                row["seq"],
+                row["kind"],
+                row["created_at"],
+                json.loads(row["data"]),
+                row["trajectory_id"],
+            )
+            for row in rows
+        ]
+        kept = events[-1].data.get("keptPrompts") if events else None
+        if isinstance(kept, int) and kept > 0:
+            starts = [i for i, e in enumerate(events[:-1]) if e.kind == "task_started"]
+            if len(starts) >= kept:
+                events = events[: starts[-kept]] + events[-1:]
+        return found["id"], events
 
     def latest_of(self, session_id: str) -> str | None:
         """The newest recording of a session, if it has any."""

@@ -36,6 +36,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from seri_lsp import __version__
 from seri_lsp.context.prompt_files import FrozenPrompt
+from seri_lsp.errors import InvalidArgument
 from seri_lsp.host import Host
 from seri_lsp.settings import SAMPLING_KNOBS, Settings
 from seri_lsp.store.database import utc_now
@@ -414,9 +415,18 @@ class Recordings:
         session_id: str | None,
         trajectory_id: str | None,
         conversation: Any | None,
+        compacted: bool = False,
     ) -> Trajectory:
         """A recording with its events: a given one, a session's latest, or the open
-        session's (its recording in progress when there is one)."""
+        session's (its recording in progress when there is one). `compacted` (without
+        `trajectory_id`): the session's events up to its latest compaction, from every
+        recording that holds them (`TrajectoryStore.before_compaction`)."""
+        if trajectory_id is not None and compacted:
+            raise InvalidArgument(
+                "compacted", "compacted picks a session's record: give sessionId, not trajectoryId"
+            )
+        if compacted:
+            return await self._before_compaction(session_id, conversation)
         if trajectory_id is not None:
             chosen: str | None = await self.io(self.store.resolve, trajectory_id)
         else:
@@ -447,6 +457,38 @@ class Recordings:
         info = await self.io(self.store.info, chosen)
         assert info is not None
         events = await self.io(self.store.events, chosen)
+        siblings = await self.io(self.store.recordings, info.session_id)
+        return Trajectory(
+            id=info.id,
+            session_id=info.session_id,
+            started_at=info.started_at,
+            updated_at=info.updated_at,
+            recording=chosen in self._active,
+            header=info.header,
+            events=events,
+            recordings=siblings,
+        )
+
+    async def _before_compaction(
+        self, session_id: str | None, conversation: Any | None
+    ) -> Trajectory:
+        if session_id is not None:
+            session: str | None = (await self.io(self.sessions.resolve, session_id)).id
+        else:
+            session = conversation.session_id if conversation is not None else None
+        found = await self.io(self.store.before_compaction, session) if session else None
+        if found is None:
+            return Trajectory(
+                id=None,
+                session_id=session,
+                recording=False,
+                header=None,
+                events=[],
+                recordings=[],
+            )
+        chosen, events = found
+        info = await self.io(self.store.info, chosen)
+        assert info is not None
         siblings = await self.io(self.store.recordings, info.session_id)
         return Trajectory(
             id=info.id,

@@ -143,7 +143,9 @@ H.run(function()
   vim.api.nvim_win_set_cursor(win, { H.chat_line("Context compacted: ") + 1, 0 })
   vim.api.nvim_feedkeys(vim.keycode("<CR>"), "x", false)
   H.eq(-1, vim.fn.foldclosed(head + 1), "the recap open from its notice")
-  H.eq(head, vim.fn.line("w0"), "the recap at the top")
+  local divider = H.chat_line("earlier messages compacted")
+  H.eq(head - 4, divider, "the divider (and its Read line) right above the recap")
+  H.eq(divider, vim.fn.line("w0"), "the recap at the top, under its divider")
   -- Shown again (resumed), it is folded under its heading.
   local compacted = require("seri.client").current().session.id
   vim.cmd("SeriNew")

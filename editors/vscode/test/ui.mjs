@@ -309,6 +309,17 @@ async function compactFromPalette({ page, config, shot }) {
   expect((await page.locator('.notifications-toasts', { hasText: /compact/i }).count()) === 0, 'no toast repeats the compaction notice');
   await notice.getByRole('button', { name: 'Show recap' }).click();
   await waitUntil(() => inView(view, card.locator('.recap-title')), 'Show recap to bring the recap into view');
+
+  // Above the recap, what it replaced; its button opens the record of those turns.
+  const divider = card.locator('.compaction-divider');
+  const told = await divider.locator('.compaction-divider-text').innerText();
+  expect(/^\d+ earlier messages compacted(?: · \d+ tool calls?)? · [\d,]+ → [\d,]+ tokens$/.test(told), `the divider's figures (${told})`);
+  await shot('compact-divider');
+  await divider.getByRole('button', { name: 'Show what happened' }).click();
+  const record = page.locator('.editor-instance .view-lines', { hasText: 'Before the compaction' });
+  await record.waitFor({ timeout: 15_000 });
+  await page.locator('.editor-instance .view-lines', { hasText: 'Compacted here' }).waitFor({ timeout: 5_000 });
+  await shot('compact-record');
   return `context ${before}% -> ${after}%`;
 }
 

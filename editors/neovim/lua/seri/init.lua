@@ -44,6 +44,7 @@ local HIGHLIGHTS = {
   SeriDiffDelete = "DiffDelete",
   SeriReport = "Normal",
   SeriCompacted = "DiagnosticInfo",
+  SeriDivider = "DiagnosticInfo",
   SeriForkMark = "DiagnosticHint",
   -- :SeriContext, a colour per kind of part.
   SeriContextSystem = "Title",

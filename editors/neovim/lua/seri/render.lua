@@ -41,7 +41,8 @@ M.LOAD_EARLIER = "↑ load earlier messages"
 ---@field frames seri.Frame[] fenced code blocks
 ---@field prose {first: integer, last: integer}[] 0-based lines rendered as markdown
 ---@field id integer? the stored message it shows (its first line is that message's)
----@field action string? what <CR> on its lines does (`recap`: open the recap)
+---@field action string? what <CR> on its lines does (`recap`: open the recap;
+---`compacted`: open the record of the turns a recap replaced)
 
 ---@return seri.Block
 local function block()
@@ -385,7 +386,7 @@ function M.message(msg, prev, results)
   if msg.role == "user" and msg.kind == "recap" then
     local evicted = type(msg.recap) == "table" and tonumber(msg.recap.evicted) or nil
     heading(b, "## Recap", "SeriRecapTitle")
-    if evicted and evicted > 0 then
+    if evicted and evicted > 0 and type(msg.recap) ~= "table" then
       local what = M.count(evicted, "earlier message was", "earlier messages were")
       add(b, what .. " compacted into this recap.", "SeriNotice")
     end
@@ -525,6 +526,43 @@ function M.compaction_text(params)
     end
   end
   return table.concat(lines, "\n")
+end
+
+---The divider drawn above a recap: what the recap replaced, from its `recap` object
+---(the same live and on reopen): `── 12 earlier messages compacted (5 tool calls,
+---70,120 → 18,340 tokens) ──`, the Read and Modified paths, and, with `key`, that the
+---key on it opens the record of those turns (action `compacted`).
+---@param recap table the message's structured recap
+---@param key string|false|nil
+---@return seri.Block
+function M.compaction_divider(recap, key)
+  local b = block()
+  local details = {}
+  local calls = tonumber(recap.toolCalls)
+  if calls and calls > 0 then
+    table.insert(details, M.count(calls, "tool call"))
+  end
+  if type(recap.tokensBefore) == "number" and type(recap.tokensAfter) == "number" then
+    local tokens = M.count(recap.tokensAfter, "token")
+    table.insert(details, ("%s → %s"):format(grouped(recap.tokensBefore), tokens))
+  end
+  local head = M.count(tonumber(recap.evicted) or 0, "earlier message") .. " compacted"
+  if #details > 0 then
+    head = ("%s (%s)"):format(head, table.concat(details, ", "))
+  end
+  add(b, ("── %s ──"):format(head), "SeriDivider")
+  for _, field in ipairs({ { "read", "Read" }, { "modified", "Modified" } }) do
+    local paths = recap[field[1]]
+    if type(paths) == "table" and #paths > 0 then
+      add(b, ("%s: %s"):format(field[2], table.concat(paths, ", ")), "SeriDivider")
+    end
+  end
+  if key then
+    add(b, key .. " here opens the record of those turns.", "SeriDivider")
+  end
+  add(b, "")
+  b.action = "compacted"
+  return b
 end
 
 ---The line after a fork's copied messages: where they come from.

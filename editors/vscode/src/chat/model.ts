@@ -23,6 +23,7 @@ import {
   SlashCommand,
   StatusParams,
   TaskStatus,
+  TrajectoryRecord,
   TurnEndedParams,
   Usage,
   WireMessage,
@@ -412,6 +413,12 @@ export class ChatModel {
    * Fork the open session at message `messageId` (default: its last one) and open the
    * fork; the chat shows it once the server says it changed session (reason `forked`).
    */
+  /** The record of the turns the open session's recap replaced (its divider's button). */
+  async compactedRecord(): Promise<TrajectoryRecord> {
+    const args = this.session ? { sessionId: this.session.id, compacted: true } : { compacted: true };
+    return this.requireServer().execute<TrajectoryRecord>(ServerCommand.trajectoryGet, args);
+  }
+
   async fork(messageId?: number): Promise<ForkResult> {
     const args = messageId !== undefined ? { messageId } : {};
     return this.requireServer().execute<ForkResult>(ServerCommand.sessionFork, args);

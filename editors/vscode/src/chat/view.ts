@@ -7,6 +7,7 @@ import * as crypto from 'crypto';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import { recordDocument } from './compactedRecord';
 import { ChatModel } from './model';
 import type { ChatChange } from './chatState';
 import { Proposals } from './proposals';
@@ -18,6 +19,9 @@ import type { PromptContext } from '../protocol';
 import { describe } from '../errors';
 import { projectFolder } from '../settings';
 import { WorkspaceFiles } from '../workspaceFiles';
+
+/** The documents that show the record of compacted turns (read-only). */
+const RECORD_SCHEME = 'seri-record';
 
 const MENU_COMMANDS: Record<MenuAction, string> = {
   new: Commands.newSession,
@@ -227,6 +231,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case 'resume':
           await vscode.commands.executeCommand(Commands.resumeSession, message.sessionId);
           break;
+        case 'openCompacted':
+          await this.openCompacted();
+          break;
         case 'findFiles':
           this.post({ type: 'files', seq: message.seq, paths: await this.files.find(message.query) });
           break;
@@ -335,7 +342,35 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 </html>`;
   }
 
+  /**
+   * The record of the turns the recap replaced, as a read-only markdown document (a
+   * `seri-record:` document: nothing to save, read afresh each time it is opened).
+   */
+  private async openCompacted(): Promise<void> {
+    const record = await this.model.compactedRecord();
+    if (!this.records) {
+      const texts = new Map<string, string>();
+      const changed = new vscode.EventEmitter<vscode.Uri>();
+      this.records = { texts, changed };
+      this.recordProvider = vscode.workspace.registerTextDocumentContentProvider(RECORD_SCHEME, {
+        onDidChange: changed.event,
+        provideTextDocumentContent: (uri) => texts.get(uri.toString()) ?? '',
+      });
+    }
+    const uri = vscode.Uri.from({ scheme: RECORD_SCHEME, path: `/Before the compaction ${(record.sessionId ?? '').slice(0, 8)}.md` });
+    this.records.texts.set(uri.toString(), recordDocument(record));
+    this.records.changed.fire(uri);
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(document, 'markdown');
+    await vscode.window.showTextDocument(document, { preview: true });
+  }
+
+  private records?: { texts: Map<string, string>; changed: vscode.EventEmitter<vscode.Uri> };
+  private recordProvider?: vscode.Disposable;
+
   dispose(): void {
+    this.recordProvider?.dispose();
+    this.records?.changed.dispose();
     this.unsubscribe();
     this.viewDisposables.forEach((d) => d.dispose());
   }

@@ -58,6 +58,8 @@ export type FromWebview =
   | { type: 'review'; id: number }
   | { type: 'unqueue'; id: number }
   | { type: 'retry'; id: number }
+  /** Open the record of the turns the session's recap replaced (the divider's button). */
+  | { type: 'openCompacted' }
   /** Fork the session at this message (Fork from Here). */
   | { type: 'fork'; id: number }
   /** Open another session of the project (a fork's original). */

@@ -15,6 +15,11 @@ export interface Recap {
   read: string[];
   modified: string[];
   evicted: number;
+  /** The tool calls the recap stands for (earlier recaps' included). */
+  toolCalls?: number;
+  /** The estimated tokens before and after the latest compaction (null: not kept then). */
+  tokensBefore?: number | null;
+  tokensAfter?: number | null;
 }
 
 /** A stored message, OpenAI field names plus `id`, `createdAt` and seri's extras. */

@@ -26,6 +26,8 @@ export const ServerCommand = {
   rewind: 'seri.rewind',
   checkpoints: 'seri.checkpoints',
   trajectory: 'seri.trajectory',
+  /** A recording; `{compacted: true}`: the record of what the session's recap replaced. */
+  trajectoryGet: 'seri.trajectory.get',
   /** The slash commands the server understands (also in its initialize result). */
   commands: 'seri.commands',
 } as const;

@@ -11,3 +11,19 @@ export interface TrajectoryState {
   /** Set when SERI_TRAJECTORY_ENABLED in the server's environment overrides the stored toggle. */
   warning?: string;
 }
+
+/** One recorded event (`seri.trajectory.get`); `trajectoryId` with `compacted: true`. */
+export interface RecordedEvent {
+  seq: number;
+  kind: string;
+  createdAt: string;
+  data: Record<string, unknown>;
+  trajectoryId?: string;
+}
+
+/** `seri.trajectory.get`, as far as the chat reads it. */
+export interface TrajectoryRecord {
+  id: string | null;
+  sessionId: string | null;
+  events: RecordedEvent[];
+}

@@ -1,6 +1,7 @@
 // The recap that stands for a compacted part of the conversation, as a card: goal,
 // progress, blockers, next steps, and the files read and modified.
 
+import { dividerText } from '../chat/compactedRecord';
 import type { Recap, WireMessage } from '../protocol';
 import { Icons, h, icon } from './dom';
 import { forkButton, forkable } from './forkAction';
@@ -10,17 +11,24 @@ import { renderMarkdown } from './markdown';
 export function renderRecap(message: WireMessage): HTMLElement {
   const recap: Recap | undefined = message.recap;
   const card = h('section', { class: 'row recap', 'data-id': String(message.id), 'aria-label': 'Recap', ...forkable(message) });
+  if (recap) {
+    // What the recap replaced, and a button that opens the record of those turns.
+    card.append(
+      h(
+        'div',
+        { class: 'compaction-divider', role: 'separator', 'aria-label': dividerText(recap) },
+        h('span', { class: 'compaction-divider-text' }, dividerText(recap)),
+        h(
+          'button',
+          { class: 'open-compacted secondary', type: 'button', title: 'Open the recorded tool calls, results and edits of the compacted turns' },
+          'Show what happened',
+        ),
+      ),
+    );
+  }
   card.append(forkButton(message.id));
-  const evicted = recap?.evicted;
-  card.append(
-    h(
-      'div',
-      { class: 'recap-head' },
-      icon(Icons.recap),
-      h('span', { class: 'recap-title' }, 'Conversation compacted'),
-      evicted ? h('span', { class: 'recap-count' }, `${evicted} earlier message${evicted === 1 ? '' : 's'} summarised`) : null,
-    ),
-  );
+  // (How many messages it replaced: the divider says.)
+  card.append(h('div', { class: 'recap-head' }, icon(Icons.recap), h('span', { class: 'recap-title' }, 'Conversation compacted')));
   if (!recap) {
     const body = h('div', { class: 'markdown' });
     body.innerHTML = renderMarkdown(message.content);

@@ -39,6 +39,10 @@ export function handleTranscriptClicks(box: HTMLElement, actions: TranscriptActi
       actions.showRecap(Number(showRecap.dataset.recapId) || 0);
       return;
     }
+    if (target.closest('.open-compacted')) {
+      actions.post({ type: 'openCompacted' });
+      return;
+    }
     const retry = target.closest<HTMLButtonElement>('.notice-retry');
     if (retry?.dataset.noticeId) {
       retry.disabled = true;

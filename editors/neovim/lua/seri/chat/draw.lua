@@ -251,6 +251,14 @@ function M.redraw()
   state.recap_lines = nil
   for _, msg in ipairs(state.messages) do
     if not (msg.role == "tool" and placed[msg.tool_call_id]) then
+      local divider_top = nil
+      if msg.kind == "recap" and type(msg.recap) == "table" then
+        -- Above the recap: what it replaced, and (on <CR>) the record of those turns.
+        local divider = render.compaction_divider(msg.recap, config.options.keymaps.load_earlier)
+        table.insert(blocks, divider)
+        divider_top = count + 1
+        count = count + #divider.lines
+      end
       local b
       b, prev = render.message(msg, prev, results)
       for id in pairs(b.calls) do
@@ -258,7 +266,7 @@ function M.redraw()
       end
       if msg.kind == "recap" then
         -- The heading stays; what follows it, up to its blank line, folds.
-        state.recap_lines = { first = count + 1, last = count + #b.lines - 1 }
+        state.recap_lines = { first = count + 1, last = count + #b.lines - 1, top = divider_top }
       end
       table.insert(blocks, b)
       count = count + #b.lines
@@ -410,7 +418,8 @@ function M.word_in_message(row, word)
   return nil
 end
 
----What <CR> does on 0-based line `row` (a compaction's notice: "recap"), if anything.
+---What <CR> does on 0-based line `row` (a compaction's notice: "recap"; the divider above
+---a recap: "compacted"), if anything.
 ---@param row integer
 ---@return string?
 function M.action_at(row)

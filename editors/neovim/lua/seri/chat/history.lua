@@ -169,7 +169,8 @@ function M.open_recap()
   end
   for _, win in ipairs(vim.fn.win_findbuf(state.buf)) do
     vim.api.nvim_win_call(win, function()
-      vim.fn.winrestview({ lnum = recap.first, col = 0, topline = recap.first })
+      -- The divider above the recap in view too: it says what the recap replaced.
+      vim.fn.winrestview({ lnum = recap.first, col = 0, topline = recap.top or recap.first })
       pcall(vim.cmd, "normal! zO")
     end)
   end

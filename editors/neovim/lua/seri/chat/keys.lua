@@ -117,13 +117,16 @@ local function drop_queued()
 end
 
 ---<CR> in the chat: load earlier messages on their line, open the recap on a
----compaction's notice, else go to the prompt.
+---compaction's notice, the record of the compacted turns on the divider above a recap,
+---else go to the prompt.
 local function enter()
   local line = vim.api.nvim_win_get_cursor(0)[1] - 1
   if state.load_line and line == state.load_line then
     history.load_earlier()
   elseif draw.action_at(line) == "recap" then
     history.open_recap()
+  elseif draw.action_at(line) == "compacted" then
+    require("seri.record").open_compacted(state.session and state.session.id)
   else
     input.focus_input()
   end

@@ -42,7 +42,7 @@ M.ns = {
 ---@field notices seri.ChatNotice[] the plugin's lines, by the message they follow
 ---@field mark_ids table<integer, integer> message id of each mark in `ns.ids`
 ---@field actions table<integer, string> what <CR> does on the lines of each mark in `ns.actions`
----@field recap_lines {first: integer, last: integer}? 1-based lines of the recap's fold
+---@field recap_lines {first: integer, last: integer, top: integer?}? 1-based lines of the recap's fold (`top`: its divider's first line)
 ---@field fork_origin {session: string, id: string, title: string?}? the session the open fork came from
 ---@field target {session: string, id: integer, word: string?}? a message to put the cursor on once its session is shown (`reveal`)
 M.state = {
