@@ -141,7 +141,12 @@ def test_a_fork_of_a_deleted_session_stays_and_forgets_only_its_source(tmp_path:
     store = _store(tmp_path)
     source = store.create("/p").id
     _fill(store, source, "the source prompt", b"x")
-    fork, _ = store.fork(source, "fork-id", point=lambda outline: len(outline) - 1, title=str)
+    fork, _ = store.fork(
+        source,
+        "fork-id",
+        point=lambda outline: len(outline) - 1,
+        title=lambda source_title, _by_user, _taken: source_title,
+    )
     delete_session(store.db, source)
     after = store.get(fork.id)
     assert (after.forked_from, after.forked_seq, after.message_count) == (None, 2, 2)

@@ -121,10 +121,12 @@ end
 ---@return string
 function M.winbar()
   local project = S.shown_project()
-  -- The chat's bar has the room for the session's spend too.
-  local text = project and require("seri.status").text(project, { spend = true, model = true })
-    or "seri"
   local q = require("seri.approve").pending(state.root)[1]
+  -- The chat's bar has the room for the session's spend and model too; while a question
+  -- waits, its keys matter more than the model's name.
+  local text = project
+      and require("seri.status").text(project, { spend = true, model = q == nil })
+    or "seri"
   local hints
   if q then
     hints = vim.tbl_map(function(k)

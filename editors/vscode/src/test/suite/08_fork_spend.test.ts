@@ -53,7 +53,8 @@ suite('Forks and spend', () => {
     await waitFor(() => api.model.currentSession?.id === result.session.id, 'the chat to show the fork');
     await waitFor(() => api.model.snapshot().messages.length === 2, 'the copy of both messages');
     assert.strictEqual(api.model.currentSession?.parentId, source.id);
-    assert.strictEqual(result.session.title, 'How does the parser work? (fork)');
+    // A fork of the fork made above: numbered, not marked twice.
+    assert.strictEqual(result.session.title, 'How does the parser work? (fork 2)');
   });
 
   test('the tooltip says what the prompt cache read and wrote, beside the spend', async () => {
