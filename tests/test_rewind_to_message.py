@@ -10,7 +10,7 @@ import pytest
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from tests.agent_helpers import messages
+from tests.agent_helpers import messages, prompt
 from tests.harness import command
 from tests.scripted_provider import ScriptedProvider
 from tests.test_checkpoints import refused, run, task, two_prompts, user_texts, write
@@ -25,10 +25,15 @@ async def test_rewind_to_a_prompt_goes_back_to_just_before_it(
 ) -> None:
     (workspace / "app.py").write_text("value = 1\n")
     client: LanguageClient = await agent()
+    # An earlier session first: message ids are the store's, not a session's positions.
+    task(provider, answer="earlier")
+    await run(client, "an earlier session's prompt")
+    await prompt(client, "/clear")
     await two_prompts(client, provider, workspace)
     task(provider, write("w3", "third.txt", "three\n"))
     await run(client, "third prompt")
     first, second, third = prompt_ids(await messages(client))
+    assert first > 1
 
     # The second of three prompts: it and the third leave, with what they changed.
     result = await command(client, "seri.rewind", {"messageId": second})

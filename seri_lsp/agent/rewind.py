@@ -164,12 +164,13 @@ def reachable(data: SessionCheckpoints) -> list[Checkpoint]:
     return found
 
 
-def steps_to(data: SessionCheckpoints, message_id: int | None, steps: int) -> int:
-    """How many prompts back the prompt `message_id` is (`steps` without one)."""
+def steps_to(data: SessionCheckpoints, message_id: int | None, seq: int | None, steps: int) -> int:
+    """How many prompts back the prompt `message_id` (at `seq` in its session, None: not
+    in it) is; `steps` without one."""
     if message_id is None:
         return steps
     for back, prompt in enumerate(data.prompts, start=1):
-        if prompt.seq == message_id:
+        if seq is not None and prompt.seq == seq:
             return back
     raise InvalidArgument(
         "messageId",
@@ -347,7 +348,12 @@ class Rewinder:
         with self.tasks.exclusive():
             conversation = await self._target(request)
             data = await self.io(self.store.session, conversation.session_id)
-            steps = steps_to(data, request.message_id, request.steps)
+            steps = steps_to(
+                data,
+                request.message_id,
+                await self._seq(conversation.session_id, request.message_id),
+                request.steps,
+            )
             if steps != request.steps:
                 request = RewindRequest(steps, request.restore, request.force, request.message_id)
             reason = refusal(data, request.steps, conversation.session_id)
@@ -418,6 +424,12 @@ class Rewinder:
         )
         return result
 
+    async def _seq(self, session_id: str, message_id: int | None) -> int | None:
+        """The place in its session of the message with store id `message_id`."""
+        if message_id is None:
+            return None
+        return await self.io(self.sessions.store.message_seq, session_id, message_id)
+
     async def _target(self, request: RewindRequest) -> Conversation:
         """The open session; with none open, the project's latest, if no one holds it."""
         conversation = self.sessions.conversation
@@ -433,7 +445,8 @@ class Rewinder:
         try:
             # Refused before it is opened, so a refusal changes nothing at all.
             data = await self.io(self.store.session, latest.id)
-            steps = steps_to(data, request.message_id, request.steps)
+            seq = await self._seq(latest.id, request.message_id)
+            steps = steps_to(data, request.message_id, seq, request.steps)
             reason = refusal(data, steps, latest.id)
             if reason is not None:
                 raise SeriError(reason)
