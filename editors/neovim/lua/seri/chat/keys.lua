@@ -274,7 +274,7 @@ M.list = {
     buffers = { "chat" },
     run = insert_code,
     desc = "seri: put the code block under the cursor into the last code window",
-    help = "put the code block under the cursor below the cursor of the last code window",
+    help = "put the code block under the cursor into the last code window",
   },
   {
     option = "rewind_here",
