@@ -754,16 +754,21 @@ class Engine:
     # --- checkpoints ------------------------------------------------------------------
 
     async def rewind(
-        self, *, steps: int = 1, restore: str = "both", force: bool = False
+        self,
+        *,
+        steps: int = 1,
+        restore: str = "both",
+        force: bool = False,
+        message_id: int | None = None,
     ) -> dict[str, Any]:
         """Go back `steps` prompts: the conversation, the files, or both (`agent/rewind.py`).
 
         `restore` is "both", "conversation" or "files"; `force` overwrites files changed
-        since by something else.
+        since by something else. `message_id` (a prompt's): back to just before it.
         """
         from seri_lsp.agent.rewind import RewindRequest
 
-        return await self.rewinder.rewind(RewindRequest(steps, restore, force))
+        return await self.rewinder.rewind(RewindRequest(steps, restore, force, message_id))
 
     async def checkpoints_of(self, session_id: str | None) -> Checkpoints:
         """What can be rewound in a session (the open one by default), newest first."""

@@ -244,6 +244,21 @@ def test_rewind_with_a_count_through_the_pickers_and_typed_as_slash_rewind(
     assert (workspace / "app.txt").read_text() == "app: yours\n"
 
 
+def test_message_actions_insert_code_and_rewind_to_a_prompt(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "app.txt").write_text("app: v1\n")
+    provider.script(
+        Text("Here:\n\n```python\ninserted_line = 1\ninserted_line = 2\n```"),
+        Calls([("w1", "write_file", {"path": "notes.txt", "content": "notes\n"})]),
+        Text("Wrote notes."),
+    )
+    scenario("message_actions.lua")
+    assert not (workspace / "notes.txt").exists()
+    # The inserted block is in the buffer only: gp never saves.
+    assert (workspace / "app.txt").read_text() == "app: v1\n"
+
+
 def test_a_subfolder_with_its_own_marker_belongs_to_the_running_project(
     scenario, workspace: Path
 ) -> None:

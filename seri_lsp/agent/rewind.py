@@ -111,6 +111,8 @@ class RewindRequest:
     steps: int = 1
     restore: str = "both"
     force: bool = False
+    # A prompt's message id (`messages.seq`): rewind to just before it (overrides steps).
+    message_id: int | None = None
 
 
 def parse_rewind(argument: str) -> RewindRequest:
@@ -160,6 +162,21 @@ def reachable(data: SessionCheckpoints) -> list[Checkpoint]:
             break
         found.append(checkpoint)
     return found
+
+
+def steps_to(data: SessionCheckpoints, message_id: int | None, seq: int | None, steps: int) -> int:
+    """How many prompts back the prompt `message_id` (at `seq` in its session, None: not
+    in it) is; `steps` without one."""
+    if message_id is None:
+        return steps
+    for back, prompt in enumerate(data.prompts, start=1):
+        if seq is not None and prompt.seq == seq:
+            return back
+    raise InvalidArgument(
+        "messageId",
+        f"message {message_id} is not one of this session's prompts (it may have been "
+        "rewound or compacted away)",
+    )
 
 
 def refusal(data: SessionCheckpoints, steps: int, session_id: str) -> str | None:
@@ -329,8 +346,16 @@ class Rewinder:
                 f"steps must be a whole number from 1 to {MAX_REWIND_STEPS:,}, got {request.steps}",
             )
         with self.tasks.exclusive():
-            conversation = await self._target(request.steps)
+            conversation = await self._target(request)
             data = await self.io(self.store.session, conversation.session_id)
+            steps = steps_to(
+                data,
+                request.message_id,
+                await self._seq(conversation.session_id, request.message_id),
+                request.steps,
+            )
+            if steps != request.steps:
+                request = RewindRequest(steps, request.restore, request.force, request.message_id)
             reason = refusal(data, request.steps, conversation.session_id)
             if reason is not None:
                 raise SeriError(reason)
@@ -399,7 +424,13 @@ class Rewinder:
         )
         return result
 
-    async def _target(self, steps: int) -> Conversation:
+    async def _seq(self, session_id: str, message_id: int | None) -> int | None:
+        """The place in its session of the message with store id `message_id`."""
+        if message_id is None:
+            return None
+        return await self.io(self.sessions.store.message_seq, session_id, message_id)
+
+    async def _target(self, request: RewindRequest) -> Conversation:
         """The open session; with none open, the project's latest, if no one holds it."""
         conversation = self.sessions.conversation
         if conversation is not None:
@@ -413,7 +444,10 @@ class Rewinder:
             raise SessionHeld(latest.id, holder.describe())
         try:
             # Refused before it is opened, so a refusal changes nothing at all.
-            reason = refusal(await self.io(self.store.session, latest.id), steps, latest.id)
+            data = await self.io(self.store.session, latest.id)
+            seq = await self._seq(latest.id, request.message_id)
+            steps = steps_to(data, request.message_id, seq, request.steps)
+            reason = refusal(data, steps, latest.id)
             if reason is not None:
                 raise SeriError(reason)
             await self.sessions.resume(latest.id)

@@ -162,6 +162,7 @@ async def rewind(engine: Engine, args: dict[str, Any]) -> Any:
         steps=optional_int(args, "steps", 1, MAX_REWIND_STEPS) or 1,
         restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
         force=bool(optional_bool(args, "force")),
+        message_id=optional_int(args, "messageId", 1, MAX_MESSAGE_ID),
     )
 
 

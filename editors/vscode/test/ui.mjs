@@ -2,6 +2,7 @@
 // view (a webview inside two iframes), the status bar, QuickPicks and input boxes.
 // Each scenario opens its own folder (seeded by tests/test_vscode.py) in a new window.
 
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 const STATUS_ITEM = '[id="seri.seri-vscode.seri-vscode.context"]';
@@ -1335,11 +1336,83 @@ async function exportThenImport({ page, config, shot }) {
   await shot('import-refused');
 }
 
+/**
+ * The actions on a message: a code block's Insert (into the editor used last) and Apply
+ * (a diff, then Apply writes the file the block names), one tab stop per message with the
+ * arrow keys inside it, and Rewind to here on a prompt (a confirmation, then the prompt
+ * is back in the input).
+ */
+async function messageActions({ page, config, shot }) {
+  const words = 'Write a greeting helper';
+  await provider(config).script({
+    text: ['Two blocks:', '', '```python src/greet.py', 'def greet():', '    return "hi"', '```', '', '```python', '# inserted by seri', '```'].join('\n'),
+  });
+  await openFile(page, 'src/app.py');
+  await openChat(page);
+  const view = chat(page);
+  await sendPrompt(view, words);
+  const reply = view.locator('.row.assistant:not(.streaming)', { hasText: 'Two blocks' });
+  await reply.waitFor({ timeout: 20_000 });
+  const prompt = view.locator('.row.user', { hasText: words });
+
+  // One tab stop per message: the prompt's Rewind and Fork, the reply's Fork and both
+  // code blocks' Copy, Insert, Apply; the arrow keys move inside.
+  const rewind = prompt.locator('.rewind-here');
+  const fork = prompt.locator('.fork-here');
+  await waitUntil(async () => (await rewind.getAttribute('tabindex')) === '0', 'the prompt’s first action to be its tab stop');
+  expect((await fork.getAttribute('tabindex')) === '-1', 'Fork is reached with the arrow keys, not Tab');
+  expect((await reply.locator('button[tabindex="0"]').count()) === 1, 'the reply’s seven buttons are one tab stop');
+  expect((await reply.locator('button').count()) === 7, 'Fork, and Copy, Insert, Apply on each block');
+  await rewind.focus();
+  await page.keyboard.press('ArrowRight');
+  expect(await fork.evaluate((b) => b === document.activeElement), 'ArrowRight moved to Fork');
+  await page.keyboard.press('Tab');
+  expect(await reply.locator('button').first().evaluate((b) => b === document.activeElement), 'Tab left the prompt for the reply');
+  await page.keyboard.press('End');
+  expect(await reply.locator('.code-apply').last().evaluate((b) => b === document.activeElement), 'End went to the last button');
+  await shot('message-actions-keyboard');
+
+  // Insert at Cursor: into src/app.py, the editor used last.
+  await reply.locator('.code-block').nth(1).locator('.code-insert').click();
+  await page.locator('.monaco-editor .view-line', { hasText: '# inserted by seri' }).first().waitFor({ timeout: 10_000 });
+  await shot('code-insert');
+
+  // Apply: the block names src/greet.py; a diff first, then Apply writes it.
+  await reply.locator('.code-block').first().locator('.code-apply').click();
+  await page.locator('.tab', { hasText: 'code block from the chat' }).waitFor({ timeout: 10_000 });
+  const ask = page.locator('.notifications-toasts', { hasText: 'create src/greet.py with the code block' });
+  await ask.waitFor({ timeout: 10_000 });
+  await shot('code-apply-diff');
+  await ask.getByRole('button', { name: 'Apply' }).click();
+  const greet = path.join(config.workspaces.tools, 'src', 'greet.py');
+  await waitUntil(() => {
+    try {
+      return readFileSync(greet, 'utf8') === 'def greet():\n    return "hi"\n';
+    } catch {
+      return false;
+    }
+  }, 'src/greet.py to be written');
+  await page.locator('.tab', { hasText: 'code block from the chat' }).waitFor({ state: 'detached', timeout: 10_000 });
+
+  // Rewind to here: asked first, then the prompt leaves the chat and is back in the input.
+  await prompt.hover();
+  await rewind.click();
+  const dialog = modalDialog(page);
+  await dialog.filter({ hasText: 'Rewind to before this prompt?' }).waitFor({ timeout: 10_000 });
+  await shot('rewind-here-confirm');
+  await dialog.getByRole('button', { name: 'Rewind', exact: true }).click();
+  const input = view.locator('#prompt-input');
+  await waitUntil(async () => (await input.inputValue()) === words, 'the prompt to be back in the chat input');
+  await waitUntil(async () => (await view.locator('.row.user').count()) === 0, 'the prompt to leave the transcript');
+  await shot('rewind-here-done');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
   ['a prompt with a tool call streams its reply and shows the tool row', 'tools', promptWithTool],
   ['Rewind... from the palette puts the prompt back in the chat input', 'tools', rewindFromPalette, { continues: true }],
+  ['Rewind to here, Insert and Apply on a message, one tab stop per message', 'tools', messageActions],
   ['Compact Context... from the palette shows the recap card and lowers the status bar percentage', 'compact', compactFromPalette],
   ['Resume Session... from the QuickPick shows the other session', 'resume', resumeFromQuickPick],
   ['the model in the chat header opens Select Model..., and the pick is shown with its window', 'resume', selectModel, { continues: true }],

@@ -24,6 +24,8 @@
 ---@field retry string|false chat key: send the last prompt again (`:SeriRetry`)
 ---@field fork string|false chat key: fork the session at the message under the cursor (`:SeriFork`)
 ---@field yank_code string|false chat key: yank the code block under the cursor
+---@field insert_code string|false chat key: put the code block under the cursor below the cursor of the last code window
+---@field rewind_here string|false chat key: rewind to before the prompt under the cursor (it returns to the input)
 ---@field next_turn string|false chat key: the next heading (prompt, reply, recap)
 ---@field prev_turn string|false chat key: the previous heading
 ---@field drop_queued string|false chat key: take a queued prompt back into the input
@@ -72,6 +74,8 @@ M.defaults = {
     retry = "gr",
     fork = "gb",
     yank_code = "gy",
+    insert_code = "gp",
+    rewind_here = "gR",
     next_turn = "]]",
     prev_turn = "[[",
     drop_queued = "x",

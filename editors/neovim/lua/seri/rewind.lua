@@ -22,9 +22,10 @@ M.RESTORE = { "both", "conversation", "files" }
 ---@field conflicts string[] files a rewind of `steps` leaves alone unless forced
 
 ---@class seri.RewindRequest
----@field steps integer
+---@field steps? integer
 ---@field restore? "both"|"conversation"|"files"
 ---@field force? boolean
+---@field message_id? integer a prompt's id: back to just before it (`gR`)
 
 ---@type {restore: string, label: string}[]
 local RESTORE_ITEMS = {
@@ -160,7 +161,7 @@ end
 ---@param request seri.RewindRequest
 ---@param on_done fun(result: table)?
 function M.run(project, request, on_done)
-  local args = { steps = request.steps }
+  local args = { steps = request.steps, messageId = request.message_id }
   if request.restore then
     args.restore = request.restore
   end

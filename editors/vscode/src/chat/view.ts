@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { recordDocument } from './compactedRecord';
 import { ChatModel } from './model';
 import type { ChatChange } from './chatState';
+import { CodeActions } from './codeActions';
 import { Proposals } from './proposals';
 import { FromWebview, MenuAction, ToWebview } from './webviewProtocol';
 import { bufferContext, editorForAttaching, selectionContext } from '../attachments';
@@ -22,6 +23,9 @@ import { WorkspaceFiles } from '../workspaceFiles';
 
 /** The documents that show the record of compacted turns (read-only). */
 const RECORD_SCHEME = 'seri-record';
+
+/** The confirming button of "Rewind to here". */
+export const REWIND = 'Rewind';
 
 const MENU_COMMANDS: Record<MenuAction, string> = {
   new: Commands.newSession,
@@ -51,6 +55,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private revealPending: number | undefined;
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
+  private readonly code = new CodeActions();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -224,6 +229,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         case 'retry':
           await this.model.retry(message.id);
           break;
+        case 'insertCode':
+          await this.code.insert(message.text);
+          break;
+        case 'applyCode':
+          await this.code.apply(message.text, message.path);
+          break;
+        case 'rewindTo':
+          await this.rewindTo(message.id);
+          break;
         case 'fork':
           await this.model.fork(message.id);
           this.focusInput();
@@ -368,7 +382,25 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private records?: { texts: Map<string, string>; changed: vscode.EventEmitter<vscode.Uri> };
   private recordProvider?: vscode.Disposable;
 
+  /** "Rewind to here" on a prompt: after a confirmation, back to before it (files too). */
+  private async rewindTo(id: number): Promise<void> {
+    const answer = await vscode.window.showWarningMessage(
+      'Rewind to before this prompt?',
+      {
+        modal: true,
+        detail:
+          'This prompt and everything after it leave the conversation, and the files its tasks changed go back to how they were. The prompt returns to the input to edit and send again.',
+      },
+      REWIND,
+    );
+    if (answer === REWIND) {
+      await vscode.commands.executeCommand(Commands.rewind, { messageId: id, restore: 'both' });
+      this.focusInput();
+    }
+  }
+
   dispose(): void {
+    this.code.dispose();
     this.recordProvider?.dispose();
     this.records?.changed.dispose();
     this.unsubscribe();

@@ -60,6 +60,12 @@ export type FromWebview =
   | { type: 'retry'; id: number }
   /** Open the record of the turns the session's recap replaced (the divider's button). */
   | { type: 'openCompacted' }
+  /** Rewind to just before this prompt (Rewind to here), after a confirmation. */
+  | { type: 'rewindTo'; id: number }
+  /** A code block into the last active editor, at its cursor. */
+  | { type: 'insertCode'; text: string }
+  /** A code block as the whole new content of a file (the block's, or one asked for), in a diff to approve. */
+  | { type: 'applyCode'; text: string; path?: string }
   /** Fork the session at this message (Fork from Here). */
   | { type: 'fork'; id: number }
   /** Open another session of the project (a fork's original). */

@@ -31,7 +31,7 @@ export const OVERWRITE = 'Overwrite';
 export const LEAVE_ALONE = 'Leave Them Alone';
 
 /**
- * Go back to before a prompt. With `request.steps` it rewinds at once; without, the user
+ * Go back to before a prompt. With `request.steps` or `request.messageId` it rewinds at once; without, the user
  * picks the prompt (QuickPick over `seri.checkpoints`), then what to restore, and, when
  * files were changed since seri wrote them, whether to overwrite them. The removed
  * prompt goes back into the chat input; files left alone or not restored are listed in
@@ -39,7 +39,7 @@ export const LEAVE_ALONE = 'Leave Them Alone';
  */
 export async function rewind(ctx: CommandContext, request?: RewindRequest): Promise<RewindResult | undefined> {
   let chosen = request;
-  if (chosen?.steps === undefined) {
+  if (chosen?.steps === undefined && chosen?.messageId === undefined) {
     chosen = await pickRewind(ctx);
     if (chosen === undefined) {
       return undefined;

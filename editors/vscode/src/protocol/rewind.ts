@@ -25,6 +25,8 @@ export interface CheckpointList {
 
 export interface RewindRequest {
   steps?: number;
+  /** A prompt's id: back to just before it (the chat's "Rewind to here"). */
+  messageId?: number;
   restore?: RestoreMode;
   force?: boolean;
 }

@@ -9,11 +9,27 @@ export function forkable(message: WireMessage): Record<string, string> {
   return { 'data-vscode-context': JSON.stringify({ webviewSection: 'message', messageId: message.id }) };
 }
 
-/** The hover action of a prompt, a reply or a recap. */
-export function forkButton(id: number): HTMLElement {
+/**
+ * The hover actions of a prompt, a reply or a recap: Fork from here, and on a prompt
+ * (`rewind`) Rewind to here first.
+ */
+export function forkButton(id: number, rewind = false): HTMLElement {
   return h(
     'div',
-    { class: 'row-actions' },
+    { class: 'row-actions', role: 'toolbar', 'aria-label': 'Message actions' },
+    rewind
+      ? h(
+          'button',
+          {
+            class: 'icon-button rewind-here',
+            type: 'button',
+            'data-message-id': String(id),
+            title: 'Rewind to here: the conversation and files go back to before this prompt, which returns to the input to edit and resend',
+            'aria-label': 'Rewind to here',
+          },
+          icon(Icons.rewind),
+        )
+      : '',
     h(
       'button',
       {

@@ -17,6 +17,7 @@ import { Header, originName } from './header';
 import { PathLinks } from './paths';
 import { markdownBody } from './replyBody';
 import { Transcript } from './transcript';
+import { rovingActions } from './roving';
 import { handleTranscriptClicks } from './transcriptActions';
 import { renderQuestions, renderQueue } from './waiting';
 
@@ -306,6 +307,7 @@ handleTranscriptClicks(transcriptBox, {
   },
   toBottom: () => follower.toBottom(),
 });
+rovingActions(transcriptBox);
 
 const saved = vscode.getState();
 composer.restore(saved ? { text: saved.draft, chips: saved.chips ?? [] } : undefined);

@@ -26,12 +26,21 @@ md.linkify.set({ fuzzyLink: false, fuzzyEmail: false, fuzzyIP: false });
 const escape = md.utils.escapeHtml;
 
 const fence = md.renderer.rules.fence!;
+/** A file name in a fence's info string: a dot and an extension, no scheme. */
+const FENCE_PATH = /^(?![a-z][\w+.-]*:)[\w./\\-]*[\w-]\.[A-Za-z0-9]+$/;
 md.renderer.rules.fence = (tokens, index, options, env, self) => {
-  const language = tokens[index].info.trim().split(/\s+/)[0] ?? '';
+  const [language = '', ...rest] = tokens[index].info.trim().split(/\s+/);
   const label = escape(language || 'text');
+  // A block that names its file (```python src/app.py, or ```src/app.py) applies there.
+  const named = [language, ...rest].find((word) => FENCE_PATH.test(word));
+  const file = named ? ` data-file="${escape(named)}"` : '';
+  const apply = named ? `Apply the code to ${escape(named)} (a diff to approve)` : 'Apply the code to a file (a diff to approve)';
   return (
-    `<div class="code-block"><div class="code-head"><span class="code-lang">${label}</span>` +
-    `<button type="button" class="code-copy" title="Copy code">Copy</button></div>` +
+    `<div class="code-block"${file}><div class="code-head"><span class="code-lang">${label}</span>` +
+    '<span class="code-actions" role="toolbar" aria-label="Code actions">' +
+    `<button type="button" class="code-copy" title="Copy code">Copy</button>` +
+    `<button type="button" class="code-insert" title="Insert the code at the cursor of the last active editor">Insert</button>` +
+    `<button type="button" class="code-apply" title="${apply}">Apply</button></span></div>` +
     fence(tokens, index, options, env, self) +
     '</div>'
   );

@@ -14,7 +14,7 @@ export function renderPrompt(message: WireMessage): HTMLElement {
   if (mentions.length > 0 || blocks.length > 0) {
     bubble.append(h('div', { class: 'chips prompt-attachments' }, ...mentions.map(mentionChip), ...blocks.map(blockChip)));
   }
-  return h('div', { class: 'row user', 'data-id': String(message.id), 'data-role': 'user', ...forkable(message) }, forkButton(message.id), bubble);
+  return h('div', { class: 'row user', 'data-id': String(message.id), 'data-role': 'user', ...forkable(message) }, forkButton(message.id, true), bubble);
 }
 
 function mentionChip(mention: Mention): HTMLElement {

@@ -24,6 +24,24 @@ export function handleTranscriptClicks(box: HTMLElement, actions: TranscriptActi
       setTimeout(() => (copy.textContent = 'Copy'), 1200);
       return;
     }
+    const insert = target.closest('.code-insert');
+    if (insert) {
+      const code = insert.closest('.code-block')?.querySelector('code');
+      actions.post({ type: 'insertCode', text: code?.textContent ?? '' });
+      return;
+    }
+    const apply = target.closest('.code-apply');
+    if (apply) {
+      const block = apply.closest<HTMLElement>('.code-block');
+      const code = block?.querySelector('code');
+      actions.post({ type: 'applyCode', text: code?.textContent ?? '', path: block?.dataset.file });
+      return;
+    }
+    const rewind = target.closest<HTMLButtonElement>('.rewind-here');
+    if (rewind?.dataset.messageId) {
+      actions.post({ type: 'rewindTo', id: Number(rewind.dataset.messageId) });
+      return;
+    }
     const fork = target.closest<HTMLButtonElement>('.fork-here');
     if (fork?.dataset.messageId) {
       actions.post({ type: 'fork', id: Number(fork.dataset.messageId) });

@@ -83,6 +83,73 @@ local function yank_code()
   vim.api.nvim_echo({ { ("seri: yanked %s of %scode"):format(yanked, what) } }, false, {})
 end
 
+-- The window of a file (no chat, no float) the user was in last: where `gp` puts code.
+local last_code_win = nil ---@type integer?
+vim.api.nvim_create_autocmd("WinLeave", {
+  group = vim.api.nvim_create_augroup("seri_last_code_window", { clear = true }),
+  callback = function()
+    local win = vim.api.nvim_get_current_win()
+    if vim.bo.buftype == "" and vim.api.nvim_win_get_config(win).relative == "" then
+      last_code_win = win
+    end
+  end,
+})
+
+---Put the code block under the cursor below the cursor of the last code window, and go
+---there (as `p` would put a yanked block).
+local function insert_code()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines = code.block_at(draw.lines(), row)
+  if not lines then
+    require("seri.notice").say("No code block under the cursor.")
+    return
+  end
+  local win = last_code_win
+  if not (win and vim.api.nvim_win_is_valid(win)) then
+    require("seri.notice").say("No code window to insert into: open a file first.")
+    return
+  end
+  local buf = vim.api.nvim_win_get_buf(win)
+  if not vim.bo[buf].modifiable then
+    require("seri.notice").say("The last code window's buffer cannot be changed.")
+    return
+  end
+  local at = vim.api.nvim_win_get_cursor(win)[1]
+  vim.api.nvim_buf_set_lines(buf, at, at, false, lines)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { at + 1, 0 })
+end
+
+---Rewind to before the prompt under the cursor, once confirmed: the conversation and
+---the files go back, and the prompt returns to the input to edit and send again.
+local function rewind_here()
+  local id = draw.message_under_cursor()
+  local prompt = nil
+  for _, msg in ipairs(state.messages) do
+    if msg.id == id and msg.role == "user" and not msg.kind then
+      prompt = msg
+    end
+  end
+  local project = require("seri.client").current()
+  if not prompt or not project then
+    require("seri.notice").say(
+      "Put the cursor on one of your prompts to rewind to before it.",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  vim.ui.select({ "Rewind", "Cancel" }, {
+    prompt = "Rewind to before this prompt? It and what follows leave the conversation; "
+      .. "the files its tasks changed go back.",
+    kind = "seri_rewind_here",
+  }, function(choice)
+    if choice == "Rewind" then
+      local rewind = require("seri.rewind")
+      rewind.run(project, { message_id = prompt.id, restore = "both" })
+    end
+  end)
+end
+
 ---Go to the next (`1`) or previous (`-1`) heading: a prompt, a reply, a recap.
 ---@param direction integer
 local function jump_turn(direction)
@@ -203,6 +270,22 @@ M.list = {
     desc = "seri: yank the code block under the cursor",
     help = "yank the code block under the cursor",
     hint = { bar = "chat", word = "yank code", rank = 2 },
+  },
+  {
+    option = "insert_code",
+    modes = "n",
+    buffers = { "chat" },
+    run = insert_code,
+    desc = "seri: put the code block under the cursor into the last code window",
+    help = "put the code block under the cursor into the last code window",
+  },
+  {
+    option = "rewind_here",
+    modes = "n",
+    buffers = { "chat" },
+    run = rewind_here,
+    desc = "seri: rewind to before the prompt under the cursor",
+    help = "rewind to before the prompt under the cursor (it returns to the input)",
   },
   {
     option = "next_turn",

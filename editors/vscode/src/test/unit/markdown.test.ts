@@ -25,6 +25,18 @@ suite('markdown', () => {
     assert.ok(html.includes('&quot;&lt;hi&gt;&quot;') && !html.includes('<hi>'), html);
   });
 
+  test('code blocks offer Insert and Apply, and a block that names its file applies there', () => {
+    const named = renderMarkdown('```python src/app.py\nx = 1\n```');
+    assert.ok(named.includes('<div class="code-block" data-file="src/app.py">'), named);
+    assert.ok(named.includes('class="code-insert"') && named.includes('class="code-apply"'), named);
+    assert.ok(named.includes('role="toolbar"'), named);
+    for (const info of ['python', 'text', '', 'https://x.io/a.py']) {
+      const html = renderMarkdown('```' + info + '\nx = 1\n```');
+      assert.ok(!html.includes('data-file'), html);
+      assert.ok(html.includes('class="code-apply" title="Apply the code to a file'), html);
+    }
+  });
+
   test('file names and bare domains are no web links; only links with a scheme are', () => {
     const html = renderMarkdown('See app.py, main.rs, README.md and example.com, or https://example.com/a.py.');
     assert.ok(!html.includes('http://'), html);
