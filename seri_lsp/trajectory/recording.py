@@ -428,7 +428,7 @@ class Recordings:
         if compacted:
             return await self._before_compaction(session_id, conversation)
         if trajectory_id is not None:
-            chosen: str | None = await self.io(self.store.resolve, trajectory_id)
+            chosen = await self.io(self.store.resolve, trajectory_id)
         else:
             if session_id is not None:
                 session: str | None = (await self.io(self.sessions.resolve, session_id)).id
@@ -440,34 +440,15 @@ class Recordings:
                 and conversation is not None
                 and conversation.session_id == session
             ):
-                chosen = recorder.trajectory_id
+                latest = recorder.trajectory_id
             elif session is not None:
-                chosen = await self.io(self.store.latest_of, session)
+                latest = await self.io(self.store.latest_of, session)
             else:
-                chosen = None
-            if chosen is None:
-                return Trajectory(
-                    id=None,
-                    session_id=session,
-                    recording=False,
-                    header=None,
-                    events=[],
-                    recordings=[],
-                )
-        info = await self.io(self.store.info, chosen)
-        assert info is not None
-        events = await self.io(self.store.events, chosen)
-        siblings = await self.io(self.store.recordings, info.session_id)
-        return Trajectory(
-            id=info.id,
-            session_id=info.session_id,
-            started_at=info.started_at,
-            updated_at=info.updated_at,
-            recording=chosen in self._active,
-            header=info.header,
-            events=events,
-            recordings=siblings,
-        )
+                latest = None
+            if latest is None:
+                return _nothing_recorded(session)
+            chosen = latest
+        return await self._trajectory(chosen, await self.io(self.store.events, chosen))
 
     async def _before_compaction(
         self, session_id: str | None, conversation: Any | None
@@ -478,15 +459,12 @@ class Recordings:
             session = conversation.session_id if conversation is not None else None
         found = await self.io(self.store.before_compaction, session) if session else None
         if found is None:
-            return Trajectory(
-                id=None,
-                session_id=session,
-                recording=False,
-                header=None,
-                events=[],
-                recordings=[],
-            )
+            return _nothing_recorded(session)
         chosen, events = found
+        return await self._trajectory(chosen, events)
+
+    async def _trajectory(self, chosen: str, events: list[Any]) -> Trajectory:
+        """Recording `chosen` with `events`, and the other recordings of its session."""
         info = await self.io(self.store.info, chosen)
         assert info is not None
         siblings = await self.io(self.store.recordings, info.session_id)
@@ -535,3 +513,15 @@ def _names(items: list[str]) -> str:
     if len(items) > _LOG_NAMES:
         shown += f" and {len(items) - _LOG_NAMES} more"
     return shown
+
+
+def _nothing_recorded(session_id: str | None) -> Trajectory:
+    """The answer for a session with no recording (or none of what was asked)."""
+    return Trajectory(
+        id=None,
+        session_id=session_id,
+        recording=False,
+        header=None,
+        events=[],
+        recordings=[],
+    )
