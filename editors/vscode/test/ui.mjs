@@ -1145,7 +1145,8 @@ async function searchSessions({ page, config, shot }) {
   const input = page.locator('.quick-input-widget .quick-input-box input');
   await page.locator('.quick-input-widget', { hasText: 'Search Sessions' }).waitFor({ timeout: 10_000 });
   await input.pressSequentially(seeded.query, { delay: 40 });
-  const answer = pickRows(page).filter({ hasText: 'decoded in src/lexer.py' });
+  // The rows follow the typing: wait for the answer to the whole query (both words marked).
+  const answer = pickRows(page).filter({ hasText: 'decoded in src/lexer.py' }).filter({ hasText: '«escapes»' });
   await answer.waitFor({ timeout: 20_000 });
   await pickRows(page).filter({ hasText: 'Where does the tokenizer handle' }).waitFor();
   const shown = await answer.innerText();
