@@ -34,7 +34,7 @@ class EditResult:
     reason: str = ""
 
 
-QuestionKind = Literal["write", "memory", "checks"]
+QuestionKind = Literal["write", "memory", "checks", "command"]
 
 
 @dataclass(frozen=True)
