@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
+from seri_lsp.agent.command_rules import CommandRules, Pattern
 from seri_lsp.files import NotRegularFile, open_regular
 from seri_lsp.limits import MAX_TURNS, lone_surrogate
 from seri_lsp.profile import CONFIG_NAME
@@ -350,6 +351,13 @@ class Settings:
     run_permission: Permission = setting(
         "permissions.run", "ask", _permission, "one of allow, ask, deny"
     )
+    command_rules: CommandRules = setting(
+        "permissions.commands",
+        CommandRules(),
+        _object,
+        "an object {allow, deny} of lists of command patterns",
+        read=lambda raw, problems: _command_rules(raw, problems),
+    )
     checks: tuple[CheckSetting, ...] = setting(
         "checks",
         (),
@@ -642,6 +650,44 @@ def _with_guess(key: str, known: Sequence[str]) -> str:
         close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.75)
         guess = close[0] if close else None
     return f"{key} (did you mean {guess}?)" if guess else str(key)
+
+
+def _command_rules(raw: Any, problems: list[str]) -> CommandRules:
+    """`permissions.commands`: its `allow` and `deny` lists (and `workspaceAllow`, the
+    allow rules VS Code found in the workspace's own settings); a bad entry is reported
+    and dropped."""
+    if not isinstance(raw, dict):
+        problems.append(
+            "Setting permissions.commands must be an object {allow, deny} of lists of "
+            f"command patterns, got {raw!r}; no command rules apply."
+        )
+        return CommandRules()
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("allow", "deny", "workspaceAllow"):
+        value = raw.get(key, [])
+        if not isinstance(value, list):
+            problems.append(
+                f"Setting permissions.commands.{key} must be a list of command patterns, "
+                f"got {value!r}; ignored."
+            )
+            value = []
+        kept: list[str] = []
+        for entry in value:
+            if isinstance(entry, str) and Pattern.parse(entry) is not None:
+                kept.append(entry.strip())
+            else:
+                problems.append(
+                    f"Setting permissions.commands.{key} holds {entry!r}, which is no "
+                    "command pattern; ignored."
+                )
+        lists[key] = tuple(kept)
+    unknown = sorted(set(raw) - {"allow", "deny", "workspaceAllow"})
+    if unknown:
+        problems.append(
+            f"Unknown keys in permissions.commands: {', '.join(map(str, unknown))}. "
+            "They are ignored."
+        )
+    return CommandRules(lists["allow"], lists["deny"], lists["workspaceAllow"])
 
 
 def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:
