@@ -128,7 +128,10 @@ def test_the_parser_is_imported_only_when_a_line_is_judged() -> None:
     import subprocess
     import sys
 
-    code = "import seri_lsp.agent.command_gate, seri_lsp.settings, sys; print('bashlex' in sys.modules)"
+    code = (
+        "import seri_lsp.agent.command_gate, seri_lsp.settings, sys; "
+        "print('bashlex' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -167,7 +170,7 @@ async def test_a_deny_rule_refuses_even_under_allow() -> None:
         await CommandGate("allow", host, "s", RULES).check("npm test; git push", ".")
     await CommandGate("allow", host, "s", RULES).check("rm -rf build", ".")
     assert host.questions == []
-    with pytest.raises(Denied, match="permissions.run is 'deny'"):
+    with pytest.raises(Denied, match=r"permissions\.run is 'deny'"):
         await CommandGate("deny", host, "s", RULES).check("npm test", ".")
 
 
