@@ -28,11 +28,19 @@ export const OPTION_SETTINGS = [
   'profileRoot',
 ] as const;
 
+/**
+ * `permissions.commands`: sent as well, but split by the level that sets it (the user's
+ * allow rules apart from the workspace's, see commandRules.ts).
+ */
+export const COMMAND_RULES_SETTING = 'permissions.commands';
+
 /** The language client's trace of the messages (read by vscode-languageclient itself, live). */
 export const TRACE_SETTING = 'trace.server';
 
 /** The settings whose change offers a restart: all but tracing, which is live. */
-export const STARTUP_SETTINGS = [...new Set(['server', ...OPTION_SETTINGS.map((key) => key.split('.')[0])])];
+export const STARTUP_SETTINGS = [
+  ...new Set(['server', ...[...OPTION_SETTINGS, COMMAND_RULES_SETTING].map((key) => key.split('.')[0])]),
+];
 
 /** The full id of a setting under `seri.`, as the Settings editor opens it. */
 export function settingId(key: string): string {

@@ -4,8 +4,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import { type CommandRulesOption, commandRulesOption } from './commandRules';
 import type { KeyStoreOption } from './keyStore';
-import { OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
+import { COMMAND_RULES_SETTING, OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
 
 /** Initialization options as the server reads them (settings it has not been given are left out). */
 export interface InitializationOptions {
@@ -18,7 +19,7 @@ export interface InitializationOptions {
     promptCache?: 'auto' | 'on' | 'off';
     cacheTtl?: '5m' | '1h';
   };
-  permissions?: { write?: 'allow' | 'ask' | 'deny' };
+  permissions?: { write?: 'allow' | 'ask' | 'deny'; commands?: CommandRulesOption };
   maxTurns?: number;
   resumeOnOpen?: boolean;
   profileRoot?: string;
@@ -59,6 +60,10 @@ export function readSettings(folder: vscode.WorkspaceFolder | undefined = projec
     if (value !== undefined) {
       placeAt(options, key, key === 'profileRoot' && typeof value === 'string' ? expandHome(value, folder) : value);
     }
+  }
+  const rules = commandRulesOption(config.inspect<unknown>(COMMAND_RULES_SETTING));
+  if (rules !== undefined) {
+    placeAt(options, COMMAND_RULES_SETTING, rules);
   }
   const command = config.get<unknown>(ServerSetting.command);
   const python = config.get<unknown>(ServerSetting.python);
