@@ -112,6 +112,13 @@ RULES = CommandRules(allow=("npm test", "npm run *", "echo *", "cd *"), deny=("g
         ("$CMD test", "ask"),
         ("f() { npm test; }; f", "ask"),
         ("FOO=1", "ask"),
+        ("/usr/bin/git push", "deny"),
+        ("command /usr/bin/git push -f", "deny"),
+        ("\\git push", "deny"),
+        ('g"i"t push', "deny"),
+        ("echo a\ngit push", "deny"),
+        ("echo > $(git push)", "deny"),
+        ("bash <<EOF\ngit push\nEOF", "ask"),
     ],
 )
 def test_the_verdict_on_a_line(line: str, decision: str) -> None:
@@ -170,6 +177,12 @@ async def test_a_deny_rule_refuses_even_under_allow() -> None:
         await CommandGate("allow", host, "s", RULES).check("npm test; git push", ".")
     await CommandGate("allow", host, "s", RULES).check("rm -rf build", ".")
     assert host.questions == []
+    # What deny rules cannot look at whole is asked about, under allow too.
+    host = Answering(ALLOW_ONCE, ALLOW_ONCE)
+    await CommandGate("allow", host, "s", RULES).check('eval "$X"', ".")
+    await CommandGate("allow", host, "s", RULES).check("echo 'unterminated", ".")
+    assert len(host.questions) == 2
+    await CommandGate("allow", host, "s", CommandRules()).check('eval "$X"', ".")
     with pytest.raises(Denied, match=r"permissions\.run is 'deny'"):
         await CommandGate("deny", host, "s", RULES).check("npm test", ".")
 

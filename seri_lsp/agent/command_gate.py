@@ -1,7 +1,9 @@
 """The gate every `run` tool call passes: `permissions.run`, the command rules
 (`permissions.commands`, see command_rules.py), then the user's answer.
 
-`deny` runs no command. `allow` runs every command except those a deny rule refuses.
+`deny` runs no command. `allow` runs every command except those a deny rule refuses (a
+line deny rules cannot look at whole, unparseable or with an `eval`, is asked about when
+there are deny rules).
 `ask` (the default) runs a line without asking when every simple command of it matches
 an allow rule (the settings', the session's, or the workspace's once agreed) and none a
 deny rule; a deny match refuses the whole line; otherwise the chat's approval card (kind
@@ -26,6 +28,7 @@ from seri_lsp.agent.command_rules import (
     SessionRules,
     Verdict,
     decide,
+    judged,
     suggested_pattern,
 )
 from seri_lsp.agent.tools import Denied
@@ -101,8 +104,10 @@ class CommandGate:
         verdict = decide(command, self.rules, extra)
         if verdict.decision == "deny":
             raise Denied(f"a deny rule refuses this command: {verdict.reason}")
-        if self.policy == "allow" or verdict.decision == "allow":
+        if verdict.decision == "allow":
             return
+        if self.policy == "allow" and (judged(verdict) or not self.rules.deny):
+            return  # (where deny rules could not look at all of it, it is asked about)
         await self._ask(command, cwd, verdict)
 
     async def _workspace_allow(self) -> tuple[str, ...]:

@@ -18,7 +18,10 @@ the command exactly: `npm test` matches `npm test`, not `npm test --watch`.
 
 A line that cannot be parsed, and a part whose meaning rules cannot judge (`eval`,
 `sh -c`, `source`, a command name that is an expansion such as `$CMD`, a function
-definition), is never allowed by a rule; deny rules still refuse what they match.
+definition), is never allowed by a rule; deny rules still refuse what they match. Deny
+rules also look at a command named by its path (`/usr/bin/git push` as `git push`) and
+at the command a wrapper runs (`env FOO=1 git push`, `sudo git push`); they match words,
+so `git -C x push` is not `git push *` (a deny list is a guard rail, not a sandbox).
 """
 
 from __future__ import annotations
@@ -197,15 +200,19 @@ def _cannot_judge(words: Sequence[str]) -> str | None:
 
 def _unwrapped(words: tuple[str, ...]) -> Iterable[tuple[str, ...]]:
     """`words`, and the command a wrapper (`env FOO=1 git push`) runs, its options and
-    assignments skipped (for deny rules)."""
-    yield words
-    while words and words[0].rsplit("/", 1)[-1] in _WRAPPERS:
+    assignments skipped, each also with its command's path left out (`/usr/bin/git` as
+    `git`): what deny rules look at."""
+    while words:
+        yield words
+        name = words[0].rsplit("/", 1)[-1]
+        if name != words[0]:
+            yield (name, *words[1:])
+        if name not in _WRAPPERS:
+            return
         rest = words[1:]
         while rest and (rest[0].startswith("-") or "=" in rest[0] or rest[0].isdigit()):
             rest = rest[1:]
         words = rest
-        if words:
-            yield words
 
 
 def decide(line: str, rules: CommandRules, extra_allow: Sequence[str] = ()) -> Verdict:
@@ -237,6 +244,12 @@ def decide(line: str, rules: CommandRules, extra_allow: Sequence[str] = ()) -> V
     if unmatched:
         return Verdict("ask", split.parts, unmatched)
     return Verdict("allow", split.parts)
+
+
+def judged(verdict: Verdict) -> bool:
+    """Whether deny rules could look at the whole line: it parsed, and rules can judge
+    each of its parts."""
+    return verdict.error is None and all(part.unjudgeable is None for part in verdict.parts)
 
 
 def suggested_pattern(part: Part) -> str | None:
