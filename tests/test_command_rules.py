@@ -241,3 +241,12 @@ async def test_workspace_allow_rules_apply_only_once_agreed(tmp_path: Path) -> N
     host = Answering(IGNORE_WORKSPACE_RULES, ALLOW_ONCE)
     await CommandGate("ask", host, "s", changed, agreements, "/proj").check("make x", ".")
     assert host.questions[0].choices[0] == USE_WORKSPACE_RULES  # changed rules: asked again
+
+
+def test_the_choices_read_right_as_acp_permission_options() -> None:
+    from seri_lsp.acp.host import option_kind
+
+    card = [ALLOW_ONCE, allow_for_session(("npm run *",)), DENY]
+    assert [option_kind(c, card) for c in card] == ["allow_once", "allow_always", "reject_once"]
+    workspace = [USE_WORKSPACE_RULES, IGNORE_WORKSPACE_RULES]
+    assert [option_kind(c, workspace) for c in workspace] == ["allow_once", "reject_once"]

@@ -40,7 +40,7 @@ from seri_lsp.settings import Permission
 ALLOW_ONCE = "Allow once"
 DENY = "Deny"
 USE_WORKSPACE_RULES = "Use these rules"
-IGNORE_WORKSPACE_RULES = "Ignore them"
+IGNORE_WORKSPACE_RULES = "Don't use them"  # (a refusal to ACP's option kinds)
 NO_ANSWER = "the user did not answer the permission request"
 AGREEMENTS_NAME = "command-rules.json"
 
