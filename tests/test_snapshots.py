@@ -15,7 +15,7 @@ import pytest
 from seri_lsp.agent.checkpoints import TaskCheckpoint
 from seri_lsp.agent.disk import ToolThreads
 from seri_lsp.agent.rewind import Rewinder, file_plans
-from seri_lsp.agent.snapshots import CommandChanges, Snapshots, record_command
+from seri_lsp.agent.snapshots import CommandChanges, Snapshots, describe, record_command
 from seri_lsp.agent.workspace import Workspace
 from seri_lsp.host import Host
 from seri_lsp.store.checkpoints import CheckpointStore
@@ -94,6 +94,16 @@ async def test_a_command_s_created_changed_and_deleted_files_with_their_content_
         "src/gone.py": (b"x = 1\n", None),
     }
     assert all(f.real == workspace.resolve() / f.display for f in changes.files)
+    assert describe(changes) == "\n".join(
+        [
+            "Files changed by the command (5):",
+            "  changed: changed.txt",
+            "  deleted: deleted.bin",
+            "  changed: latin1.txt",
+            "  created: new.bin",
+            "  deleted: src/gone.py",
+        ]
+    )
     # The user's repository is untouched (nothing added to its index or objects).
     assert tree_digest(workspace / ".git") == user_git
     assert not (workspace / "vendor" / ".git" / "index").exists()
@@ -105,7 +115,8 @@ async def test_a_command_that_changes_nothing_reports_nothing(
     snapshots = Snapshots(tmp_path / "snapshots")
     for _ in range(2):  # the second time from the shadow repository already there
         snapshot = await snapshots.before(workspace)
-        assert await snapshots.after(snapshot, Workspace([workspace])) == CommandChanges()
+        changes = await snapshots.after(snapshot, Workspace([workspace]))
+        assert changes == CommandChanges() and describe(changes) is None
 
 
 async def test_a_failing_snapshot_degrades_to_changes_unknown(
@@ -118,6 +129,15 @@ async def test_a_failing_snapshot_degrades_to_changes_unknown(
     assert snapshot.note.startswith("Which files the command changed is unknown")
     changes = await Snapshots(blocked).after(snapshot, Workspace([workspace]))
     assert not changes.known and changes.note == snapshot.note and changes.files == ()
+    assert describe(changes) == snapshot.note
+
+    snapshots = Snapshots(tmp_path / "locked")
+    first = await snapshots.before(workspace)
+    assert first.git_dir is not None
+    (first.git_dir / "index.lock").write_text("")  # another process holds the index
+    (workspace / "kept.txt").write_text("changed\n")
+    locked = await snapshots.after(first, Workspace([workspace]))
+    assert not locked.known and "index.lock" in (locked.note or "")
 
     slow = await Snapshots(tmp_path / "s", timeout=0.000001).before(workspace)
     assert slow.tree is None and "took over" in (slow.note or "")

@@ -7,6 +7,14 @@ after (None: it was deleted). `record_command` puts those into the task's checkp
 (`FileChanges.command_changed`), so `/rewind` restores them like the write tools' edits,
 with the same conflict rule, and returns their display paths for `ToolOutcome.modified`.
 
+The `run` tool's part (one `Snapshots(<profile root>/snapshots)` per engine):
+
+    snapshot = await snapshots.before(root)          # root: the workspace folder of cwd
+    ...run the command...
+    result = await snapshots.after(snapshot, workspace)
+    modified = await record_command(tools.changes, result)   # -> ToolOutcome.modified
+    tail = describe(result)                          # lines for the result, or None
+
 How: a shadow git repository per workspace root under the profile root
 (`<profile>/snapshots/<sha of the root>.git`), driven through the `git` binary with
 `GIT_DIR` / `GIT_WORK_TREE`, as Cline does. `git add -A` + `git write-tree` is
@@ -154,6 +162,8 @@ class Snapshots:
         (git_dir / "seri-root").write_text(str(root), encoding="utf-8")
 
     def _tree(self, git_dir: Path, root: Path) -> str:
+        # --ignore-errors: an unreadable file is skipped, not the snapshot; anything
+        # fatal (a locked index: another seri on this workspace) fails it.
         self._git(git_dir, root, "add", "-A", "--ignore-errors", ".", check=False)
         return self._git(git_dir, root, "write-tree").decode().strip() or _EMPTY_TREE
 
@@ -227,9 +237,10 @@ class Snapshots:
             raise SnapshotFailed(f"git {args[0]} took over {self.timeout:g} s") from exc
         except FileNotFoundError as exc:
             raise SnapshotFailed("git is not installed") from exc
-        if check and done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()
-            raise SnapshotFailed(f"git {args[0]} failed: {why[-1] if why else done.returncode}")
+        why = done.stderr.decode(errors="replace").strip().splitlines()
+        if done.returncode != 0 and (check or any(line.startswith("fatal:") for line in why)):
+            fatal = [line for line in why if line.startswith("fatal:")] or why[-1:]
+            raise SnapshotFailed(f"git {args[0]} failed: {fatal[0] if fatal else done.returncode}")
         return done.stdout
 
 
@@ -254,7 +265,31 @@ def _diff_entries(listing: bytes) -> list[tuple[bytes, bytes, str, str, bytes]]:
 
 
 def _unknown(exc: BaseException) -> str:
-    return f"Which files the command changed is unknown: {exc}."
+    return f"Which files the command changed is unknown: {str(exc).rstrip('.')}."
+
+
+def describe(result: CommandChanges) -> str | None:
+    """The lines the `run` tool's result ends with: what the command changed, or why that
+    is unknown; None when it changed nothing."""
+    if not result.known:
+        return result.note
+    if not result.files:
+        return None
+    lines = [f"Files changed by the command ({len(result.files)}):"]
+    for changed in result.files:
+        kind = (
+            "created"
+            if changed.before is None
+            else "deleted"
+            if changed.after is None
+            else "changed"
+        )
+        if not changed.kept:
+            kind = "changed (too large to keep for rewind)"
+        lines.append(f"  {kind}: {changed.display}")
+    if result.note:
+        lines.append(result.note)
+    return "\n".join(lines)
 
 
 async def record_command(changes: FileChanges, result: CommandChanges) -> tuple[str, ...]:
