@@ -204,3 +204,29 @@ async def test_rewind_restores_a_command_s_changes_and_leaves_conflicts_alone(
         threads.shutdown()
         io.shutdown()
         db.close()
+
+
+async def test_a_file_a_tool_edited_before_the_command_goes_back_to_before_the_edit(
+    tmp_path: Path, workspace: Path
+) -> None:
+    db = Database.open(tmp_path / "seri.db")
+    io = Worker()
+    try:
+        sessions, store = SessionStore(db), CheckpointStore(db)
+        session_id = (await io(sessions.create, str(workspace))).id
+        task = TaskCheckpoint(await io(store.take, session_id, "p"), store, io, _Disk())
+        target = Workspace([workspace]).resolve("changed.txt")
+        await task.before(target, "before\n")  # the edit tool's change
+        (workspace / "changed.txt").write_text("edited\n")
+        await task.after(target, "edited\n")
+        snapshots = Snapshots(tmp_path / "snapshots")
+        snapshot = await snapshots.before(workspace)
+        (workspace / "changed.txt").write_text("formatted\n")  # then a command's
+        assert await record_command(task, await snapshots.after(snapshot, Workspace([workspace])))
+        [change] = (await io(store.session, session_id)).checkpoints[1].files
+        blobs = await io(store.blobs, [change.before, change.after])
+        assert blobs[change.before] == b"before\n"
+        assert blobs[change.after] == b"formatted\n"
+    finally:
+        io.shutdown()
+        db.close()
