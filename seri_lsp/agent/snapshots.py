@@ -37,6 +37,10 @@ bench row `snapshot` measures it against `git status` (docs/performance.md).
 - Every git call runs off the event loop with a time limit; a failure (no git binary, a
   huge tree, a timeout, a broken shadow repository) degrades to "changes unknown" with a
   note (`Snapshot.note` / `CommandChanges.note`) and never fails the command.
+- Two commands running at once in one workspace (parallel subagents) each see the
+  other's changes as their own; both are recorded, so a rewind still restores them.
+  Files excluded only by the user's `.git/info/exclude` are snapshotted (it is not read).
+  The shadow repository's objects are not pruned yet (`gc.auto` 0).
 """
 
 from __future__ import annotations
@@ -109,34 +113,32 @@ class Snapshots:
 
     async def before(self, root: Path) -> Snapshot:
         """Snapshot `root` before a command; never raises (a failure gives a note)."""
-        lock = self._locks.setdefault(root, asyncio.Lock())
-        async with lock:
-            try:
+        try:
+            root = await asyncio.to_thread(root.resolve)
+            async with self._locks.setdefault(root, asyncio.Lock()):
                 return await asyncio.to_thread(self._take, root)
-            except (SnapshotFailed, OSError) as exc:
-                return Snapshot(root, None, None, _unknown(exc))
+        except Exception as exc:  # any failure: the command runs, its changes unknown
+            return Snapshot(root, None, None, _unknown(exc))
 
     async def after(self, snapshot: Snapshot, workspace: Workspace) -> CommandChanges:
         """What changed in `snapshot.root` since it was taken; never raises."""
         if snapshot.tree is None or snapshot.git_dir is None:
             return CommandChanges(known=False, note=snapshot.note)
-        lock = self._locks.setdefault(snapshot.root, asyncio.Lock())
-        async with lock:
-            try:
+        try:
+            async with self._locks.setdefault(snapshot.root, asyncio.Lock()):
                 return await asyncio.to_thread(self._compare, snapshot, workspace)
-            except (SnapshotFailed, OSError) as exc:
-                return CommandChanges(known=False, note=_unknown(exc))
+        except Exception as exc:  # any failure: the command's result says so
+            return CommandChanges(known=False, note=_unknown(exc))
 
     # --- on a thread -------------------------------------------------------------------
 
     def git_dir(self, root: Path) -> Path:
-        key = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:24]
+        key = hashlib.sha256(os.fsencode(root)).hexdigest()[:24]
         return self.home / f"{key}.git"
 
     def _take(self, root: Path) -> Snapshot:
         if shutil.which("git") is None:
             raise SnapshotFailed("git is not installed")
-        root = root.resolve()
         git_dir = self.git_dir(root)
         if not (git_dir / "HEAD").is_file():
             self._init(git_dir, root)
