@@ -54,13 +54,23 @@ class TaskCheckpoint(FileChanges):
         return list(self._seen.values())
 
     async def before(self, target: WorkspacePath, current: str | None) -> None:
+        await self._before(target, None if current is None else encode(current))
+
+    async def command_changed(
+        self, target: WorkspacePath, before: bytes | None, after: bytes | None
+    ) -> None:
+        """A `run` command changed a file: recorded like a write tool's change, as bytes
+        (binary and non-UTF-8 content included; None: absent before, or deleted)."""
+        await self._before(target, before)
+        await self._after(target, after)
+
+    async def _before(self, target: WorkspacePath, data: bytes | None) -> None:
         key = str(target.real)
         if key in self._seen or self._gone:
             return
         # Claimed before the first wait, so a parallel subagent's write to the same path
         # never records a "before" that is already this task's own change.
         self._seen[key] = target.display
-        data = None if current is None else encode(current)
         try:
             kept = await self._io(
                 self._store.record_before, self.checkpoint.id, key, target.display, data
@@ -77,11 +87,14 @@ class TaskCheckpoint(FileChanges):
             )
 
     async def after(self, target: WorkspacePath, text: str) -> None:
+        await self._after(target, encode(text))
+
+    async def _after(self, target: WorkspacePath, data: bytes | None) -> None:
         key = str(target.real)
         if key not in self._seen or self._gone:
             return
         try:
-            await self._io(self._store.record_after, self.checkpoint.id, key, encode(text))
+            await self._io(self._store.record_after, self.checkpoint.id, key, data)
         except StoreBusy:
             # The write happened; a rewind will see the file as changed by someone else
             # and leave it alone unless forced. Better than failing a write that is done.

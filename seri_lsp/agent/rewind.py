@@ -505,10 +505,10 @@ class Rewinder:
         try:
             if content is None:
                 return await self._delete(path, display)
-            if self.host.writes_files:
-                return await _editor_change(self.host.write_file(path, decode(content)))
-            if current.text is not None and self.host.can_apply_edits:
-                text = decode(content)
+            text = _as_text(content)  # None: binary (a command's change), disk only
+            if text is not None and self.host.writes_files:
+                return await _editor_change(self.host.write_file(path, text))
+            if text is not None and current.text is not None and self.host.can_apply_edits:
                 end = len(current.text)
                 return await _editor_change(self.host.apply_edit(path, current.text, 0, end, text))
             await self.tasks.threads.run(disk.write_file, path, content)
@@ -597,6 +597,14 @@ def _refuse_outside(steps: int, plans: list[FilePlan], inside: list[bool]) -> No
             "nothing was changed. Open the folder again, or rewind the conversation alone "
             f"(/rewind {steps} conversation)."
         )
+
+
+def _as_text(content: bytes) -> str | None:
+    """Stored content as text, or None when it is not UTF-8 (a command wrote bytes)."""
+    try:
+        return decode(content)
+    except UnicodeDecodeError:
+        return None
 
 
 def _remove(path: Path, *, stop: Stop) -> None:

@@ -183,3 +183,8 @@ class FileChanges:
 
     async def after(self, target: WorkspacePath, text: str) -> None:
         """`target` now holds `text` (in the editor's buffer when open, else on disk)."""
+
+    async def command_changed(
+        self, target: WorkspacePath, before: bytes | None, after: bytes | None
+    ) -> None:
+        """A command changed `target` on disk: its bytes before and now (None: absent)."""
