@@ -565,6 +565,8 @@ class AgentLoop:
             if self.checks is not None:
                 self.checks.note_modified()
         path = (call.parsed_arguments() or {}).get("path")
+        if outcome.command is not None:
+            step.record("command", {"id": call.id, **outcome.command})
         if outcome.denial is not None:
             step.record("denial", {"tool": call.name, "path": path, "reason": outcome.denial})
             self.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")

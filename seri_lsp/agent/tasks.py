@@ -18,6 +18,8 @@ from pathlib import Path
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
 from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.checks import RunGate, TaskChecks
+from seri_lsp.agent.command_gate import CommandGate
+from seri_lsp.agent.commands import CommandRunner
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import (
     AgentLoop,
@@ -92,6 +94,7 @@ class Tasks:
         self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
         self._run_gates: dict[str, RunGate] = {}
+        self._command_gates: dict[str | None, CommandGate] = {}
         self.threads = ToolThreads()
 
     @property
@@ -250,6 +253,15 @@ class Tasks:
             self._run_gates[conversation.session_id] = gate
         return gate
 
+    def _command_gate(self, session_id: str | None) -> CommandGate:
+        """The `run` tool's gate of a session's task tree (a subagent's commands ask in
+        its parent's session, as its writes do)."""
+        gate = self._command_gates.get(session_id)
+        if gate is None:
+            gate = CommandGate(self.run_permission, self.host, session_id)
+            self._command_gates[session_id] = gate
+        return gate
+
     def _gate(self, conversation: Conversation) -> WriteGate:
         gate = self._gates.get(conversation.session_id)
         if gate is None:
@@ -290,6 +302,9 @@ class Tasks:
             subagent=run_subagent if slots is not None else None,
             remember=propose_memory,
             changes=changes,
+            run_command=CommandRunner(
+                self.workspace, self._command_gate(gate.session_id), self.threads
+            ).run,
         )
         return toolbox
 

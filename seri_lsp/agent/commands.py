@@ -1,0 +1,215 @@
+"""The `run` tool: one shell command line, run in the workspace for the model.
+
+The cwd is a folder of the workspace (default its root; one outside is refused and
+nothing runs), every command line passes the session's `CommandGate`, and the command
+runs as a process group of its own (`process`): stdin empty, a non-interactive
+environment (`NON_INTERACTIVE`), ended as a whole on its time limit, a cancel, or the
+user's stop. The model gets how it ended and the output bounded to its head and tail;
+the trajectory gets the whole output (elided there with its size when huge) in a
+`command` event.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.agent import process
+from seri_lsp.agent.command_gate import CommandGate
+from seri_lsp.agent.disk import Stop, ToolThreads
+from seri_lsp.agent.tools import Denied, ToolError, ToolOutcome
+from seri_lsp.agent.workspace import PathDenied, Workspace
+
+DEFAULT_TIMEOUT = 120
+MAX_TIMEOUT = 600
+# What the model is given of the output: its first and last bytes.
+MODEL_HEAD = 15_000
+MODEL_TAIL = 15_000
+# What the trajectory keeps whole; past it, only the size (as a recording elides).
+RECORD_LIMIT = 4 * 1024 * 1024
+
+NON_INTERACTIVE = {
+    "CI": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "NO_COLOR": "1",
+    "TERM": "dumb",
+}
+
+DESCRIPTION = (
+    "Run one shell command line in the workspace (/bin/sh -c; cmd or PowerShell on "
+    "Windows), e.g. to run the tests, a build or a linter, and get its exit code and "
+    "output (stdout and stderr together; a long output is cut to its head and tail). "
+    "stdin is empty: do not run interactive commands (editors, pagers, prompts, watch "
+    f"modes). cwd is a folder relative to the workspace root (default the root). timeout "
+    f"in seconds, default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT}; the command and what "
+    "it started are killed when it runs over. The user may be asked to allow it."
+)
+
+SCHEMA_PROPERTIES: dict[str, Any] = {
+    "command": {"type": "string", "description": "The command line."},
+    "cwd": {
+        "type": "string",
+        "description": "Folder to run in, relative to the workspace root (default '.').",
+    },
+    "timeout": {
+        "type": "number",
+        "minimum": 1,
+        "description": f"Seconds (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT}).",
+    },
+}
+
+
+def command_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment with the non-interactive settings over it."""
+    env = dict(os.environ if base is None else base)
+    env.update(NON_INTERACTIVE)
+    return env
+
+
+def omitted_line(size: int, lines: int) -> str:
+    """`[... 287,412 lines (1.9 MB) omitted ...]`"""
+    return f"[... {lines:,} lines ({_size(size)}) omitted ...]"
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+@dataclass(frozen=True)
+class CommandArgs:
+    """The checked arguments of one `run` call."""
+
+    command: str
+    cwd: str  # as given (or '.')
+    timeout: float
+    clamped: bool
+
+
+def parse_args(args: dict[str, Any]) -> CommandArgs:
+    """Check the model's arguments; ToolError on a bad one."""
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise ToolError("the argument 'command' must be a non-empty string.")
+    cwd = args.get("cwd")
+    if cwd is None or cwd == "":
+        cwd = "."
+    if not isinstance(cwd, str):
+        raise ToolError("the argument 'cwd' must be a string.")
+    timeout = args.get("timeout", DEFAULT_TIMEOUT)
+    if timeout is None:
+        timeout = DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ToolError("the argument 'timeout' must be a positive number of seconds.")
+    clamped = timeout > MAX_TIMEOUT
+    return CommandArgs(command, cwd, float(min(timeout, MAX_TIMEOUT)), clamped)
+
+
+def _resolve_folder(workspace: Workspace, raw: str, *, stop: Stop) -> tuple[Path, str]:
+    """On a tool thread: the real folder `raw` names and how to show it."""
+    target = workspace.resolve(raw)
+    if not target.real.is_dir():
+        raise ToolError(f"the cwd {target.display!r} is not a folder of the workspace.")
+    return target.real, target.display
+
+
+# Called with the output as it comes (the streaming to the editor plugs in here).
+OutputSink = Callable[[str, bytes], None]
+
+
+class CommandRunner:
+    """Runs the `run` tool's calls for one session's task tree."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        gate: CommandGate,
+        threads: ToolThreads,
+        *,
+        env: dict[str, str] | None = None,
+        on_output: OutputSink | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.gate = gate
+        self.threads = threads
+        self.env = env
+        self.on_output = on_output
+
+    async def run(self, args: dict[str, Any], call_id: str) -> ToolOutcome:
+        parsed = parse_args(args)
+        record: dict[str, Any] = {
+            "command": parsed.command,
+            "cwd": parsed.cwd,
+            "timeout": parsed.timeout,
+        }
+        try:
+            folder, display = await self.threads.run(_resolve_folder, self.workspace, parsed.cwd)
+        except PathDenied as exc:
+            reason = f"the cwd is refused: {exc}"
+            return _not_run(record, "refused", reason)
+        record["cwd"] = display
+        try:
+            await self.gate.check(parsed.command, display)
+        except Denied as exc:
+            outcome = _not_run(record, "denied", str(exc))
+            return ToolOutcome(
+                outcome.content, is_error=True, denial=str(exc), command=outcome.command
+            )
+        return await self._execute(parsed, folder, record, call_id)
+
+    async def _execute(
+        self, parsed: CommandArgs, folder: Path, record: dict[str, Any], call_id: str
+    ) -> ToolOutcome:
+        try:
+            started = await process.start(parsed.command, folder, command_env(self.env))
+        except OSError as exc:
+            raise ToolError(f"the command could not be started: {exc.strerror or exc}") from exc
+        model = process.BoundedOutput(MODEL_HEAD, MODEL_TAIL)
+        whole = process.BoundedOutput(RECORD_LIMIT, 0)
+        listeners = [model.add, whole.add]
+        if self.on_output is not None:
+            sink = self.on_output
+            listeners.append(lambda chunk: sink(call_id, chunk))
+        ended = await process.run(started, parsed.timeout, listeners)
+        if ended.timed_out:
+            first = f"timed out after {parsed.timeout:g} s"
+            how = "timed out"
+        else:
+            first = f"exit code {ended.exit_code}"
+            how = "exited"
+        if parsed.clamped:
+            first += f" (the timeout was clamped to {MAX_TIMEOUT} s)"
+        output = model.text(omitted_line)
+        content = f"{first}\n{output}" if output else f"{first}\n(no output)"
+        record.update(
+            {
+                "ended": how,
+                "exitCode": ended.exit_code,
+                "durationMs": round(ended.duration * 1000),
+                "clamped": parsed.clamped,
+                "outputBytes": whole.total,
+                "output": whole.text() if whole.whole else _elided(whole.total),
+                # The paths the command created, changed or deleted: filled in by the
+                # workspace snapshots (issue 34's snapshot part), empty until then.
+                "changed": [],
+            }
+        )
+        failed = ended.timed_out or ended.exit_code != 0
+        return ToolOutcome(content, is_error=failed, command=record)
+
+
+def _elided(size: int) -> dict[str, Any]:
+    return {"elided": True, "originalBytes": size}
+
+
+def _not_run(record: dict[str, Any], how: str, reason: str) -> ToolOutcome:
+    record.update({"ended": how, "reason": reason, "exitCode": None, "changed": []})
+    return ToolOutcome(f"not run ({how}): {reason}", is_error=True, command=record)
