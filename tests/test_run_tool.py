@@ -195,3 +195,54 @@ def test_windows_argv_and_tree_kill(monkeypatch) -> None:
     assert process.kill_tree_argv(42) == ["taskkill", "/T", "/F", "/PID", "42"]
     monkeypatch.setattr(process, "is_windows", lambda: False)
     assert process.shell_argv("ls") == ["/bin/sh", "-c", "ls"]
+
+
+async def test_output_streams_batched_while_it_runs(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    # 60 lines over about 1.5 s: far more writes than notifications.
+    script = "i=0; while [ $i -lt 60 ]; do echo line $i; i=$((i+1)); sleep 0.025; done"
+    provider.script(run(script), Text("ok"))
+    client = await start(agent)
+    await prompt(client, "go")
+    streamed = client.seri["seri/toolOutput"]
+    assert streamed and all(n["toolCallId"] == "r" for n in streamed)
+    session_id = (await command(client, "seri.session.get", {}))["session"]["id"]
+    assert {n["sessionId"] for n in streamed} == {session_id}
+    assert "".join(n["text"] for n in streamed) == "".join(f"line {i}\n" for i in range(60))
+    [record] = of_kind(await recording(client), "command")
+    seconds = record["durationMs"] / 1000
+    # At most ~10 a second (one more for the last flush).
+    assert len(streamed) <= seconds * 10 + 2, (len(streamed), seconds)
+    assert len(streamed) >= 3
+
+
+async def test_seri_tool_stop_stops_just_that_command(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        run("sleep 100 & echo $! > bg.pid; echo begun; sleep 100"), Text("the task went on")
+    )
+    client = await start(agent)
+    running = asyncio.ensure_future(prompt(client, "go"))
+    pid_file = workspace / "bg.pid"
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=15)
+    session_id = (await command(client, "seri.session.get", {}))["session"]["id"]
+    stopped = await command(client, "seri.tool.stop", {"sessionId": session_id, "toolCallId": "r"})
+    assert stopped == {"stopped": True}
+    result = await asyncio.wait_for(running, 15)
+    assert result["status"] == "done" and result["turns"] == 2
+    assert result_of(provider) == "stopped by the user\nbegun\n"
+    await wait_until(lambda: not alive(int(pid_file.read_text())), timeout=5)
+    [record] = of_kind(await recording(client), "command")
+    assert record["ended"] == "stopped"
+
+
+async def test_seri_tool_stop_of_an_unknown_call_is_a_clear_error(agent) -> None:
+    client = await agent()
+    try:
+        await command(client, "seri.tool.stop", {"sessionId": "nope", "toolCallId": "x"})
+    except Exception as exc:
+        assert "No command is running as tool call 'x'" in str(exc)
+    else:
+        raise AssertionError("seri.tool.stop of an unknown call answered")

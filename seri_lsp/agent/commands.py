@@ -11,8 +11,12 @@ the trajectory gets the whole output (elided there with its size when huge) in a
 
 from __future__ import annotations
 
+import asyncio
+import codecs
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,8 @@ from seri_lsp.agent.command_gate import CommandGate
 from seri_lsp.agent.disk import Stop, ToolThreads
 from seri_lsp.agent.tools import Denied, ToolError, ToolOutcome
 from seri_lsp.agent.workspace import PathDenied, Workspace
+from seri_lsp.errors import InvalidArgument
+from seri_lsp.events import Event, ToolOutput
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -121,8 +127,77 @@ def _resolve_folder(workspace: Workspace, raw: str, *, stop: Stop) -> tuple[Path
     return target.real, target.display
 
 
-# Called with the output as it comes (the streaming to the editor plugs in here).
-OutputSink = Callable[[str, bytes], None]
+# The streamed output: at most one `seri/toolOutput` per call this often (seconds).
+STREAM_INTERVAL = 0.1
+
+
+class OutputStream:
+    """Batches a running command's output into `ToolOutput` events, at most one each
+    `STREAM_INTERVAL` seconds; `close` sends what is left."""
+
+    def __init__(self, emit: Callable[[Event], None], session_id: str, call_id: str) -> None:
+        self._emit = emit
+        self._session_id = session_id
+        self._call_id = call_id
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._pending: list[str] = []
+        self._last = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def add(self, chunk: bytes) -> None:
+        text = self._decoder.decode(chunk)
+        if text:
+            self._pending.append(text)
+        if self._timer is None and self._pending:
+            delay = max(0.0, self._last + STREAM_INTERVAL - time.monotonic())
+            self._timer = asyncio.get_running_loop().call_later(delay, self._flush)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        tail = self._decoder.decode(b"", final=True)
+        if tail:
+            self._pending.append(tail)
+        self._flush()
+
+    def _flush(self) -> None:
+        self._timer = None
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._last = time.monotonic()
+        self._emit(ToolOutput(self._session_id, self._call_id, text))
+
+
+class RunningCommands:
+    """The `run` calls running now, by session and tool call id, for `seri.tool.stop`."""
+
+    def __init__(self) -> None:
+        self._stops: dict[tuple[str, str], asyncio.Event] = {}
+
+    @contextmanager
+    def running(self, session_id: str, call_id: str) -> Iterator[asyncio.Event]:
+        stop = asyncio.Event()
+        self._stops[(session_id, call_id)] = stop
+        try:
+            yield stop
+        finally:
+            self._stops.pop((session_id, call_id), None)
+
+    def stop(self, session_id: str, call_id: str) -> bool:
+        """Stop one running command (the task goes on); False when it was stopped
+        already. InvalidArgument when no command runs under these ids."""
+        stop = self._stops.get((session_id, call_id))
+        if stop is None:
+            raise InvalidArgument(
+                "toolCallId",
+                f"No command is running as tool call {call_id!r} of session {session_id!r}.",
+            )
+        if stop.is_set():
+            return False
+        stop.set()
+        return True
 
 
 class CommandRunner:
@@ -134,14 +209,18 @@ class CommandRunner:
         gate: CommandGate,
         threads: ToolThreads,
         *,
+        session_id: str,
+        emit: Callable[[Event], None],
+        running: RunningCommands,
         env: dict[str, str] | None = None,
-        on_output: OutputSink | None = None,
     ) -> None:
         self.workspace = workspace
         self.gate = gate
         self.threads = threads
+        self.session_id = session_id  # where the calls are (a subagent's own session)
+        self.emit = emit
+        self.running = running
         self.env = env
-        self.on_output = on_output
 
     async def run(self, args: dict[str, Any], call_id: str) -> ToolOutcome:
         parsed = parse_args(args)
@@ -174,12 +253,17 @@ class CommandRunner:
             raise ToolError(f"the command could not be started: {exc.strerror or exc}") from exc
         model = process.BoundedOutput(MODEL_HEAD, MODEL_TAIL)
         whole = process.BoundedOutput(RECORD_LIMIT, 0)
-        listeners = [model.add, whole.add]
-        if self.on_output is not None:
-            sink = self.on_output
-            listeners.append(lambda chunk: sink(call_id, chunk))
-        ended = await process.run(started, parsed.timeout, listeners)
-        if ended.timed_out:
+        stream = OutputStream(self.emit, self.session_id, call_id)
+        try:
+            with self.running.running(self.session_id, call_id) as stop:
+                listeners = [model.add, whole.add, stream.add]
+                ended = await process.run(started, parsed.timeout, listeners, stop)
+        finally:
+            stream.close()
+        if ended.stopped:
+            first = "stopped by the user"
+            how = "stopped"
+        elif ended.timed_out:
             first = f"timed out after {parsed.timeout:g} s"
             how = "timed out"
         else:

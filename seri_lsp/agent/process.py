@@ -89,6 +89,7 @@ class Ended:
     exit_code: int | None
     duration: float
     timed_out: bool
+    stopped: bool = False  # by `stop` (the user stopped this command)
 
 
 async def start(
@@ -166,7 +167,7 @@ async def run(
     reader = asyncio.ensure_future(_pump(process.stdout, listeners))
     waiter = asyncio.ensure_future(process.wait())
     stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    timed_out = False
+    timed_out = stopped = False
     try:
         deadline = started + timeout
         # Poll the return code too: before Python 3.12, wait() also waits for every pipe
@@ -177,6 +178,7 @@ async def run(
                 timed_out = True
                 break
             if stop is not None and stop.is_set():
+                stopped = True
                 break
             wanted: set[asyncio.Future[Any]] = {waiter}
             if stopper is not None:
@@ -197,8 +199,8 @@ async def run(
         waiter.cancel()
         if stopper is not None:
             stopper.cancel()
-    exit_code = None if timed_out else process.returncode
-    return Ended(exit_code, time.monotonic() - started, timed_out)
+    exit_code = None if timed_out or stopped else process.returncode
+    return Ended(exit_code, time.monotonic() - started, timed_out, stopped)
 
 
 async def _pump(stream: asyncio.StreamReader, listeners: Sequence[OutputListener]) -> None:

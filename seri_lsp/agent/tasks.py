@@ -19,7 +19,7 @@ from seri_lsp.agent.cancel import CancelScope, TaskCancelled
 from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.checks import RunGate, TaskChecks
 from seri_lsp.agent.command_gate import CommandGate
-from seri_lsp.agent.commands import CommandRunner
+from seri_lsp.agent.commands import CommandRunner, RunningCommands
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import (
     AgentLoop,
@@ -95,6 +95,7 @@ class Tasks:
         self._gates: dict[str, WriteGate] = {}
         self._run_gates: dict[str, RunGate] = {}
         self._command_gates: dict[str | None, CommandGate] = {}
+        self.commands = RunningCommands()
         self.threads = ToolThreads()
 
     @property
@@ -303,7 +304,12 @@ class Tasks:
             remember=propose_memory,
             changes=changes,
             run_command=CommandRunner(
-                self.workspace, self._command_gate(gate.session_id), self.threads
+                self.workspace,
+                self._command_gate(gate.session_id),
+                self.threads,
+                session_id=conversation.session_id,
+                emit=self.host.emit,
+                running=self.commands,
             ).run,
         )
         return toolbox
