@@ -171,6 +171,7 @@ class Engine:
                 recordings=self.recordings,
                 checks=self.settings.checks,
                 run_permission=self.settings.run_permission,
+                run_shell=self.settings.run_shell,
                 locks=self._locks,
             )
         return self._tasks

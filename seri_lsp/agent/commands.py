@@ -213,6 +213,7 @@ class CommandRunner:
         emit: Callable[[Event], None],
         running: RunningCommands,
         env: dict[str, str] | None = None,
+        shell: str = "cmd",
     ) -> None:
         self.workspace = workspace
         self.gate = gate
@@ -221,6 +222,7 @@ class CommandRunner:
         self.emit = emit
         self.running = running
         self.env = env
+        self.shell = shell  # run.shell: the Windows shell (POSIX: /bin/sh)
 
     async def run(self, args: dict[str, Any], call_id: str) -> ToolOutcome:
         parsed = parse_args(args)
@@ -248,7 +250,8 @@ class CommandRunner:
         self, parsed: CommandArgs, folder: Path, record: dict[str, Any], call_id: str
     ) -> ToolOutcome:
         try:
-            started = await process.start(parsed.command, folder, command_env(self.env))
+            argv = process.shell_argv(parsed.command, self.shell)
+            started = await process.start(argv, folder, command_env(self.env))
         except OSError as exc:
             raise ToolError(f"the command could not be started: {exc.strerror or exc}") from exc
         model = process.BoundedOutput(MODEL_HEAD, MODEL_TAIL)

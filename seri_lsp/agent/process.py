@@ -113,9 +113,10 @@ async def start(
     return await asyncio.create_subprocess_exec(*argv, **kwargs)
 
 
-def shell_argv(command: str, shell: str = "default") -> list[str]:
+def shell_argv(command: str, shell: str = "cmd") -> list[str]:
     """The argument list that runs one command line by the user's shell: `/bin/sh -c`
-    on POSIX; `cmd /c` on Windows, or PowerShell when `shell` is `powershell`."""
+    on POSIX; on Windows `cmd /c`, or PowerShell when `shell` (`run.shell`) is
+    `powershell`."""
     if not is_windows():
         return ["/bin/sh", "-c", command]
     if shell == "powershell":

@@ -45,7 +45,13 @@ from seri_lsp.errors import Busy
 from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Question, ask_user
-from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
+from seri_lsp.settings import (
+    SUBAGENT_MAX_TURNS,
+    CheckSetting,
+    Permission,
+    RunShell,
+    WritePermission,
+)
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
@@ -73,6 +79,7 @@ class Tasks:
         checkpoints: CheckpointKeeper | None = None,
         checks: tuple[CheckSetting, ...] = (),
         run_permission: Permission = "ask",
+        run_shell: RunShell = "cmd",
         locks: SessionLocks,
     ) -> None:
         self.provider = provider
@@ -87,6 +94,7 @@ class Tasks:
         self.recordings = recordings
         self.checks = checks
         self.run_permission = run_permission
+        self.run_shell = run_shell
         self.locks = locks
         self._running: CancelScope | None = None
         self._exclusive = False  # the running work is a rewind, which cannot be cancelled
@@ -310,6 +318,7 @@ class Tasks:
                 session_id=conversation.session_id,
                 emit=self.host.emit,
                 running=self.commands,
+                shell=self.run_shell,
             ).run,
         )
         return toolbox
