@@ -104,7 +104,7 @@ async def test_cancel_kills_the_command_and_its_background_child(
     client = await start(agent)
     running = asyncio.ensure_future(prompt(client, "go"))
     pid_file = workspace / "bg.pid"
-    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=15)
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=30)
     began = time.monotonic()
     assert (await command(client, "seri.cancel", {}))["cancelled"] is True
     assert (await asyncio.wait_for(running, 15))["status"] == "cancelled"
@@ -226,7 +226,7 @@ async def test_seri_tool_stop_stops_just_that_command(
     client = await start(agent)
     running = asyncio.ensure_future(prompt(client, "go"))
     pid_file = workspace / "bg.pid"
-    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=15)
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=30)
     session_id = (await command(client, "seri.session.get", {}))["session"]["id"]
     stopped = await command(client, "seri.tool.stop", {"sessionId": session_id, "toolCallId": "r"})
     assert stopped == {"stopped": True}

@@ -663,7 +663,11 @@ def describe_calls(calls: Sequence[ToolCall]) -> str:
     call = calls[0]
     arguments = call.parsed_arguments() or {}
     target = next(
-        (arguments[key] for key in ("path", "pattern") if isinstance(arguments.get(key), str)),
+        (
+            arguments[key]
+            for key in ("path", "pattern", "command")
+            if isinstance(arguments.get(key), str)
+        ),
         "",
     )
     return f"{call.name} {target[:120]}".strip()

@@ -110,7 +110,19 @@ async def start(
         kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
     else:
         kwargs["start_new_session"] = True  # its own process group, ended as a whole
-    return await asyncio.create_subprocess_exec(*argv, **kwargs)
+    creating = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **kwargs))
+    try:
+        return await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        # Cancelled while it was being started: it may be running already; end it.
+        with contextlib.suppress(BaseException):
+            started = await creating
+            waiter = asyncio.ensure_future(started.wait())
+            try:
+                await kill_group(started, waiter)
+            finally:
+                waiter.cancel()
+        raise
 
 
 def shell_argv(command: str, shell: str = "cmd") -> list[str]:
