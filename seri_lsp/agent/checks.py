@@ -5,8 +5,8 @@ When the model finishes a task (answers without tool calls) and the task modifie
 after the other, as a subprocess of its own process group: off the event loop, within
 its `timeout` (the whole group is killed when it runs over), its output kept bounded
 (the first and last `OUTPUT_HEAD` / `OUTPUT_TAIL` bytes). `seri.cancel` kills a running
-check the same way. Every result is recorded. Windows has no process groups to signal:
-there the check's own process is ended, and what it started in the background is not.
+check the same way. Every result is recorded. The process work (shared with the `run`
+tool) is `process`'s; on Windows the process tree is ended (`taskkill /T /F`).
 
 When a check fails, its output goes back to the model as a user message (`kind:
 "check"`) and the task goes on; the checks run again when the model finishes after
