@@ -171,6 +171,7 @@ class Engine:
                 recordings=self.recordings,
                 checks=self.settings.checks,
                 run_permission=self.settings.run_permission,
+                run_shell=self.settings.run_shell,
                 locks=self._locks,
             )
         return self._tasks
@@ -750,6 +751,13 @@ class Engine:
         """Stop the running task (or manual compaction); False if nothing was running.
         `stopping`: because the server stops (the task ends `interrupted`)."""
         return self._tasks is not None and self._tasks.cancel(stopping=stopping)
+
+    def stop_tool(self, session_id: str, tool_call_id: str) -> bool:
+        """Stop one running `run` command (the task goes on): `seri.tool.stop`."""
+        from seri_lsp.agent.commands import RunningCommands
+
+        running = self._tasks.commands if self._tasks is not None else RunningCommands()
+        return running.stop(session_id, tool_call_id)
 
     # --- checkpoints ------------------------------------------------------------------
 

@@ -61,6 +61,16 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """Output a running tool call (`run`) printed since the last one, for the editor to
+    show live (batched: a few a second at most)."""
+
+    session_id: str
+    tool_call_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class FileChange:
     """A file a tool changed: its absolute path, its text before (None: it was created)
     and after, and the 1-based line where the change starts."""
@@ -133,6 +143,7 @@ Event = (
     | Delta
     | ThinkingDelta
     | ToolStarted
+    | ToolOutput
     | FileChanged
     | Compacted
     | TurnEnded

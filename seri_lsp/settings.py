@@ -43,6 +43,9 @@ PERMISSIONS = ("allow", "ask", "deny")
 # provider.promptCache and provider.cacheTtl (see agent/provider/cache.py).
 PromptCache = Literal["auto", "on", "off"]
 PROMPT_CACHE_MODES = ("auto", "on", "off")
+# run.shell: which shell runs the `run` tool's command lines on Windows.
+RUN_SHELLS = ("cmd", "powershell")
+RunShell = Literal["cmd", "powershell"]
 CACHE_TTLS = ("5m", "1h")
 # A check runs at most this long unless its own `timeout` says otherwise (seconds).
 DEFAULT_CHECK_TIMEOUT = 120.0
@@ -119,6 +122,10 @@ def _permission(value: Any) -> bool:
 
 def _prompt_cache(value: Any) -> bool:
     return value in PROMPT_CACHE_MODES
+
+
+def _run_shell(value: Any) -> bool:
+    return value in RUN_SHELLS
 
 
 def _cache_ttl(value: Any) -> bool:
@@ -358,6 +365,7 @@ class Settings:
         "an object {allow, deny} of lists of command patterns",
         read=lambda raw, problems: _command_rules(raw, problems),
     )
+    run_shell: RunShell = setting("run.shell", "cmd", _run_shell, "one of cmd, powershell")
     checks: tuple[CheckSetting, ...] = setting(
         "checks",
         (),

@@ -41,6 +41,7 @@ SERI_NOTIFICATIONS = (
     "seri/compacted",
     "seri/turnEnded",
     "seri/status",
+    "seri/toolOutput",
 )
 CLIENTS = ("visual-studio-code", "neovim")
 HOLD = object()  # an answer to showMessageRequest that never comes

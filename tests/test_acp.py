@@ -731,3 +731,26 @@ async def test_sigterm_stops_the_agent_cleanly_mid_task(
         stalled.release.set()
     ended = events(configured, "task_ended", session_id)
     assert [e["status"] for e in ended] == ["cancelled"]
+
+
+async def test_a_run_call_streams_its_output_as_tool_call_update_content(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    write_config(
+        profile_root,
+        {"provider": provider_config(provider), "permissions": {"write": "allow", "run": "allow"}},
+    )
+    configured = profile_root
+    script = "for i in 1 2 3; do echo step $i; sleep 0.2; done"
+    provider.script(Calls([("r1", "run", {"command": script})]), Text("ran"))
+    async with start_acp(configured, workspace, fs=False) as agent:
+        session_id = await agent.new()
+        await agent.prompt(session_id, "run it")
+        client = agent.client
+    updates = client.tool_updates(session_id, "r1")
+    live = [u.content[0].content.text for u in updates if u.content and u.status is None]
+    assert live and live[-1] == "step 1\nstep 2\nstep 3\n"
+    assert len(live) >= 2
+    final = updates[-1]
+    assert final.status == "completed"
+    assert final.content[-1].content.text.startswith("exit code 0\nstep 1")

@@ -141,7 +141,16 @@ async def test_request_bodies_carry_tools_pin_sampling_knobs_and_effort(
     assert body["reasoning_effort"] == "high"
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     names = [tool["function"]["name"] for tool in body["tools"]]
-    assert names == ["read_file", "write_file", "edit", "list_dir", "grep", "task", "remember"]
+    assert names == [
+        "read_file",
+        "write_file",
+        "edit",
+        "list_dir",
+        "grep",
+        "task",
+        "remember",
+        "run",
+    ]
     assert body["messages"][0]["role"] == "system"
     assert body["messages"][1:] == [{"role": "user", "content": "hi"}]
     assert provider.headers[0]["Authorization"] == "Bearer test-key"

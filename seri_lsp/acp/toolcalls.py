@@ -38,6 +38,7 @@ _KINDS: dict[str, ToolKind] = {
     "grep": "search",
     "task": "think",
     "remember": "other",
+    "run": "execute",
 }
 _TITLE_CHARS = 80
 
@@ -91,6 +92,10 @@ def _title(name: str, args: dict[str, Any], path: str | None) -> str:
         return f"Subagent: {_first_text_line(args.get('prompt'))}"
     if name == "remember":
         return f"Remember: {_first_text_line(args.get('text'))}"
+    if name == "run":
+        cwd = args.get("cwd")
+        where = f" (in {cwd})" if isinstance(cwd, str) and cwd not in ("", ".") else ""
+        return f"Run `{_first_text_line(args.get('command'))}`{where}"
     return name
 
 

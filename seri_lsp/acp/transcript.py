@@ -55,6 +55,7 @@ from seri_lsp.events import (
     MessageStored,
     SessionChanged,
     ThinkingDelta,
+    ToolOutput,
     ToolStarted,
 )
 from seri_lsp.store.messages import ToolCall
@@ -71,6 +72,8 @@ Update = (
 
 # A message seri wrote for the model is shown up to this many characters.
 NOTE_CHARS = 4000
+# A running command's live output is shown up to its last this many characters.
+LIVE_OUTPUT_CHARS = 30_000
 
 
 def _nowhere(path: str) -> str | None:
@@ -88,6 +91,7 @@ class Transcript:
         self._calls: dict[str, ToolCall] = {}  # ACP tool call id -> the call
         self._changes: dict[str, FileChange] = {}  # model call id -> what it changed
         self._open: dict[str, str] = {}  # calls with no result yet: model id -> ACP id
+        self._output_so_far: dict[str, str] = {}  # a running command's output: ACP id -> text
         self._recap: dict[str, Any] | None = None
         self._streamed_text = False
         self._streamed_thinking = False
@@ -118,6 +122,8 @@ class Transcript:
         if isinstance(event, FileChanged):
             self._changes[event.call_id] = event.change
             return []
+        if isinstance(event, ToolOutput):
+            return self._output(event)
         if isinstance(event, MessageStored):
             return self._stored(event.message.to_wire())
         if isinstance(event, Compacted):
@@ -176,6 +182,23 @@ class Transcript:
         return [
             ToolCallProgress(
                 session_update="tool_call_update", tool_call_id=acp_id, status="in_progress"
+            )
+        ]
+
+    def _output(self, event: ToolOutput) -> list[Update]:
+        """A running command's output: the call's content, its last `LIVE_OUTPUT_CHARS`
+        (a tool call update's content replaces the one before)."""
+        acp_id = self._ids.get(event.tool_call_id)
+        if acp_id is None:
+            return []
+        text = self._output_so_far.get(acp_id, "") + event.text
+        text = text[-LIVE_OUTPUT_CHARS:]
+        self._output_so_far[acp_id] = text
+        return [
+            ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=acp_id,
+                content=[text_content(text)],
             )
         ]
 

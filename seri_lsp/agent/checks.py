@@ -5,8 +5,8 @@ When the model finishes a task (answers without tool calls) and the task modifie
 after the other, as a subprocess of its own process group: off the event loop, within
 its `timeout` (the whole group is killed when it runs over), its output kept bounded
 (the first and last `OUTPUT_HEAD` / `OUTPUT_TAIL` bytes). `seri.cancel` kills a running
-check the same way. Every result is recorded. Windows has no process groups to signal:
-there the check's own process is ended, and what it started in the background is not.
+check the same way. Every result is recorded. The process work (shared with the `run`
+tool) is `process`'s; on Windows the process tree is ended (`taskkill /T /F`).
 
 When a check fails, its output goes back to the model as a user message (`kind:
 "check"`) and the task goes on; the checks run again when the model finishes after
@@ -27,16 +27,12 @@ asked once per session through the editor ("Allow for this session" / "Deny").
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from seri_lsp.agent import process
 from seri_lsp.agent.cancel import CancelScope
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.events import Activity
@@ -47,49 +43,11 @@ from seri_lsp.store.messages import Message
 MAX_CHECK_ROUNDS = 3
 OUTPUT_HEAD = 3072
 OUTPUT_TAIL = 3072
-# After SIGTERM, how long a check's process group has before SIGKILL.
-KILL_GRACE = 2.0
-# After the check's own process ended, how long to wait for the rest of its output
-# (a background child it left may hold the pipe open forever).
-DRAIN_SECONDS = 1.0
-_POLL = 0.05
 
 ALLOW_FOR_SESSION = "Allow for this session"
 DENY = "Deny"
 # Why the checks did not run when nobody answered (no terminal, a dismissed dialog).
 NO_ANSWER = "the user did not answer the permission request"
-
-
-class _BoundedOutput:
-    """Keeps the first `head` and the last `tail` bytes of a stream, and counts it all."""
-
-    def __init__(self, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -> None:
-        self._head_limit = head
-        self._tail_limit = tail
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self._head_limit - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self._tail_limit:
-                del self.tail[: len(self.tail) - self._tail_limit]
-
-    def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        omitted = self.total - len(self.head) - len(self.tail)
-        if not self.tail:
-            return head
-        tail = self.tail.decode("utf-8", "replace")
-        if omitted <= 0:
-            return (self.head + self.tail).decode("utf-8", "replace")
-        return f"{head}\n[... {omitted} bytes of output omitted ...]\n{tail}"
 
 
 @dataclass(frozen=True)
@@ -136,91 +94,23 @@ class CheckResult:
 
 async def run_check(check: CheckSetting, cwd: Path) -> CheckResult:
     """Run one check to its end, its time limit, or a cancel (which kills it too)."""
-    started = time.monotonic()
-    kwargs: dict[str, Any] = {
-        "cwd": cwd,
-        "stdin": asyncio.subprocess.DEVNULL,
-        "stdout": asyncio.subprocess.PIPE,
-        "stderr": asyncio.subprocess.STDOUT,
-        "start_new_session": True,  # its own process group, killed as a whole
-    }
     try:
-        if isinstance(check.command, str):
-            process = await asyncio.create_subprocess_shell(check.command, **kwargs)
-        else:
-            process = await asyncio.create_subprocess_exec(*check.command, **kwargs)
+        started = await process.start(check.command, cwd)
     except OSError as exc:
         return CheckResult(
             check.name, check.display(), None, 0.0, False, "", 0, exc.strerror or str(exc)
         )
-    output = _BoundedOutput()
-    assert process.stdout is not None
-    reader = asyncio.ensure_future(_pump(process.stdout, output))
-    waiter = asyncio.ensure_future(process.wait())
-    timed_out = False
-    try:
-        deadline = started + check.timeout
-        # Poll the return code too: before Python 3.12, wait() also waits for every pipe
-        # to close, which a background child of the check may never do.
-        while process.returncode is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            await asyncio.wait({waiter}, timeout=min(remaining, _POLL * 20))
-        if timed_out:
-            await _kill_group(process, waiter)
-        else:
-            _stop_group(process, force=True)  # what it left running in the background
-        await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
-    except BaseException:
-        # Cancelled (seri.cancel): the check and everything it started go too.
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(_kill_group(process, waiter))
-        raise
-    finally:
-        reader.cancel()
-        waiter.cancel()
-    duration = time.monotonic() - started
+    output = process.BoundedOutput(OUTPUT_HEAD, OUTPUT_TAIL)
+    ended = await process.run(started, check.timeout, [output.add])
     return CheckResult(
         name=check.name,
         command=check.display(),
-        exit_code=None if timed_out else process.returncode,
-        duration=duration,
-        timed_out=timed_out,
+        exit_code=ended.exit_code,
+        duration=ended.duration,
+        timed_out=ended.timed_out,
         output=output.text(),
         output_bytes=output.total,
     )
-
-
-async def _pump(stream: asyncio.StreamReader, output: _BoundedOutput) -> None:
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        output.add(chunk)
-
-
-def _stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
-    """SIGTERM the check's process group (SIGKILL with `force`); on Windows, end the
-    check's process."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
-        elif process.returncode is None:
-            process.kill()
-
-
-async def _kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Future[Any]) -> None:
-    """SIGTERM the check's process group, then SIGKILL what is left after a grace."""
-    _stop_group(process, force=False)
-    deadline = time.monotonic() + KILL_GRACE
-    while process.returncode is None and time.monotonic() < deadline:
-        await asyncio.wait({waiter}, timeout=_POLL)
-    _stop_group(process, force=True)
-    deadline = time.monotonic() + KILL_GRACE
-    while process.returncode is None and time.monotonic() < deadline:
-        await asyncio.wait({waiter}, timeout=_POLL)
 
 
 class RunGate:

@@ -565,6 +565,8 @@ class AgentLoop:
             if self.checks is not None:
                 self.checks.note_modified()
         path = (call.parsed_arguments() or {}).get("path")
+        if outcome.command is not None:
+            step.record("command", {"id": call.id, **outcome.command})
         if outcome.denial is not None:
             step.record("denial", {"tool": call.name, "path": path, "reason": outcome.denial})
             self.host.log("info", f"Denied {call.name} of {path!r}: {outcome.denial}.")
@@ -661,7 +663,11 @@ def describe_calls(calls: Sequence[ToolCall]) -> str:
     call = calls[0]
     arguments = call.parsed_arguments() or {}
     target = next(
-        (arguments[key] for key in ("path", "pattern") if isinstance(arguments.get(key), str)),
+        (
+            arguments[key]
+            for key in ("path", "pattern", "command")
+            if isinstance(arguments.get(key), str)
+        ),
         "",
     )
     return f"{call.name} {target[:120]}".strip()

@@ -18,6 +18,8 @@ from pathlib import Path
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
 from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.checks import RunGate, TaskChecks
+from seri_lsp.agent.command_gate import CommandGate
+from seri_lsp.agent.commands import CommandRunner, RunningCommands
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import (
     AgentLoop,
@@ -43,7 +45,13 @@ from seri_lsp.errors import Busy
 from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Question, ask_user
-from seri_lsp.settings import SUBAGENT_MAX_TURNS, CheckSetting, Permission, WritePermission
+from seri_lsp.settings import (
+    SUBAGENT_MAX_TURNS,
+    CheckSetting,
+    Permission,
+    RunShell,
+    WritePermission,
+)
 from seri_lsp.store.locks import SessionLocks
 from seri_lsp.store.sessions import SessionStore
 from seri_lsp.store.worker import Worker
@@ -71,6 +79,7 @@ class Tasks:
         checkpoints: CheckpointKeeper | None = None,
         checks: tuple[CheckSetting, ...] = (),
         run_permission: Permission = "ask",
+        run_shell: RunShell = "cmd",
         locks: SessionLocks,
     ) -> None:
         self.provider = provider
@@ -85,6 +94,7 @@ class Tasks:
         self.recordings = recordings
         self.checks = checks
         self.run_permission = run_permission
+        self.run_shell = run_shell
         self.locks = locks
         self._running: CancelScope | None = None
         self._exclusive = False  # the running work is a rewind, which cannot be cancelled
@@ -92,6 +102,8 @@ class Tasks:
         self._notices = Notices()
         self._gates: dict[str, WriteGate] = {}
         self._run_gates: dict[str, RunGate] = {}
+        self._command_gates: dict[str | None, CommandGate] = {}
+        self.commands = RunningCommands()
         self.threads = ToolThreads()
 
     @property
@@ -250,6 +262,15 @@ class Tasks:
             self._run_gates[conversation.session_id] = gate
         return gate
 
+    def _command_gate(self, session_id: str | None) -> CommandGate:
+        """The `run` tool's gate of a session's task tree (a subagent's commands ask in
+        its parent's session, as its writes do)."""
+        gate = self._command_gates.get(session_id)
+        if gate is None:
+            gate = CommandGate(self.run_permission, self.host, session_id)
+            self._command_gates[session_id] = gate
+        return gate
+
     def _gate(self, conversation: Conversation) -> WriteGate:
         gate = self._gates.get(conversation.session_id)
         if gate is None:
@@ -290,6 +311,15 @@ class Tasks:
             subagent=run_subagent if slots is not None else None,
             remember=propose_memory,
             changes=changes,
+            run_command=CommandRunner(
+                self.workspace,
+                self._command_gate(gate.session_id),
+                self.threads,
+                session_id=conversation.session_id,
+                emit=self.host.emit,
+                running=self.commands,
+                shell=self.run_shell,
+            ).run,
         )
         return toolbox
 

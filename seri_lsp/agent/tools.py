@@ -52,6 +52,8 @@ class ToolOutcome:
     change: FileChange | None = None
     # A subagent's (`task`) outcome: the files (real paths) it changed through the editor.
     subagent_editor_paths: tuple[str, ...] = ()
+    # A `run` call's record (the trajectory's `command` event): what ran, how it ended.
+    command: dict[str, Any] | None = None
 
     @property
     def editor_paths(self) -> tuple[str, ...]:
@@ -167,10 +169,19 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
 }
 
+
+def _run_schema() -> dict[str, Any]:
+    from seri_lsp.agent import commands  # (it builds on this module)
+
+    return _schema("run", commands.DESCRIPTION, commands.SCHEMA_PROPERTIES, ["command"])
+
+
 WRITE_TOOLS = frozenset({"write_file", "edit"})
 
 SubagentRunner = Callable[[str], Awaitable[ToolOutcome]]
 MemoryProposer = Callable[[str], Awaitable[ToolOutcome]]
+# Runs a `run` call (its arguments, its call id): `commands.CommandRunner.run`.
+CommandRunning = Callable[[dict[str, Any], str], Awaitable[ToolOutcome]]
 
 
 # A write's text before and after goes with its question up to this many characters
@@ -276,6 +287,7 @@ class Toolbox:
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
         changes: FileChanges | None = None,
+        run_command: CommandRunning | None = None,
     ) -> None:
         self.workspace = workspace
         self.host = host
@@ -284,6 +296,7 @@ class Toolbox:
         self.changes = changes if changes is not None else FileChanges()
         self._subagent_runner = subagent
         self._memory_proposer = remember
+        self._run_command = run_command
 
     @property
     def names(self) -> list[str]:
@@ -293,11 +306,13 @@ class Toolbox:
             names.append("task")
         if self._memory_proposer is not None:
             names.append("remember")
+        if self._run_command is not None:
+            names.append("run")
         return names
 
     def schemas(self) -> list[dict[str, Any]]:
         """Tool definitions as sent in the request body."""
-        return [TOOL_SCHEMAS[name] for name in self.names]
+        return [_run_schema() if name == "run" else TOOL_SCHEMAS[name] for name in self.names]
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         """Run one call; every failure becomes an error result, never an exception."""
@@ -313,7 +328,12 @@ class Toolbox:
                 is_error=True,
             )
         try:
-            outcome: ToolOutcome = await getattr(self, f"_{call.name}")(args)
+            outcome: ToolOutcome
+            if call.name == "run":
+                assert self._run_command is not None
+                outcome = await self._run_command(args, call.id)
+            else:
+                outcome = await getattr(self, f"_{call.name}")(args)
         except Denied as exc:
             return ToolOutcome(f"Denied: {clean_text(str(exc))}.", is_error=True, denial=str(exc))
         except (ToolError, DiskError, search.PatternError) as exc:

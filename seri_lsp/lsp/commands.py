@@ -179,6 +179,12 @@ async def cancel(engine: Engine, args: dict[str, Any]) -> Any:
     return {"cancelled": engine.cancel()}
 
 
+async def tool_stop(engine: Engine, args: dict[str, Any]) -> Any:
+    session_id = required_text(args, "sessionId", MAX_SESSION_ID_CHARS)
+    call_id = required_text(args, "toolCallId", MAX_SESSION_ID_CHARS)
+    return {"stopped": engine.stop_tool(session_id, call_id)}
+
+
 async def trajectory(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.trajectory(optional_bool(args, "enabled"))
 
@@ -235,6 +241,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.checkpoints": checkpoints,
     "seri.maxTurns": max_turns,
     "seri.cancel": cancel,
+    "seri.tool.stop": tool_stop,
     "seri.trajectory": trajectory,
     "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,

@@ -21,6 +21,7 @@ from seri_lsp.events import (
     Event,
     MessageStored,
     SessionChanged,
+    ToolOutput,
     TurnEnded,
 )
 from seri_lsp.host import Answer, EditResult, Host, Level, ProgressReporter, Question
@@ -47,6 +48,7 @@ NOTIFICATIONS: dict[type, str] = {
     Compacted: "seri/compacted",
     TurnEnded: "seri/turnEnded",
     Activity: "seri/status",
+    ToolOutput: "seri/toolOutput",
 }
 
 _MESSAGE_TYPES = {

@@ -1,0 +1,248 @@
+"""The `run` tool: real commands through the real server, its results, bounds, time
+limit, cancel, cwd boundary and `permissions.run`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from seri_lsp.agent import process
+from seri_lsp.agent.commands import omitted_line, parse_args
+from tests.agent_helpers import prompt
+from tests.harness import command, wait_until
+from tests.scripted_provider import Calls, ScriptedProvider, Text
+from tests.trajectory_helpers import of_kind, recording
+
+
+def run(cmd: str, call_id: str = "r", **args: Any) -> Calls:
+    return Calls([(call_id, "run", {"command": cmd, **args})])
+
+
+async def start(agent, run_permission: str = "allow"):
+    return await agent(init_options={"permissions": {"write": "allow", "run": run_permission}})
+
+
+def result_of(provider: ScriptedProvider, request: int = 1) -> str:
+    return provider.requests[request]["messages"][-1]["content"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return fields[0] != "Z"
+
+
+async def test_exit_codes_output_and_the_record(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        run("echo out; echo err >&2; exit 3"), Text("saw it"), run("true", "r2"), Text("ok")
+    )
+    client = await start(agent)
+    assert (await prompt(client, "go"))["status"] == "done"
+    assert result_of(provider) == "exit code 3\nout\nerr\n"
+    assert (await prompt(client, "again"))["status"] == "done"
+    assert result_of(provider, 3) == "exit code 0\n(no output)"
+    first, second = of_kind(await recording(client), "command")
+    assert (first["command"], first["cwd"], first["timeout"]) == (
+        "echo out; echo err >&2; exit 3",
+        ".",
+        120,
+    )
+    assert (first["ended"], first["exitCode"], first["output"]) == ("exited", 3, "out\nerr\n")
+    assert first["changed"] == [] and isinstance(first["durationMs"], int)
+    assert second["exitCode"] == 0
+    tools = provider.requests[0]["tools"]
+    [schema] = [t for t in tools if t["function"]["name"] == "run"]
+    assert "stdin is empty" in schema["function"]["description"]
+
+
+async def test_stdin_is_at_end_and_the_env_is_not_interactive(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    script = (
+        "cat; echo CI=$CI PAGER=$PAGER GIT_PAGER=$GIT_PAGER GTP=$GIT_TERMINAL_PROMPT "
+        'NO_COLOR=$NO_COLOR TERM=$TERM; test -n "$PATH" && echo path'
+    )
+    provider.script(run(script, timeout=10), Text("ok"))
+    client = await start(agent)
+    began = time.monotonic()
+    assert (await prompt(client, "go"))["status"] == "done"
+    assert time.monotonic() - began < 8
+    assert result_of(provider) == (
+        "exit code 0\nCI=1 PAGER=cat GIT_PAGER=cat GTP=0 NO_COLOR=1 TERM=dumb\npath\n"
+    )
+
+
+async def test_a_timeout_kills_the_group_with_its_background_child_and_keeps_output(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        run("sleep 100 & echo $! > bg.pid; echo $$ > sh.pid; echo started; sleep 100", timeout=1),
+        Text("it timed out"),
+    )
+    client = await start(agent)
+    began = time.monotonic()
+    assert (await prompt(client, "go"))["status"] == "done"
+    assert time.monotonic() - began < 15
+    assert result_of(provider) == "timed out after 1 s\nstarted\n"
+    for name in ("sh.pid", "bg.pid"):
+        pid = int((workspace / name).read_text())
+        await wait_until(lambda pid=pid: not alive(pid), timeout=5)
+    [record] = of_kind(await recording(client), "command")
+    assert (record["ended"], record["exitCode"]) == ("timed out", None)
+
+
+async def test_cancel_kills_the_command_and_its_background_child(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(run("sleep 100 & echo $! > bg.pid; sleep 100"), Text("never"))
+    client = await start(agent)
+    running = asyncio.ensure_future(prompt(client, "go"))
+    pid_file = workspace / "bg.pid"
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=30)
+    began = time.monotonic()
+    assert (await command(client, "seri.cancel", {}))["cancelled"] is True
+    assert (await asyncio.wait_for(running, 15))["status"] == "cancelled"
+    assert time.monotonic() - began < 10
+    await wait_until(lambda: not alive(int(pid_file.read_text())), timeout=5)
+
+
+async def test_a_huge_output_is_bounded_for_the_model_and_recorded_with_its_size(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(run("seq 1 300000"), Text("long"))
+    client = await start(agent)
+    assert (await prompt(client, "go"))["status"] == "done"
+    content = result_of(provider)
+    assert content.startswith("exit code 0\n1\n2\n3\n") and content.endswith("\n300000\n")
+    assert len(content) < 31_000
+    assert " lines (" in content and "MB) omitted ...]" in content
+    [record] = of_kind(await recording(client), "command")
+    assert record["outputBytes"] == len("".join(f"{n}\n" for n in range(1, 300001)))
+
+
+def test_the_omitted_line_and_the_clamped_timeout() -> None:
+    assert omitted_line(2_000_000, 287_412) == "[... 287,412 lines (1.9 MB) omitted ...]"
+    parsed = parse_args({"command": "x", "timeout": 5000})
+    assert (parsed.timeout, parsed.clamped) == (600, True)
+    assert parse_args({"command": "x"}).timeout == 120
+
+
+async def test_a_clamped_timeout_is_said(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(run("echo hi", timeout=9999), Text("ok"))
+    client = await start(agent)
+    await prompt(client, "go")
+    assert result_of(provider) == "exit code 0 (the timeout was clamped to 600 s)\nhi\n"
+
+
+async def test_a_cwd_outside_the_workspace_is_refused_and_nothing_runs(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "sub").mkdir()
+    provider.script(
+        run("touch ran", cwd=".."), Text("refused"), run("pwd", "r2", cwd="sub"), Text("ok")
+    )
+    client = await start(agent)
+    await prompt(client, "go")
+    assert result_of(provider).startswith("not run (refused): the cwd is refused")
+    assert not (workspace.parent / "ran").exists()
+    await prompt(client, "again")
+    assert result_of(provider, 3) == f"exit code 0\n{workspace / 'sub'}\n"
+
+
+async def test_permissions_run_ask_allow_and_deny(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(run("touch one"), Text("a"), run("touch two", "r2"), Text("b"))
+    client = await start(agent, "ask")
+    client.answers.extend(["Allow once", "Deny"])
+    await prompt(client, "first")
+    assert (workspace / "one").exists()
+    await prompt(client, "second")
+    assert not (workspace / "two").exists()
+    assert result_of(provider, 3).startswith("not run (denied): the user denied this command")
+    asked = [r for r in client.message_requests if "touch" in r.message]
+    assert len(asked) == 2 and "`touch one`" in asked[0].message
+    rec = await recording(client)
+    [denial] = of_kind(rec, "denial")
+    assert denial["tool"] == "run" and "denied" in denial["reason"]
+    assert [c["ended"] for c in of_kind(rec, "command")] == ["exited", "denied"]
+
+
+async def test_permissions_run_deny_runs_nothing(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(run("touch ran"), Text("a"))
+    client = await start(agent, "deny")
+    await prompt(client, "go")
+    assert not (workspace / "ran").exists() and client.message_requests == []
+    assert "permissions.run is 'deny'" in result_of(provider)
+
+
+def test_windows_argv_and_tree_kill(monkeypatch) -> None:
+    monkeypatch.setattr(process, "is_windows", lambda: True)
+    monkeypatch.setenv("COMSPEC", r"C:\Windows\system32\cmd.exe")
+    assert process.shell_argv("dir") == [r"C:\Windows\system32\cmd.exe", "/d", "/s", "/c", "dir"]
+    assert process.shell_argv("ls", "powershell")[0] == "powershell.exe"
+    assert process.shell_argv("ls", "powershell")[-1] == "ls"
+    assert process.kill_tree_argv(42) == ["taskkill", "/T", "/F", "/PID", "42"]
+    monkeypatch.setattr(process, "is_windows", lambda: False)
+    assert process.shell_argv("ls") == ["/bin/sh", "-c", "ls"]
+
+
+async def test_output_streams_batched_while_it_runs(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    # 60 lines over about 1.5 s: far more writes than notifications.
+    script = "i=0; while [ $i -lt 60 ]; do echo line $i; i=$((i+1)); sleep 0.025; done"
+    provider.script(run(script), Text("ok"))
+    client = await start(agent)
+    await prompt(client, "go")
+    streamed = client.seri["seri/toolOutput"]
+    assert streamed and all(n["toolCallId"] == "r" for n in streamed)
+    session_id = (await command(client, "seri.session.get", {}))["session"]["id"]
+    assert {n["sessionId"] for n in streamed} == {session_id}
+    assert "".join(n["text"] for n in streamed) == "".join(f"line {i}\n" for i in range(60))
+    [record] = of_kind(await recording(client), "command")
+    seconds = record["durationMs"] / 1000
+    # At most ~10 a second (one more for the last flush).
+    assert len(streamed) <= seconds * 10 + 2, (len(streamed), seconds)
+    assert len(streamed) >= 3
+
+
+async def test_seri_tool_stop_stops_just_that_command(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        run("sleep 100 & echo $! > bg.pid; echo begun; sleep 100"), Text("the task went on")
+    )
+    client = await start(agent)
+    running = asyncio.ensure_future(prompt(client, "go"))
+    pid_file = workspace / "bg.pid"
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=30)
+    session_id = (await command(client, "seri.session.get", {}))["session"]["id"]
+    stopped = await command(client, "seri.tool.stop", {"sessionId": session_id, "toolCallId": "r"})
+    assert stopped == {"stopped": True}
+    result = await asyncio.wait_for(running, 15)
+    assert result["status"] == "done" and result["turns"] == 2
+    assert result_of(provider) == "stopped by the user\nbegun\n"
+    await wait_until(lambda: not alive(int(pid_file.read_text())), timeout=5)
+    [record] = of_kind(await recording(client), "command")
+    assert record["ended"] == "stopped"
+
+
+async def test_seri_tool_stop_of_an_unknown_call_is_a_clear_error(agent) -> None:
+    client = await agent()
+    try:
+        await command(client, "seri.tool.stop", {"sessionId": "nope", "toolCallId": "x"})
+    except Exception as exc:
+        assert "No command is running as tool call 'x'" in str(exc)
+    else:
+        raise AssertionError("seri.tool.stop of an unknown call answered")
