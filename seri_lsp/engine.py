@@ -172,6 +172,7 @@ class Engine:
                 checks=self.settings.checks,
                 run_permission=self.settings.run_permission,
                 run_shell=self.settings.run_shell,
+                command_rules=self.settings.command_rules,
                 locks=self._locks,
             )
         return self._tasks

@@ -24,8 +24,9 @@ from typing import Any
 from seri_lsp.agent import process
 from seri_lsp.agent.command_gate import CommandGate
 from seri_lsp.agent.disk import Stop, ToolThreads
+from seri_lsp.agent.snapshots import Snapshot, Snapshots, describe, record_command
 from seri_lsp.agent.tools import Denied, ToolError, ToolOutcome
-from seri_lsp.agent.workspace import PathDenied, Workspace
+from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.events import Event, ToolOutput
 
@@ -214,7 +215,9 @@ class CommandRunner:
         running: RunningCommands,
         env: dict[str, str] | None = None,
         shell: str = "cmd",
+        snapshots: Snapshots | None = None,
     ) -> None:
+        self.snapshots = snapshots  # what each command changed, for the result and rewind
         self.workspace = workspace
         self.gate = gate
         self.threads = threads
@@ -224,7 +227,8 @@ class CommandRunner:
         self.env = env
         self.shell = shell  # run.shell: the Windows shell (POSIX: /bin/sh)
 
-    async def run(self, args: dict[str, Any], call_id: str) -> ToolOutcome:
+    async def run(self, args: dict[str, Any], call_id: str, changes: FileChanges) -> ToolOutcome:
+        """Run one call; `changes` (the task's checkpoint) gets what the command changed."""
         parsed = parse_args(args)
         record: dict[str, Any] = {
             "command": parsed.command,
@@ -244,11 +248,20 @@ class CommandRunner:
             return ToolOutcome(
                 outcome.content, is_error=True, denial=str(exc), command=outcome.command
             )
-        return await self._execute(parsed, folder, record, call_id)
+        return await self._execute(parsed, folder, record, call_id, changes)
 
     async def _execute(
-        self, parsed: CommandArgs, folder: Path, record: dict[str, Any], call_id: str
+        self,
+        parsed: CommandArgs,
+        folder: Path,
+        record: dict[str, Any],
+        call_id: str,
+        changes: FileChanges,
     ) -> ToolOutcome:
+        snapshot = None
+        if self.snapshots is not None:
+            root = self.workspace.real_root_of(folder) or folder
+            snapshot = await self.snapshots.before(root)
         try:
             argv = process.shell_argv(parsed.command, self.shell)
             started = await process.start(argv, folder, command_env(self.env))
@@ -261,8 +274,13 @@ class CommandRunner:
             with self.running.running(self.session_id, call_id) as stop:
                 listeners = [model.add, whole.add, stream.add]
                 ended = await process.run(started, parsed.timeout, listeners, stop)
+        except BaseException:
+            # Cancelled: what the command changed until then is still kept for rewind.
+            await self._changed(snapshot, changes)
+            raise
         finally:
             stream.close()
+        changed, note = await self._changed(snapshot, changes)
         if ended.stopped:
             first = "stopped by the user"
             how = "stopped"
@@ -276,6 +294,8 @@ class CommandRunner:
             first += f" (the timeout was clamped to {MAX_TIMEOUT} s)"
         output = model.text(omitted_line)
         content = f"{first}\n{output}" if output else f"{first}\n(no output)"
+        if note:
+            content = f"{content}\n\n{note}"
         record.update(
             {
                 "ended": how,
@@ -284,13 +304,22 @@ class CommandRunner:
                 "clamped": parsed.clamped,
                 "outputBytes": whole.total,
                 "output": whole.text() if whole.whole else _elided(whole.total),
-                # The paths the command created, changed or deleted: filled in by the
-                # workspace snapshots (issue 34's snapshot part), empty until then.
-                "changed": [],
+                # The paths the command created, changed or deleted.
+                "changed": list(changed),
             }
         )
         failed = ended.timed_out or ended.exit_code != 0
-        return ToolOutcome(content, is_error=failed, command=record)
+        return ToolOutcome(content, is_error=failed, modified=changed, command=record)
+
+    async def _changed(
+        self, snapshot: Snapshot | None, changes: FileChanges
+    ) -> tuple[tuple[str, ...], str | None]:
+        """What the command changed since `snapshot` (recorded in the task's checkpoint,
+        so `/rewind` restores it), and the lines the result ends with."""
+        if self.snapshots is None or snapshot is None:
+            return (), None
+        result = await self.snapshots.after(snapshot, self.workspace)
+        return await record_command(changes, result), describe(result)
 
 
 def _elided(size: int) -> dict[str, Any]:

@@ -56,6 +56,8 @@ from pathlib import Path
 from seri_lsp.agent.workspace import FileChanges, Workspace, WorkspacePath
 
 # Seconds one git call may take before the snapshot is given up.
+# The folder of the profile that holds the shadow repositories.
+SNAPSHOTS_NAME = "snapshots"
 GIT_TIMEOUT = 20.0
 # A changed file bigger than this is listed but its content not kept for rewind.
 MAX_FILE_BYTES = 8 * 1024 * 1024

@@ -18,7 +18,8 @@ from pathlib import Path
 from seri_lsp.agent.cancel import CancelScope, TaskCancelled
 from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.checks import RunGate, TaskChecks
-from seri_lsp.agent.command_gate import CommandGate
+from seri_lsp.agent.command_gate import CommandGate, WorkspaceAgreements
+from seri_lsp.agent.command_rules import CommandRules
 from seri_lsp.agent.commands import CommandRunner, RunningCommands
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import (
@@ -29,6 +30,7 @@ from seri_lsp.agent.loop import (
     record_compaction_failed,
 )
 from seri_lsp.agent.provider import Provider
+from seri_lsp.agent.snapshots import SNAPSHOTS_NAME, Snapshots
 from seri_lsp.agent.tools import Denied, Toolbox, ToolError, ToolOutcome, WriteGate
 from seri_lsp.agent.workspace import FileChanges, Workspace
 from seri_lsp.context.compaction import (
@@ -80,6 +82,7 @@ class Tasks:
         checks: tuple[CheckSetting, ...] = (),
         run_permission: Permission = "ask",
         run_shell: RunShell = "cmd",
+        command_rules: CommandRules | None = None,
         locks: SessionLocks,
     ) -> None:
         self.provider = provider
@@ -95,6 +98,8 @@ class Tasks:
         self.checks = checks
         self.run_permission = run_permission
         self.run_shell = run_shell
+        self.command_rules = command_rules or CommandRules()
+        self.snapshots = Snapshots(profile_root / SNAPSHOTS_NAME)
         self.locks = locks
         self._running: CancelScope | None = None
         self._exclusive = False  # the running work is a rewind, which cannot be cancelled
@@ -267,7 +272,15 @@ class Tasks:
         its parent's session, as its writes do)."""
         gate = self._command_gates.get(session_id)
         if gate is None:
-            gate = CommandGate(self.run_permission, self.host, session_id)
+            root = self.workspace.root
+            gate = CommandGate(
+                self.run_permission,
+                self.host,
+                session_id,
+                self.command_rules,
+                WorkspaceAgreements(self.profile_root),
+                project=str(root) if root is not None else "",
+            )
             self._command_gates[session_id] = gate
         return gate
 
@@ -319,6 +332,7 @@ class Tasks:
                 emit=self.host.emit,
                 running=self.commands,
                 shell=self.run_shell,
+                snapshots=self.snapshots,
             ).run,
         )
         return toolbox

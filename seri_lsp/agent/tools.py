@@ -181,7 +181,7 @@ WRITE_TOOLS = frozenset({"write_file", "edit"})
 SubagentRunner = Callable[[str], Awaitable[ToolOutcome]]
 MemoryProposer = Callable[[str], Awaitable[ToolOutcome]]
 # Runs a `run` call (its arguments, its call id): `commands.CommandRunner.run`.
-CommandRunning = Callable[[dict[str, Any], str], Awaitable[ToolOutcome]]
+CommandRunning = Callable[[dict[str, Any], str, FileChanges], Awaitable[ToolOutcome]]
 
 
 # A write's text before and after goes with its question up to this many characters
@@ -331,7 +331,7 @@ class Toolbox:
             outcome: ToolOutcome
             if call.name == "run":
                 assert self._run_command is not None
-                outcome = await self._run_command(args, call.id)
+                outcome = await self._run_command(args, call.id, self.changes)
             else:
                 outcome = await getattr(self, f"_{call.name}")(args)
         except Denied as exc:
