@@ -122,7 +122,8 @@ class AcpSession:
     cancels: int = 0
     # The cancel count as each prompt not yet handled arrived, in the order they came.
     arrivals: deque[int] = field(default_factory=deque)
-    # Done when the last prompt queued so far has ended (prompts run one at a time, in order).
+    # Done once the last prompt queued so far has ended (prompts run one at a time, in
+    # order): the next prompt waits for it.
     tail: asyncio.Future[None] | None = None
 
 
@@ -406,16 +407,14 @@ class SeriAgent:
             previous, mine = session.tail, asyncio.get_running_loop().create_future()
             session.tail = mine
             try:
-                return await self._prompt_in_turn(session, prompt, mark, previous)
+                response = await self._prompt_in_turn(session, prompt, mark, previous)
             finally:
                 # One refused early (an empty prompt) still ends after those before it.
                 if previous is None or previous.done():
                     mine.set_result(None)
                 else:
                     previous.add_done_callback(lambda _: mine.set_result(None))
-                if session.tail is mine:
-                    session.tail = None
-        raise AssertionError("unreachable")  # acp_errors raises  # pragma: no cover
+        return response
 
     async def _prompt_in_turn(
         self,
