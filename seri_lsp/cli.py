@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -357,10 +358,12 @@ def _acp(args: argparse.Namespace) -> int:
         )
     code = serve(AgentOptions(profile_root=args.profile_root, max_turns=args.max_turns))
     # Every session is closed. End now: a tool thread stuck in a system call (a FIFO
-    # being read) must not keep the agent alive after its client has gone.
+    # being read) must not keep the agent alive after its client has gone. The client may
+    # have closed stdout (the pipe's transport then closed sys.stdout): nothing to flush.
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(ValueError, OSError):
+            stream.flush()
     os._exit(code)
 
 

@@ -435,11 +435,12 @@ class Engine:
         return await self.sessions.recent(limit, all_projects)
 
     async def sessions_page(
-        self, project: str | None, offset: int, limit: int
+        self, project: str | None, offset: int, limit: int, *, with_messages: bool = False
     ) -> tuple[list[Session], bool]:
         """A page of the sessions of any `project` (every project's when None), most
-        recently touched first, and whether more follow."""
-        return await self.sessions.page(project, offset, limit)
+        recently touched first, and whether more follow (only sessions that hold a
+        message with `with_messages`: ACP's list, whose pickers show titles)."""
+        return await self.sessions.page(project, offset, limit, with_messages=with_messages)
 
     async def session_view(
         self,

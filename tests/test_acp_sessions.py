@@ -16,6 +16,7 @@ from acp import RequestError
 from seri_lsp.context.pairing import INTERRUPTED
 from seri_lsp.profile import DB_NAME
 from seri_lsp.store.database import Database
+from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
 from tests.acp_client import HOLD, start_acp, until, within, write_config
 from tests.agent_helpers import FILLER, SUMMARY
@@ -241,13 +242,16 @@ async def test_closing_a_session_lets_another_process_open_it(
 
 
 async def test_sessions_are_listed_by_project(
-    configured: Path, workspace: Path, tmp_path: Path
+    configured: Path, workspace: Path, tmp_path: Path, provider: ScriptedProvider
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    provider.script(Text("one"), Text("two"), Text("three"))
     async with start_acp(configured, workspace) as agent:
         here = {await agent.new(), await agent.new()}
         there = await agent.new(elsewhere)
+        for session_id in (*here, there):  # an empty session is not listed
+            await agent.prompt(session_id, "hello")
         listed = await agent.conn.list_sessions(cwd=str(workspace))
         everything = await agent.conn.list_sessions()
     assert {s.session_id for s in listed.sessions} == here
@@ -264,6 +268,8 @@ async def test_the_session_list_comes_in_pages_newest_first(
     store = SessionStore(db)
     here = [store.create(str(workspace.resolve()), title=f"here {n}").id for n in range(130)]
     there = [store.create(str(elsewhere.resolve())).id for _ in range(5)]
+    for session_id in here + there:  # an empty session is not listed
+        store.append(session_id, Message(role="user", content="hello"))
     db.close()
     async with start_acp(configured, workspace) as agent:
         first = await agent.conn.list_sessions(cwd=str(workspace))

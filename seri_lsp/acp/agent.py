@@ -30,8 +30,9 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,13 @@ class AcpSession:
     engine: Engine
     host: AcpHost
     task: asyncio.Future[PromptOutcome | SlashAnswer] | None = None
-    cancelled: bool = False
+    # How many session/cancel came; a prompt is cancelled by one that came after it.
+    cancels: int = 0
+    # The cancel count as each prompt not yet handled arrived, in the order they came.
+    arrivals: deque[int] = field(default_factory=deque)
+    # Done once the last prompt queued so far has ended (prompts run one at a time, in
+    # order): the next prompt waits for it.
+    tail: asyncio.Future[None] | None = None
 
 
 class _Notices(Host):
@@ -352,13 +359,17 @@ class SeriAgent:
             catalog = await self._ready()
             project = str(await project_folder(cwd)) if cwd is not None else None
             offset = _offset(cursor)
-            page, more = await catalog.sessions_page(project, offset, SESSIONS_PAGE)
+            # Only sessions with a message: a client's picker (CodeCompanion's /resume)
+            # shows each by its title, which an empty session has not got yet.
+            page, more = await catalog.sessions_page(
+                project, offset, SESSIONS_PAGE, with_messages=True
+            )
         return ListSessionsResponse(
             sessions=[
                 SessionInfo(
                     session_id=s.id,
                     cwd=s.project,
-                    title=s.title or None,
+                    title=s.title or f"Untitled session of {s.created_at[:16]}",
                     updated_at=s.updated_at,
                     field_meta={
                         "seri": {
@@ -385,39 +396,62 @@ class SeriAgent:
     async def prompt(
         self, prompt: list[ContentBlock], session_id: str, **kwargs: Any
     ) -> PromptResponse:
+        """Run a prompt; one sent while another runs in the session waits for it (and
+        those before it), in the order they came. A session/cancel ends the running
+        prompt and every one waiting."""
         with acp_errors():
             session = self._session(session_id)
-            _refuse_if_busy(session)
-            # `received` cleared `cancelled` when this request arrived: a session/cancel
-            # sent after it counts, even one handled before its task runs.
-            # Resource links are shown relative to the project: their links are followed
-            # (the disk is read) on a thread.
-            text = await asyncio.to_thread(prompt_text, prompt, session.project)
-            text = check_text("prompt", text, MAX_PROMPT_CHARS)
-            if not text:
-                raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
-            session = self._session(session_id)  # still open after the wait
-            _refuse_if_busy(session)
-            if session.cancelled:
-                return PromptResponse(stop_reason="cancelled")
-            session.host.shown.clear()
-            task = asyncio.ensure_future(session.engine.prompt(text))
-            session.task = task
+            # `received` noted the cancel count when this request arrived: a session/cancel
+            # sent after it counts, even one handled before this handler runs.
+            mark = session.arrivals.popleft() if session.arrivals else session.cancels
+            previous, mine = session.tail, asyncio.get_running_loop().create_future()
+            session.tail = mine
             try:
-                # Shielded: if the client goes away mid-task, the task still ends in order.
-                result = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                session.engine.cancel()
-                await asyncio.wait({task}, timeout=CANCEL_GRACE)
-                raise
+                response = await self._prompt_in_turn(session, prompt, mark, previous)
             finally:
-                session.task = None
+                # One refused early (an empty prompt) still ends after those before it.
+                if previous is None or previous.done():
+                    mine.set_result(None)
+                else:
+                    previous.add_done_callback(lambda _: mine.set_result(None))
+        return response
+
+    async def _prompt_in_turn(
+        self,
+        session: AcpSession,
+        prompt: list[ContentBlock],
+        mark: int,
+        previous: asyncio.Future[None] | None,
+    ) -> PromptResponse:
+        # Resource links are shown relative to the project: their links are followed
+        # (the disk is read) on a thread.
+        text = await asyncio.to_thread(prompt_text, prompt, session.project)
+        text = check_text("prompt", text, MAX_PROMPT_CHARS)
+        if not text:
+            raise InvalidArgument("prompt", "The prompt is empty; say what to do.")
+        if previous is not None:
+            await asyncio.shield(previous)  # the prompts before this one have ended
+        session = self._session(session.id)  # still open after the wait
+        if session.cancels != mark:
+            return PromptResponse(stop_reason="cancelled")
+        session.host.shown.clear()
+        task = asyncio.ensure_future(session.engine.prompt(text))
+        session.task = task
+        try:
+            # Shielded: if the client goes away mid-task, the task still ends in order.
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            session.engine.cancel()
+            await asyncio.wait({task}, timeout=CANCEL_GRACE)
+            raise
+        finally:
+            session.task = None
         if isinstance(result, SlashAnswer):
             note = command_note(result)
             if note and note not in session.host.shown:  # not said twice
                 session.host.note(note, "command")
         stop: StopReason = (
-            "cancelled" if session.cancelled else STOP_REASONS.get(result.status, "end_turn")
+            "cancelled" if session.cancels != mark else STOP_REASONS.get(result.status, "end_turn")
         )
         await session.host.flush()
         outcome: dict[str, Any] = {"status": result.status}
@@ -431,23 +465,22 @@ class SeriAgent:
 
     def received(self, message: dict[str, Any]) -> None:
         """A message from the client, as it arrives, before it is dispatched (in order:
-        requests run concurrently once dispatched). A prompt clears its session's
-        `cancelled` here, so a session/cancel sent after it cancels it however the two
-        handlers interleave."""
+        requests run concurrently once dispatched). A prompt's cancel count is noted here,
+        so a session/cancel sent after it cancels it however the two handlers interleave."""
         if message.get("method") != "session/prompt":
             return
         params = message.get("params")
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         session = self._sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is not None and session.task is None:
-            session.cancelled = False
+        if session is not None:
+            session.arrivals.append(session.cancels)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
         if session is None:
             logger.info("session/cancel for unknown session %s ignored", session_id)
             return
-        session.cancelled = True
+        session.cancels += 1
         if not session.engine.cancel() and session.task is not None:
             # The prompt's task is still starting (its session opening): it is cancelled
             # as soon as it runs.
@@ -577,11 +610,6 @@ def _offset(cursor: str | None) -> int:
     if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):
         raise InvalidArgument("cursor", f"Unknown cursor {cursor!r}; pass a nextCursor as given.")
     return int(cursor)
-
-
-def _refuse_if_busy(session: AcpSession) -> None:
-    if session.task is not None:
-        raise Busy("A prompt is running in this session; wait for it or cancel it.")
 
 
 async def _cancel_once_running(session: AcpSession, task: asyncio.Future[Any]) -> None:

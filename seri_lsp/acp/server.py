@@ -1,6 +1,7 @@
 """`seri-lsp acp`: the ACP agent on stdin/stdout, until the client hangs up.
 
-The agent also stops cleanly on SIGINT and SIGTERM, as when the editor goes: running
+The agent stops cleanly, with exit status 0, however the client goes: its stdin ends,
+its stdout is closed (the TypeScript SDK closes both), SIGINT, SIGTERM or SIGHUP. Running
 tasks are cancelled and stored as such, every session is let go, the store is closed.
 
 Every line the client sends is looked at before the ACP SDK reads it: a line that is not
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +46,8 @@ async def _serve(options: AgentOptions) -> int:
         run_agent(agent, stdout, checked, use_unstable_protocol=True)  # type: ignore[arg-type]
     )
     on_stop_signals(lambda _signal: serving.cancel())
+    _on_hangup(serving.cancel)
+    _on_output_gone(stdout, serving.cancel)
     try:
         with contextlib.suppress(asyncio.CancelledError):
             await serving
@@ -51,6 +55,29 @@ async def _serve(options: AgentOptions) -> int:
         gate.cancel()
         await agent.close()
     return 0
+
+
+def _on_hangup(stop: Callable[[], object]) -> None:
+    """SIGHUP (the terminal or the editor that started the agent went) stops it too."""
+    if hasattr(signal, "SIGHUP"):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, stop)
+
+
+def _on_output_gone(stdout: asyncio.StreamWriter, stop: Callable[[], object]) -> None:
+    """Call `stop` when the client closes its end of the agent's stdout.
+
+    The pipe transport notices (it watches the pipe, or a write fails) and tells its
+    protocol, whose `connection_lost` the SDK's protocol leaves empty."""
+    protocol = stdout.transport.get_protocol()
+    earlier = getattr(protocol, "connection_lost", None)
+
+    def connection_lost(exc: BaseException | None) -> None:
+        if callable(earlier):
+            earlier(exc)
+        stop()
+
+    protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
 
 async def pass_objects(

@@ -438,11 +438,14 @@ class SessionManager:
         return [self.session(info) for info in infos]
 
     async def page(
-        self, project: str | None, offset: int, limit: int
+        self, project: str | None, offset: int, limit: int, *, with_messages: bool = False
     ) -> tuple[list[Session], bool]:
         """One page of the sessions of `project` (every project's when None), most
-        recently touched first, and whether more follow it."""
-        infos = await self.io(self.store.recent, project, limit + 1, offset)
+        recently touched first, and whether more follow it; with `with_messages`, only
+        sessions that hold a message."""
+        infos = await self.io(
+            lambda: self.store.recent(project, limit + 1, offset, with_messages=with_messages)
+        )
         return [self.session(info) for info in infos[:limit]], len(infos) > limit
 
     async def view(

@@ -215,13 +215,21 @@ class SessionStore:
         return [row["id"] for row in rows]
 
     def recent(
-        self, project: str | None, limit: int | None = None, offset: int = 0
+        self,
+        project: str | None,
+        limit: int | None = None,
+        offset: int = 0,
+        *,
+        with_messages: bool = False,
     ) -> list[SessionInfo]:
         """Top-level sessions, most recently touched first; all projects when None.
 
-        At most `limit` of them (all when None), after skipping the first `offset`.
+        At most `limit` of them (all when None), after skipping the first `offset`; with
+        `with_messages`, only those that hold a message.
         """
         where = "s.parent_id IS NULL"
+        if with_messages:
+            where += " AND s.message_count > 0"
         params: list[Any] = []
         if project is not None:
             where += " AND s.project = ?"
