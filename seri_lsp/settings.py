@@ -11,7 +11,9 @@ The exception: a setting that decides where prompts (and the key) go (`provider.
 `provider.model`, `provider.apiKey`, the OpenRouter pin `provider.provider`, or their
 variables) is never replaced by a default or another source when its value is wrong or
 its name misspelt, since that would send the user's code elsewhere. It is kept in
-`ProviderSettings.blocking`, and no prompt is sent until it is fixed.
+`ProviderSettings.blocking`, and no prompt is sent until it is fixed. So is a
+`config.json` that cannot be read as settings, since it may hold them, unless the
+initialization options alone decide where prompts go (`_options_decide_provider`).
 """
 
 from __future__ import annotations
