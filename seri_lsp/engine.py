@@ -865,7 +865,8 @@ class Engine:
             listed = await self.models()
             return self._report(
                 model_list_text(listed),
-                {"model": listed.current, "models": listed.models, "error": listed.error},
+                {"model": listed.current, "models": listed.models}
+                | ({"error": listed.error} if listed.error else {}),
             )
         if len(argument.split()) > 1:
             raise InvalidArgument("text", f"/model takes one model id, got {shorten(argument)!r}")
@@ -876,8 +877,8 @@ class Engine:
                 "model": chosen.model,
                 "contextWindow": chosen.context_window,
                 "session": chosen.session,
-                "warning": chosen.warning,
-            },
+            }
+            | ({"warning": chosen.warning} if chosen.warning else {}),
         )
 
     @_slash_handlers.handles("trajectory")

@@ -183,7 +183,8 @@ async def test_the_model_slash_command_shows_and_switches_the_model(
     assert shown["status"] == "done" and shown["command"] == "model"
     assert shown["model"] == "test/model"
     assert "test/model" in shown["text"] and "other/model" in shown["text"]
-    assert "4,096" in shown["text"] or "4096" in shown["text"]
+    assert "4,096" in shown["text"] and "error" not in shown
+    assert "warning" not in (await prompt(client, "/model test/model"))
     assert provider.requests == []  # nothing sent to the model
 
     switched = await prompt(client, "/model other/model")
