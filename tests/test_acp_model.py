@@ -36,3 +36,6 @@ async def test_the_model_is_a_config_option_that_switches_the_next_turn(
         provider.script(Text("again"))
         await agent.prompt(response.session_id, "hello again")
         assert provider.requests[-1]["model"] == "test/model"
+        # A loaded session offers the option with the model it uses.
+        loaded = await agent.load(response.session_id)
+        assert loaded.config_options[0].current_value == "test/model"

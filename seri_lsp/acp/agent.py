@@ -293,7 +293,7 @@ class SeriAgent:
                 self._greet(session)
         session.host.release(session.id)
         await session.host.flush()
-        return LoadSessionResponse()
+        return LoadSessionResponse(config_options=await self._config_options(session))
 
     async def resume_session(
         self,
