@@ -867,6 +867,30 @@ class Engine:
         turns = parse_whole_number("text", argument, 1, MAX_TURNS, label="/max-turns")
         return await self.set_max_turns(turns)
 
+    @_slash_handlers.handles("model")
+    async def _slash_model(self, argument: str) -> dict[str, Any]:
+        from seri_lsp.context.reports import model_choice_text, model_list_text
+
+        if not argument:
+            listed = await self.models()
+            return self._report(
+                model_list_text(listed),
+                {"model": listed.current, "models": listed.models}
+                | ({"error": listed.error} if listed.error else {}),
+            )
+        if len(argument.split()) > 1:
+            raise InvalidArgument("text", f"/model takes one model id, got {shorten(argument)!r}")
+        chosen = await self.set_session_model(None, None if argument == "default" else argument)
+        return self._report(
+            model_choice_text(chosen),
+            {
+                "model": chosen.model,
+                "contextWindow": chosen.context_window,
+                "session": chosen.session,
+            }
+            | ({"warning": chosen.warning} if chosen.warning else {}),
+        )
+
     @_slash_handlers.handles("trajectory")
     async def _slash_trajectory(self, argument: str) -> dict[str, Any]:
         words = {"": None, "on": True, "off": False}

@@ -11,7 +11,9 @@ The exception: a setting that decides where prompts (and the key) go (`provider.
 `provider.model`, `provider.apiKey`, the OpenRouter pin `provider.provider`, or their
 variables) is never replaced by a default or another source when its value is wrong or
 its name misspelt, since that would send the user's code elsewhere. It is kept in
-`ProviderSettings.blocking`, and no prompt is sent until it is fixed.
+`ProviderSettings.blocking`, and no prompt is sent until it is fixed. So is a
+`config.json` that cannot be read as settings, since it may hold them, unless the
+initialization options alone decide where prompts go (`_options_decide_provider`).
 """
 
 from __future__ import annotations
@@ -416,12 +418,18 @@ def load_settings(
 ) -> tuple[Settings, list[str]]:
     """Resolve settings; returns them with a list of human-readable problems found."""
     problems: list[str] = []
-    config = _read_config(profile_root, problems)
+    config_data, config_problem = read_config_file(profile_root / CONFIG_NAME)
+    config = config_data or {}
     options = dict(init_options or {})
     key_store = _key_store(options.pop(KEY_STORE_OPTION, None), problems)
     config_path = str(profile_root / CONFIG_NAME)
     # Setting (or variable) -> why its wrong value blocks prompts.
     blocking: dict[str, str] = {}
+    if config_problem is not None:
+        if _options_decide_provider(options, key_store):
+            problems.append(config_problem.ignored())
+        else:
+            blocking[CONFIG_NAME] = config_problem.blocking()
     for source, data in (("the initialization options", options), (config_path, config)):
         unknown = unknown_keys(data)
         if unknown:
@@ -753,12 +761,15 @@ def _bad_value(name: str, value: Any, description: str) -> str:
     return f"Setting {name} must be {description}, got {value!r}; using the default."
 
 
-def _read_config(profile_root: Path, problems: list[str]) -> dict[str, Any]:
-    path = profile_root / CONFIG_NAME
-    data, problem = read_config_file(path)
-    if problem is not None:
-        problems.append(problem.ignored())
-    return data or {}
+def _options_decide_provider(options: Mapping[str, Any], key_store: KeyStore | None) -> bool:
+    """Whether the initialization options alone say where prompts go: a base URL, a model
+    and a key source (`provider.apiKey`, or the editor's key store in use). Then a
+    `config.json` that cannot be read cannot change where prompts (and the key) go."""
+    provider = options.get("provider")
+    if not isinstance(provider, dict):
+        return False
+    has_key = provider.get("apiKey") is not None or (key_store is not None and key_store.in_use)
+    return provider.get("baseUrl") is not None and provider.get("model") is not None and has_key
 
 
 @dataclass(frozen=True)
@@ -773,6 +784,16 @@ class ConfigProblem:
         """The problem as reported when the file is read for settings (and ignored)."""
         advice = f" {self.advice}" if self.advice else ""
         return f"{self.path} {self.what}; ignoring it.{advice}"
+
+    def blocking(self) -> str:
+        """The problem when the file may hold the provider settings (where prompts and the
+        key go): prompts wait for the fix rather than go to a default provider."""
+        advice = self.advice or "Fix it, or remove it to use the defaults."
+        return (
+            f"{self.path} {self.what}, so the provider settings it may hold (where prompts "
+            f"and the key go) cannot be read. {advice} Or set provider.baseUrl, "
+            "provider.model and provider.apiKey in the editor's settings."
+        )
 
 
 def read_config_file(path: Path) -> tuple[dict[str, Any] | None, ConfigProblem | None]:

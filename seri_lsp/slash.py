@@ -49,6 +49,13 @@ COMMANDS: tuple[Command, ...] = (
         "N",
     ),
     Command(
+        "model",
+        "/model [NAME|default]",
+        "Show the model and the provider's models, or use NAME in this session from the "
+        "next turn (default: the setting's)",
+        "model id (optional)",
+    ),
+    Command(
         "resume",
         "/resume ID",
         "Open another session of this project by its id (or a unique prefix)",

@@ -27,7 +27,17 @@ from tests.agent_helpers import events
 from tests.harness import provider_config, server_env
 from tests.scripted_provider import Calls, Error, Hang, Raw, ScriptedProvider, Text
 
-COMMANDS = {"compact", "clear", "rewind", "max-turns", "trajectory", "fork", "cost", "context"}
+COMMANDS = {
+    "compact",
+    "clear",
+    "rewind",
+    "max-turns",
+    "model",
+    "trajectory",
+    "fork",
+    "cost",
+    "context",
+}
 
 
 @pytest.fixture

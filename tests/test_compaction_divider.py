@@ -91,3 +91,29 @@ async def test_a_session_never_compacted_has_no_such_record(
         assert "sessionId, not trajectoryId" in str(exc)
     else:
         raise AssertionError("compacted with trajectoryId was accepted")
+
+
+async def test_a_forks_divider_opens_its_sources_record(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    client = await start(agent)
+    for n in (0, 1, 2):
+        await a_turn_with_a_read(client, provider, n)
+    provider.script(Text(SUMMARY))
+    assert (await prompt(client, "/compact"))["status"] == "done"
+    source = (await command(client, "seri.session.get", {}))["session"]["id"]
+    forked = (await command(client, "seri.session.fork", {}))["session"]["id"]
+    assert forked != source
+    record = await command(client, "seri.trajectory.get", {"sessionId": forked, "compacted": True})
+    assert record["id"] is not None and record["sessionId"] == source
+    assert any(e["kind"] == "tool_call" for e in record["events"])
+    assert forked in record["note"] and source in record["note"]
+    # An import holds no recordings: the answer says where the record stays.
+    bundle = await command(client, "seri.session.export", {"format": "json", "sessionId": source})
+    imported = (await command(client, "seri.session.import", {"text": bundle["text"]}))["session"]
+    record = await command(
+        client, "seri.trajectory.get", {"sessionId": imported["id"], "compacted": True}
+    )
+    assert record["id"] is None and record["events"] == []
+    assert "imported" in record["note"] and "exported" in record["note"]

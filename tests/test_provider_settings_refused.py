@@ -167,3 +167,48 @@ async def test_no_key_in_vscode_says_to_run_set_api_key(agent, provider: Scripte
     error = (await prompt(client, "hello"))["error"]
     assert error.startswith("No API key for https://openrouter.ai/api/v1: run Seri: Set API Key")
     assert provider.requests == []
+
+
+# --- a config.json that cannot be read may hold the provider settings -------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ('{"provider": {"baseUrl": "http://127.0.0.1:1/v1",}', "not valid JSON"),
+        ('["provider"]', "must hold a JSON object"),
+    ],
+)
+async def test_an_unreadable_config_json_refuses_prompts_rather_than_use_defaults(
+    lsp, profile_root, provider: ScriptedProvider, decoy: ScriptedProvider, text: str, what: str
+) -> None:
+    config = profile_root / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+    # The options set no baseUrl: the default (or the environment's) would get the code.
+    client = await lsp(
+        init_options={"resumeOnOpen": False},
+        env={"SERI_BASE_URL": decoy.base_url, "SERI_API_KEY": "k", "SERI_MODEL": "m"},
+    )
+    with pytest.raises(JsonRpcException) as refused:
+        await prompt(client, "here is my code")
+    message = str(refused.value)
+    assert str(config) in message and what in message
+    assert "nothing was sent" in message.lower() and "fix" in message.lower()
+    assert decoy.requests == [] and decoy.model_list_requests == 0
+    info = await command(client, "seri.info", {})
+    assert any(str(config) in problem for problem in info["provider"]["problems"])
+    # Everything else still works: the session list answers.
+    assert (await command(client, "seri.session.list", {}))["sessions"] == []
+
+
+async def test_an_unreadable_config_json_does_not_block_when_the_options_decide_the_provider(
+    lsp, profile_root, provider: ScriptedProvider
+) -> None:
+    config = profile_root / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("{not json")
+    provider.script(Text("fine"))
+    client = await lsp(init_options={"provider": provider_config(provider), "resumeOnOpen": False})
+    assert (await prompt(client, "hello"))["status"] == "done"
+    assert "problems" not in (await command(client, "seri.info", {}))["provider"]

@@ -173,3 +173,29 @@ async def test_bad_arguments_name_their_field(agent, provider: ScriptedProvider)
         ({"sessionId": 7, "model": "other/model"}, "sessionId"),
     ]:
         assert (await invalid(client, "seri.session.model", args))[1] == field, args
+
+
+async def test_the_model_slash_command_shows_and_switches_the_model(
+    agent, provider: ScriptedProvider
+) -> None:
+    client = await agent()
+    shown = await prompt(client, "/model")
+    assert shown["status"] == "done" and shown["command"] == "model"
+    assert shown["model"] == "test/model"
+    assert "test/model" in shown["text"] and "other/model" in shown["text"]
+    assert "4,096" in shown["text"] and "error" not in shown
+    assert "warning" not in (await prompt(client, "/model test/model"))
+    assert provider.requests == []  # nothing sent to the model
+
+    switched = await prompt(client, "/model other/model")
+    assert switched["model"] == "other/model" and switched["contextWindow"] == 4096
+    assert "other/model" in switched["text"]
+    provider.script(Text("hi"))
+    assert (await prompt(client, "hello"))["status"] == "done"
+    assert json.loads(provider.raw_requests[-1])["model"] == "other/model"
+    assert (await command(client, "seri.models"))["current"] == "other/model"
+
+    back = await prompt(client, "/model default")
+    assert back["model"] == "test/model"
+    commands = [entry["name"] for entry in (await command(client, "seri.commands"))["commands"]]
+    assert "model" in commands

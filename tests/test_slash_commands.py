@@ -18,6 +18,7 @@ ORDER = [
     "clear",
     "rewind",
     "max-turns",
+    "model",
     "resume",
     "continue",
     "trajectory",
@@ -74,8 +75,8 @@ async def test_an_unknown_slash_command_lists_every_declared_usage(lsp) -> None:
         await command(client, "seri.prompt", {"text": "/frobnicate"})
     assert str(raised.value.message) == (
         "Unknown command /frobnicate. Commands: /compact [focus words], /clear, "
-        "/rewind [n] [both|conversation|files] [force], /max-turns N, /resume ID, "
-        "/continue, /trajectory [on|off], /fork, /cost, /context, /rename TITLE. "
+        "/rewind [n] [both|conversation|files] [force], /max-turns N, /model [NAME|default], "
+        "/resume ID, /continue, /trajectory [on|off], /fork, /cost, /context, /rename TITLE. "
         "Nothing was sent to the model."
     )
 

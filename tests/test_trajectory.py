@@ -353,3 +353,25 @@ async def test_a_rewind_leaves_the_recording_whole(
     assert of_kind(after, "edit")[0]["path"] == "a.txt"
     assert kinds(after)[-1] == "rewind"
     assert await messages(client) == []
+
+
+async def test_a_subagents_header_names_the_sessions_chosen_model(
+    agent, provider: ScriptedProvider, profile_root: Path
+) -> None:
+    client = await agent()
+    await command(client, "seri.session.model", {"model": "other/model"})
+    provider.script(
+        Calls([("t", "task", {"prompt": "count the files"})]),
+        Text("there are none"),
+        Text("The subagent says there are none."),
+    )
+    await prompt(client, "delegate")
+    parent = await recording(client)
+    # (The parent's recording began before the choice, which it records as an event.)
+    [(child_id,)] = rows(
+        profile_root, "SELECT id FROM sessions WHERE parent_id = ?", (parent["sessionId"],)
+    )
+    child = await recording(client, sessionId=child_id)
+    assert child["header"]["model"] == "other/model"
+    # The calls really went to that model, the subagent's included.
+    assert {request["model"] for request in provider.requests} == {"other/model"}

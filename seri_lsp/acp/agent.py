@@ -53,10 +53,13 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
     StopReason,
 )
 
@@ -99,6 +102,10 @@ SESSIONS_PAGE = 100
 MAX_CWD_CHARS = 4096
 # How long a task may take to wind down when the client goes away in the middle of it.
 CANCEL_GRACE = 10.0
+# The session config option that chooses the model, and how long session/new waits for
+# the provider's model list to offer its choices.
+MODEL_OPTION = "model"
+MODEL_LIST_WAIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -257,8 +264,10 @@ class SeriAgent:
             session = await self._open(project, lambda engine: engine.new_session())
         self._greet(session)
         # The client learns the session id from this response; its updates follow it.
+        # (Read first: the updates held till the answer must not go out while it waits.)
+        options = await self._config_options(session)
         asyncio.get_running_loop().call_soon(session.host.release, session.id)
-        return NewSessionResponse(session_id=session.id)
+        return NewSessionResponse(session_id=session.id, config_options=options)
 
     async def load_session(
         self,
@@ -291,7 +300,7 @@ class SeriAgent:
                 self._greet(session)
         session.host.release(session.id)
         await session.host.flush()
-        return LoadSessionResponse()
+        return LoadSessionResponse(config_options=await self._config_options(session))
 
     async def resume_session(
         self,
@@ -384,6 +393,58 @@ class SeriAgent:
             ],
             next_cursor=str(offset + SESSIONS_PAGE) if more else None,
         )
+
+    # --- the model, a session config option (`seri.session.model`) -------------------------
+
+    async def _config_options(self, session: AcpSession) -> list[Any] | None:
+        """The session's config options: the model (`category: "model"`), its choices the
+        provider's models. None when the list cannot be read in time or prompts are
+        refused (a wrong provider setting): then `/model NAME` still takes an id."""
+        try:
+            listed = await asyncio.wait_for(session.engine.models(), MODEL_LIST_WAIT)
+        except Exception:  # (a provider that is wrong or slow: no option, no failure)
+            logger.info("no model list for the model option", exc_info=True)
+            return None
+        choices = [
+            SessionConfigSelectOption(
+                value=entry.id,
+                name=entry.id,
+                description=(
+                    f"{entry.context_window:,} tokens of context" if entry.context_window else None
+                ),
+            )
+            for entry in listed.models
+        ]
+        if listed.current not in {entry.id for entry in listed.models}:
+            choices.insert(0, SessionConfigSelectOption(value=listed.current, name=listed.current))
+        return [
+            SessionConfigOptionSelect(
+                id=MODEL_OPTION,
+                name="Model",
+                description="The model of this session from its next turn",
+                category="model",
+                current_value=listed.current,
+                options=choices,
+                type="select",
+            )
+        ]
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse | None:
+        """`session/set_config_option`: the model (as `seri.session.model` of the seri
+        session the ACP session shows) is the one option."""
+        with acp_errors():
+            session = self._session(session_id)
+            if config_id != MODEL_OPTION:
+                raise InvalidArgument(
+                    "configId", f"No config option {config_id!r}; there is model."
+                )
+            if not isinstance(value, str):
+                raise InvalidArgument("value", "The model option takes a model id.")
+            await session.engine.set_session_model(None, value)
+            options = await self._config_options(session)
+        return SetSessionConfigOptionResponse(config_options=options or [])
 
     async def close_session(self, session_id: str, **kwargs: Any) -> None:
         with acp_errors():

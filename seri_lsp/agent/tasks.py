@@ -346,6 +346,10 @@ class Tasks:
         changes: FileChanges | None,
     ) -> ToolOutcome:
         info = await self.io(self.store.create, parent.info.project, parent_id=parent.session_id)
+        if parent.info.model:
+            # The child calls the parent's model (`seri.session.model`): kept with it, its
+            # recording's header names it.
+            info = await self.io(self.store.set_model, info.id, parent.info.model)
         # Held while it runs, as any open session: no other window may open it meanwhile.
         async with self._held(info.id):
             frozen = await self.io(freeze, self.workspace.root, self.profile_root, "subagent")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from seri_lsp.model_choice import ModelChoice, ModelList
 from seri_lsp.store.spend import SpendTotals
 
 BAR_WIDTH = 20
@@ -78,3 +79,31 @@ def context_text(context: dict[str, Any]) -> str:
         share = part["tokens"] / local if local else 0
         lines.append(f"{bar(share)} {part['tokens']:>8,} {share:>4.0%}  {part['name']}")
     return "\n".join(lines)
+
+
+# The most models `/model` lists (a provider such as OpenRouter offers hundreds).
+MODEL_LIST_LINES = 30
+
+
+def model_list_text(listed: ModelList) -> str:
+    """`/model`: the model of the next turn, then the provider's models with their
+    context windows (the first MODEL_LIST_LINES)."""
+    lines = [f"Model: {listed.current}"]
+    if listed.error:
+        lines.append(f"{listed.error}; /model NAME still takes an id.")
+        return "\n".join(lines)
+    lines.append(f"The provider offers {len(listed.models)} (/model NAME to use one):")
+    for entry in listed.models[:MODEL_LIST_LINES]:
+        window = f"  {entry.context_window:,} tokens" if entry.context_window else ""
+        mark = "* " if entry.id == listed.current else "  "
+        lines.append(f"{mark}{entry.id}{window}")
+    if len(listed.models) > MODEL_LIST_LINES:
+        lines.append(f"  ... and {len(listed.models) - MODEL_LIST_LINES} more")
+    return "\n".join(lines)
+
+
+def model_choice_text(chosen: ModelChoice) -> str:
+    """`/model NAME`: the model this session uses from its next turn."""
+    window = f" (context window {chosen.context_window:,} tokens)" if chosen.context_window else ""
+    text = f"This session uses {chosen.model} from the next turn{window}."
+    return f"{text}\n{chosen.warning}" if chosen.warning else text

@@ -41,7 +41,7 @@ OPTIONAL: dict[type, frozenset[str]] = {
     Activity: frozenset({"detail", "attempt", "max_attempts", "delay"}),
     SearchHit: frozenset({"kind"}),
     FileReport: frozenset({"reason"}),
-    Trajectory: frozenset({"started_at", "updated_at"}),
+    Trajectory: frozenset({"started_at", "updated_at", "note"}),
     ModelEntry: frozenset({"context_window"}),
     ModelList: frozenset({"error"}),
     ModelChoice: frozenset({"warning"}),

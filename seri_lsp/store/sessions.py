@@ -178,6 +178,11 @@ class SessionStore:
         )
         return _session_from_row(row) if row else None
 
+    def is_imported(self, session_id: str) -> bool:
+        """Whether the session was made by an import (`seri.session.import`)."""
+        row = self.db.query_one("SELECT 1 FROM session_imports WHERE session_id = ?", (session_id,))
+        return row is not None
+
     def resolve(self, id_or_prefix: str) -> SessionInfo:
         """A session by full id or by a unique prefix of it (as `git` resolves hashes)."""
         exact = self.find_exact(id_or_prefix)

@@ -78,6 +78,9 @@ class Trajectory:
     header: dict[str, Any] | None
     events: list[Recorded]
     recordings: list[RecordingInfo]
+    # Where the record asked for is when it is not the asked session's own: a fork's
+    # compacted turns are its source's (`session_id` then names the source).
+    note: str | None = None
 
 
 @dataclass

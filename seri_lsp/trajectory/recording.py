@@ -458,10 +458,40 @@ class Recordings:
         else:
             session = conversation.session_id if conversation is not None else None
         found = await self.io(self.store.before_compaction, session) if session else None
-        if found is None:
+        if found is not None:
+            return await self._trajectory(*found)
+        if session is None:
             return _nothing_recorded(session)
-        chosen, events = found
-        return await self._trajectory(chosen, events)
+        # A fork holds copies of its source's messages, not its recordings: the record of
+        # a compaction it copied is its source's (or that one's source's).
+        asked, current, seen = session, session, {session}
+        for _ in range(MAX_FORK_HOPS):
+            source = (await self.io(self.sessions.resolve, current)).forked_from
+            if source is None or source in seen:
+                break
+            seen.add(source)
+            found = await self.io(self.store.before_compaction, source)
+            if found is not None:
+                record = await self._trajectory(*found)
+                return dataclasses.replace(
+                    record,
+                    note=(
+                        f"Session {asked} is a fork of {source}; the turns compacted before "
+                        f"the fork were recorded in {source}, shown here (up to its latest "
+                        "compaction)."
+                    ),
+                )
+            current = source
+        if await self.io(self.sessions.is_imported, asked):
+            return dataclasses.replace(
+                _nothing_recorded(asked),
+                note=(
+                    f"Session {asked} was imported from a bundle, which holds no recordings: "
+                    "the record of its compacted turns stays in the profile that exported "
+                    "it (seri-lsp trajectory list there)."
+                ),
+            )
+        return _nothing_recorded(asked)
 
     async def _trajectory(self, chosen: str, events: list[Any]) -> Trajectory:
         """Recording `chosen` with `events`, and the other recordings of its session."""
@@ -513,6 +543,10 @@ def _names(items: list[str]) -> str:
     if len(items) > _LOG_NAMES:
         shown += f" and {len(items) - _LOG_NAMES} more"
     return shown
+
+
+# How many forks back a compaction's record is looked for.
+MAX_FORK_HOPS = 50
 
 
 def _nothing_recorded(session_id: str | None) -> Trajectory:

@@ -9,7 +9,7 @@ import type { SlashCommand } from '../../protocol';
 import { activated, restart, waitFor } from './helpers';
 
 /** The registry's order (seri_lsp/slash.py), as docs/protocol.md gives it. */
-const REGISTRY_ORDER = ['compact', 'clear', 'rewind', 'max-turns', 'resume', 'continue', 'trajectory', 'fork', 'cost', 'context', 'rename'];
+const REGISTRY_ORDER = ['compact', 'clear', 'rewind', 'max-turns', 'model', 'resume', 'continue', 'trajectory', 'fork', 'cost', 'context', 'rename'];
 
 /** The chat model's list, once it holds one. */
 async function heldCommands(api: SeriExtensionApi, what: string): Promise<SlashCommand[]> {
