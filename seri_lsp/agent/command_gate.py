@@ -20,6 +20,7 @@ question lists them, and the agreement is kept per project in the profile
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -101,7 +102,9 @@ class CommandGate:
         if self.policy == "deny":
             raise Denied("running commands is turned off (permissions.run is 'deny')")
         extra = [*self.session.patterns, *await self._workspace_allow()]
-        verdict = decide(command, self.rules, extra)
+        # Off the event loop: the parser's first use imports it (~0.2 s), and a line
+        # may be long.
+        verdict = await asyncio.to_thread(decide, command, self.rules, extra)
         if verdict.decision == "deny":
             raise Denied(f"a deny rule refuses this command: {verdict.reason}")
         if verdict.decision == "allow":
@@ -115,7 +118,10 @@ class CommandGate:
         rules = self.rules.workspace_allow
         if not rules or self.policy != "ask":
             return ()
-        if self.agreements is not None and self.agreements.agreed(self.project, rules):
+        agreements = self.agreements
+        if agreements is not None and await asyncio.to_thread(
+            agreements.agreed, self.project, rules
+        ):
             return rules
         if self._workspace_answer is None:
             listed = ", ".join(f"`{r}`" for r in rules)
@@ -134,8 +140,8 @@ class CommandGate:
                 None,
             )
             self._workspace_answer = answer.choice == USE_WORKSPACE_RULES
-            if self._workspace_answer and self.agreements is not None:
-                self.agreements.agree(self.project, rules)
+            if self._workspace_answer and agreements is not None:
+                await asyncio.to_thread(agreements.agree, self.project, rules)
         return rules if self._workspace_answer else ()
 
     async def _ask(self, command: str, cwd: str, verdict: Verdict) -> None:
