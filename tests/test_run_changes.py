@@ -94,3 +94,24 @@ async def test_allow_rules_run_without_asking_and_a_session_pattern_is_kept(
     assert len(client.message_requests) == 1
     assert result_of(provider, 7).startswith("not run (denied)")
     assert "rm *" in result_of(provider, 7)
+
+
+async def test_a_commands_paths_are_in_the_recaps_modified_list(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    from tests.agent_helpers import messages
+    from tests.test_compaction import FILLER, SUMMARY
+
+    provider.script(run("echo made > made.txt"), Text(f"made {FILLER}"))
+    client = await agent(
+        init_options={"permissions": {"run": "allow"}},
+        provider_extra={"contextWindow": 4000, "keepTokens": 150},
+    )
+    await prompt(client, "make a file")
+    provider.script(Text(f"ok {FILLER}"))
+    await prompt(client, "thanks")
+    provider.script(Text(SUMMARY))
+    assert (await command(client, "seri.compact", {}))["compacted"] is True
+    recap = (await messages(client))[0]
+    assert recap["kind"] == "recap" and recap["recap"]["modified"] == ["made.txt"]
+    assert "Modified: made.txt" in recap["content"]

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seri_lsp.agent.workspace import FileChanges, Workspace, WorkspacePath
+from seri_lsp.store.messages import COMMAND_CHANGES_HEADING
 
 # Seconds one git call may take before the snapshot is given up.
 # The folder of the profile that holds the shadow repositories.
@@ -279,7 +280,7 @@ def describe(result: CommandChanges) -> str | None:
         return result.note
     if not result.files:
         return None
-    lines = [f"Files changed by the command ({len(result.files)}):"]
+    lines = [f"{COMMAND_CHANGES_HEADING} ({len(result.files)}):"]
     for changed in result.files:
         kind = (
             "created"

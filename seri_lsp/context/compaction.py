@@ -48,6 +48,7 @@ from seri_lsp.store.messages import (
     READ_TOOLS,
     Message,
     ToolCall,
+    command_changed_paths,
     tokens_for_chars,
 )
 
@@ -226,6 +227,8 @@ def evicted_paths(
             if index is not None:
                 answered[index] = True
                 succeeded[index] = not message.is_error
+                if calls[index].name == "run":  # (a failed command may have changed files)
+                    modified.extend(command_changed_paths(message.content or ""))
             continue
         close_group()
         calls = message.tool_calls if message.role == "assistant" else ()

@@ -42,6 +42,29 @@ def prompt_words(text: str) -> str:
 # The tools whose `path` argument a session's path lists (and a recap's) show.
 READ_TOOLS = frozenset({"read_file"})
 MODIFY_TOOLS = frozenset({"write_file", "edit"})
+# A `run` result ends with the files the command changed, under this heading (written by
+# `agent/snapshots.describe`, read back for compaction's Modified list).
+COMMAND_CHANGES_HEADING = "Files changed by the command"
+_COMMAND_CHANGE_KINDS = ("created: ", "changed: ", "deleted: ")
+
+
+def command_changed_paths(content: str) -> tuple[str, ...]:
+    """The paths a `run` result lists as changed by its command (its last listing)."""
+    at = content.rfind("\n" + COMMAND_CHANGES_HEADING + " (")
+    if at < 0:
+        return ()
+    paths: list[str] = []
+    for line in content[at:].splitlines()[2:]:
+        entry = line.removeprefix("  ")
+        if entry == line:
+            break
+        kind = next((k for k in _COMMAND_CHANGE_KINDS if entry.startswith(k)), None)
+        if kind is None:
+            kind = "changed (too large to keep for rewind): "
+            if not entry.startswith(kind):
+                break
+        paths.append(entry[len(kind) :])
+    return tuple(paths)
 
 
 @dataclass(frozen=True)
