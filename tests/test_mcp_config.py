@@ -5,6 +5,8 @@ workspace and profile."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from seri_lsp.mcp.config import (
@@ -151,3 +153,14 @@ def test_the_settings_carry_mcp_servers_timeouts_and_permissions(tmp_path: Path)
     defaults, _ = load_settings(tmp_path / "empty", {}, env={})
     assert (defaults.mcp_startup_timeout, defaults.mcp_tool_timeout) == (15.0, 120.0)
     assert defaults.mcp_permission == "ask" and defaults.mcp_servers is None
+
+
+def test_the_server_and_the_config_reader_never_import_the_mcp_sdk() -> None:
+    """The SDK costs about a second and 40 MB (docs/performance.md): it is imported
+    only when a server is started, never by the language server's own start-up."""
+    code = (
+        "import sys, seri_lsp.cli, seri_lsp.lsp.server, seri_lsp.engine, seri_lsp.mcp.config; "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
