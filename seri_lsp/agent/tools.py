@@ -21,10 +21,10 @@ new, never a mix.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.cancel import TaskCancelled
@@ -263,6 +263,20 @@ class WriteGate:
         )
 
 
+class ExternalTool(Protocol):
+    """A tool from outside seri (an MCP server's, seri_lsp/mcp/tools.py): its name as
+    the model sees it, its definition, and how to run it (never raising but for a
+    cancel)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def schema(self) -> dict[str, Any]: ...
+
+    async def run(self, args: Mapping[str, Any]) -> ToolOutcome: ...
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 
@@ -276,7 +290,10 @@ class Toolbox:
         subagent: SubagentRunner | None = None,
         remember: MemoryProposer | None = None,
         changes: FileChanges | None = None,
+        external: Sequence[ExternalTool] = (),
     ) -> None:
+        # Offered after the built-in tools, sorted by name (a stable cached prefix).
+        self.external = {tool.name: tool for tool in sorted(external, key=lambda t: t.name)}
         self.workspace = workspace
         self.host = host
         self.gate = gate
@@ -293,11 +310,14 @@ class Toolbox:
             names.append("task")
         if self._memory_proposer is not None:
             names.append("remember")
-        return names
+        return names + list(self.external)
 
     def schemas(self) -> list[dict[str, Any]]:
         """Tool definitions as sent in the request body."""
-        return [TOOL_SCHEMAS[name] for name in self.names]
+        return [
+            self.external[name].schema if name in self.external else TOOL_SCHEMAS[name]
+            for name in self.names
+        ]
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         """Run one call; every failure becomes an error result, never an exception."""
@@ -313,7 +333,10 @@ class Toolbox:
                 is_error=True,
             )
         try:
-            outcome: ToolOutcome = await getattr(self, f"_{call.name}")(args)
+            if call.name in self.external:
+                outcome: ToolOutcome = await self.external[call.name].run(args)
+            else:
+                outcome = await getattr(self, f"_{call.name}")(args)
         except Denied as exc:
             return ToolOutcome(f"Denied: {clean_text(str(exc))}.", is_error=True, denial=str(exc))
         except (ToolError, DiskError, search.PatternError) as exc:
