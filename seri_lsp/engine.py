@@ -45,6 +45,7 @@ from seri_lsp.limits import (
     parse_whole_number,
     shorten,
 )
+from seri_lsp.mcp.servers import McpServers
 from seri_lsp.model_choice import ModelChoice, ModelList
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import ProviderSettings, Settings
@@ -136,6 +137,7 @@ class Engine:
             on_open=self._session_opened,
             default_model=lambda: self.settings.provider.model,
         )
+        self.mcp = McpServers(profile_root, settings, host)
         self.last_import: ImportReport | None = None
         # Indexing the messages stored before the search index was made (once per
         # profile): started after the legacy import, awaited by a search.
@@ -172,6 +174,7 @@ class Engine:
                 checks=self.settings.checks,
                 run_permission=self.settings.run_permission,
                 locks=self._locks,
+                external=self.mcp,
             )
         return self._tasks
 
@@ -312,6 +315,7 @@ class Engine:
 
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
+        await self.mcp.start(self.workspace.root)  # (in the background: never waits)
         await self.import_legacy()
         self._start_indexing()
         if self.settings.resume_on_open:
@@ -326,6 +330,7 @@ class Engine:
                 await self._indexing
         if self._tasks is not None:
             await self._tasks.close()
+        await self.mcp.close()
         if self._provider is not None:
             await self._provider.aclose()
         self.io.shutdown()
@@ -482,6 +487,7 @@ class Engine:
             },
             "contextWindow": {"tokens": tokens, "source": self._window_source()},
         }
+        info["mcpServers"] = self.mcp.info()
         if provider.blocking:
             info["provider"]["problems"] = list(provider.blocking)
         note = keep_note(provider.keep_tokens, tokens)

@@ -277,6 +277,15 @@ class ExternalTool(Protocol):
     async def run(self, args: Mapping[str, Any]) -> ToolOutcome: ...
 
 
+class ExternalTools(Protocol):
+    """Where a session's external tools come from: `prepare` before each task (the
+    first fixes the session's list), then `for_session` gives that list."""
+
+    async def prepare(self, session_id: str) -> None: ...
+
+    def for_session(self, session_id: str) -> Sequence[ExternalTool]: ...
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 

@@ -94,10 +94,14 @@ class McpManager:
 
     # --- life cycle ----------------------------------------------------------------
 
-    def start_all(self) -> None:
-        """Start every server in the background (returns at once)."""
+    def start_all(self, held: frozenset[str] = frozenset()) -> None:
+        """Start every server in the background (returns at once), but those `held`,
+        which wait for the user's consent."""
         for state in self.states.values():
-            self._start(state)
+            if state.config.name in held:
+                state.status = "awaiting consent"
+            else:
+                self._start(state)
 
     def _start(self, state: ServerState) -> None:
         state.status, state.reason, state.tools, state.session = "starting", None, (), None
