@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import command
+from tests.harness import approval_capabilities, command
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -21,8 +21,11 @@ pytestmark = pytest.mark.slow
 SERVER = str(Path(__file__).parent / "mcp_servers" / "seri_test_server.py")
 
 
-def servers(**extra: Any) -> dict[str, Any]:
-    return {"mcpServers": {"test": {"command": sys.executable, "args": [SERVER]}, **extra}}
+def servers(mcp: str = "allow", **overrides: str) -> dict[str, Any]:
+    return {
+        "mcpServers": {"test": {"command": sys.executable, "args": [SERVER]}},
+        "permissions": {"write": "allow", "mcp": mcp, "mcpTools": overrides},
+    }
 
 
 async def test_the_model_calls_mcp_tools_offered_after_the_built_in_ones(
@@ -66,7 +69,7 @@ async def test_a_server_hanging_at_start_is_failed_and_the_task_still_runs(
     provider.script(Text("fine"))
     options = {
         "mcpServers": {"hang": {"command": sys.executable, "args": [SERVER, "--hang-at-start"]}},
-        "mcp": {"startupTimeout": 2},
+        "mcp": {"startupTimeout": 6},  # (the SDK alone takes a second to import)
     }
     client = await agent(init_options=options)
     await prompt(client, "hello")
@@ -77,3 +80,45 @@ async def test_a_server_hanging_at_start_is_failed_and_the_task_still_runs(
     (row,) = info["mcpServers"]
     assert row["status"] == "failed"
     assert "hanging before the handshake" in row["reason"]
+
+
+async def test_calls_ask_by_default_deny_and_overrides_per_server_and_tool(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("a1", "mcp__test__echo", {"text": "one"})]),
+        Calls([("a2", "mcp__test__echo", {"text": "two"})]),
+        Calls([("a3", "mcp__test__echo", {"text": "three"})]),
+        Calls([("a4", "mcp__test__big", {"n": 2})]),
+        Calls([("a5", "mcp__test__picture", {})]),
+        Text("done"),
+    )
+    client = await agent(
+        init_options=servers("ask", test__big="deny", test__picture="allow"),
+        capabilities=approval_capabilities(),
+    )
+    client.approvals.append({"choice": "Deny", "note": "not now"})
+    client.approvals.append({"choice": "Allow this tool for the session"})
+    await prompt(client, "go")
+    results = tool_results(await messages(client))
+    assert results["a1"]["content"] == "Denied: the user denied this call: not now."
+    assert results["a2"]["content"] == "two"
+    assert results["a3"]["content"] == "three"  # (allowed for the session: not asked)
+    assert "denied by permissions.mcp" in results["a4"]["content"]
+    assert results["a5"]["content"].startswith("here it is")
+    asked = client.approve_requests
+    assert len(asked) == 2
+    assert asked[0]["kind"] == "mcp"
+    assert asked[0]["choices"] == ["Allow", "Allow this tool for the session", "Deny"]
+    details = {key: asked[0][key] for key in ("server", "tool", "arguments")}
+    assert details == {"server": "test", "tool": "echo", "arguments": {"text": "one"}}
+
+
+async def test_a_server_is_restarted_by_command_and_an_unknown_name_refused(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    client = await agent(init_options=servers())
+    await command(client, "seri.info")
+    assert await command(client, "seri.mcp.restart", {"name": "test"}) == {"restarted": "test"}
+    with pytest.raises(Exception, match="no MCP server named 'nope'"):
+        await command(client, "seri.mcp.restart", {"name": "nope"})

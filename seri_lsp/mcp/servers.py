@@ -17,7 +17,7 @@ from typing import Any
 from seri_lsp.host import Host
 from seri_lsp.mcp.config import Origin, load_servers
 from seri_lsp.mcp.manager import McpManager
-from seri_lsp.mcp.tools import McpAgentTool, agent_tools
+from seri_lsp.mcp.tools import McpAgentTool, McpGate, agent_tools
 from seri_lsp.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class McpServers:
         self.settings = settings
         self.host = host
         self.manager: McpManager | None = None
+        self.gate = McpGate(host, settings.mcp_permission, settings.mcp_tool_permissions)
         self.problems: list[str] = []
         # Session id -> the MCP tools it was offered at its first turn.
         self._fixed: dict[str, list[McpAgentTool]] = {}
@@ -62,7 +63,9 @@ class McpServers:
         if self.manager is not None and self.manager.starting():
             log.info("First turn waits for MCP servers: %s", ", ".join(self.manager.starting()))
             await self.manager.wait_started()
-        self._fixed[session_id] = agent_tools(self.manager) if self.manager else []
+        self._fixed[session_id] = (
+            agent_tools(self.manager, self.gate, session_id) if self.manager else []
+        )
 
     def for_session(self, session_id: str) -> Sequence[McpAgentTool]:
         """The MCP tools the session was offered ([] before `prepare`)."""

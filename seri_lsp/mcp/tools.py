@@ -20,7 +20,10 @@ from typing import Any
 
 from seri_lsp.agent.disk import MAX_READ_CHARS
 from seri_lsp.agent.tools import ToolOutcome
+from seri_lsp.events import Activity
+from seri_lsp.host import Host, Question, ask_user
 from seri_lsp.mcp.manager import McpManager, McpTool
+from seri_lsp.settings import Permission
 
 PREFIX = "mcp__"
 MAX_NAME = 64
@@ -63,6 +66,60 @@ def cut_middle(text: str, limit: int = MAX_READ_CHARS) -> str:
     )
 
 
+MCP_CHOICES = ("Allow", "Allow this tool for the session", "Deny")
+
+
+class McpGate:
+    """`permissions.mcp` with its `permissions.mcpTools` overrides (a tool's entry,
+    `server__tool`, wins over its server's): allow, deny, or ask the user (the approval
+    card with the tool and its arguments), remembering "for the session" per tool."""
+
+    def __init__(
+        self,
+        host: Host,
+        default: Permission = "ask",
+        overrides: Mapping[str, Permission] | None = None,
+    ) -> None:
+        self.host = host
+        self.default = default
+        self.overrides = dict(overrides or {})
+        self._allowed: set[tuple[str, str]] = set()  # (session, model-facing tool name)
+
+    def policy(self, tool: McpTool) -> Permission:
+        for key in (f"{tool.server}__{tool.name}", tool.server):
+            if key in self.overrides:
+                return self.overrides[key]
+        return self.default
+
+    async def check(
+        self, name: str, tool: McpTool, args: Mapping[str, Any], session_id: str | None
+    ) -> str | None:
+        """None when the call may go, else why not (in words, for the model)."""
+        policy = self.policy(tool)
+        if policy == "allow" or (session_id or "", name) in self._allowed:
+            return None
+        if policy == "deny":
+            return f"calls to {name} are denied by permissions.mcp"
+        question = Question(
+            kind="mcp",
+            message=f"seri wants to call the MCP tool {tool.name} of server {tool.server}",
+            choices=MCP_CHOICES,
+            session_id=session_id,
+            details={"server": tool.server, "tool": tool.name, "arguments": dict(args)},
+        )
+        resume = Activity(session_id, "tool", name) if session_id is not None else None
+        answer = await ask_user(self.host, question, resume)
+        if answer.choice == MCP_CHOICES[1]:
+            self._allowed.add((session_id or "", name))
+            return None
+        if answer.choice == MCP_CHOICES[0]:
+            return None
+        if answer.choice is None:
+            return "the user did not answer the permission request"
+        note = " ".join(answer.note.split())
+        return f"the user denied this call: {note}" if note else "the user denied this call"
+
+
 @dataclass(frozen=True)
 class McpAgentTool:
     """One MCP tool as the Toolbox offers it (an external tool: name, schema, run)."""
@@ -70,6 +127,8 @@ class McpAgentTool:
     name: str
     tool: McpTool
     manager: McpManager
+    gate: McpGate | None = None
+    session_id: str | None = None
 
     @property
     def server(self) -> str:
@@ -88,13 +147,22 @@ class McpAgentTool:
         }
 
     async def run(self, args: Mapping[str, Any]) -> ToolOutcome:
+        if self.gate is not None:
+            refused = await self.gate.check(self.name, self.tool, args, self.session_id)
+            if refused is not None:
+                return ToolOutcome(f"Denied: {refused}.", is_error=True, denial=refused)
         outcome = await self.manager.call(self.server, self.tool.name, args)
         return ToolOutcome(cut_middle(outcome.text), is_error=outcome.is_error)
 
 
-def agent_tools(manager: McpManager) -> list[McpAgentTool]:
+def agent_tools(
+    manager: McpManager, gate: McpGate | None = None, session_id: str | None = None
+) -> list[McpAgentTool]:
     """The tools of every ready server, as the agent is offered them (sorted)."""
     tools = [
         tool for state in manager.states.values() if state.status == "ready" for tool in state.tools
     ]
-    return [McpAgentTool(name, tool, manager) for name, tool in tool_names(tools).items()]
+    return [
+        McpAgentTool(name, tool, manager, gate, session_id)
+        for name, tool in tool_names(tools).items()
+    ]
