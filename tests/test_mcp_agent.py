@@ -5,15 +5,20 @@ workspace's `.mcp.json` servers wait for consent; the MCP children die with the 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import approval_capabilities, command
+from tests.harness import approval_capabilities, command, stop_server
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -122,3 +127,47 @@ async def test_a_server_is_restarted_by_command_and_an_unknown_name_refused(
     assert await command(client, "seri.mcp.restart", {"name": "test"}) == {"restarted": "test"}
     with pytest.raises(Exception, match="no MCP server named 'nope'"):
         await command(client, "seri.mcp.restart", {"name": "nope"})
+
+
+def _children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(child) for child in found.stdout.split()]
+
+
+def _gone(pids: list[int], timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
+async def test_no_mcp_process_outlives_a_killed_or_shut_down_language_server(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    for how in ("kill", "shutdown"):
+        client = await agent(init_options=servers())
+        pid = client._server.pid
+        for _ in range(200):
+            info = await command(client, "seri.info")
+            if info["mcpServers"][0]["status"] != "starting":
+                break
+            await asyncio.sleep(0.1)
+        assert info["mcpServers"][0]["status"] == "ready"
+        children = _children(pid)
+        assert children, "the MCP server is no child of the language server"
+        if how == "kill":
+            os.kill(pid, signal.SIGKILL)
+        else:
+            await stop_server(client)
+        assert _gone(children), how
