@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import approval_capabilities, command, stop_server
+from tests.harness import approval_capabilities, command, stop_server, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -171,3 +171,22 @@ async def test_no_mcp_process_outlives_a_killed_or_shut_down_language_server(
         else:
             await stop_server(client)
         assert _gone(children), how
+
+
+async def test_seri_cancel_cancels_a_running_mcp_call_and_the_server_stays(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    provider.script(Calls([("s", "mcp__test__sleep", {"seconds": 60})]), Text("later"))
+    client = await agent(init_options=servers())
+    running = asyncio.ensure_future(prompt(client, "sleep"))
+    await wait_until(
+        lambda: any(s.get("state") == "tool" for s in client.seri["seri/status"]), timeout=30
+    )
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    await command(client, "seri.cancel", {})
+    result = await asyncio.wait_for(running, timeout=10)
+    assert time.monotonic() - started < 5
+    assert result["status"] == "cancelled"
+    info = await command(client, "seri.info")
+    assert info["mcpServers"][0]["status"] == "ready"
