@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -190,3 +191,32 @@ async def test_seri_cancel_cancels_a_running_mcp_call_and_the_server_stays(
     assert result["status"] == "cancelled"
     info = await command(client, "seri.info")
     assert info["mcpServers"][0]["status"] == "ready"
+
+
+async def test_a_streamable_http_server_through_the_language_server(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    web = subprocess.Popen([sys.executable, SERVER, "--http", str(port)])
+    try:
+        await wait_until(lambda: _listening(port), timeout=30)
+        provider.script(Calls([("h", "mcp__web__echo", {"text": "by http"})]), Text("ok"))
+        options = {
+            "mcpServers": {"web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}},
+            "permissions": {"write": "allow", "mcp": "allow"},
+        }
+        client = await agent(init_options=options)
+        await prompt(client, "call it")
+        assert tool_results(await messages(client))["h"]["content"] == "by http"
+        info = await command(client, "seri.info")
+        assert info["mcpServers"][0]["transport"] == "http"
+    finally:
+        web.terminate()
+        web.wait(10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
