@@ -45,6 +45,7 @@ from seri_lsp.limits import (
     parse_whole_number,
     shorten,
 )
+from seri_lsp.mcp.servers import McpServers
 from seri_lsp.model_choice import ModelChoice, ModelList
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import ProviderSettings, Settings
@@ -136,6 +137,7 @@ class Engine:
             on_open=self._session_opened,
             default_model=lambda: self.settings.provider.model,
         )
+        self.mcp = McpServers(profile_root, settings, host)
         self.last_import: ImportReport | None = None
         # Indexing the messages stored before the search index was made (once per
         # profile): started after the legacy import, awaited by a search.
@@ -174,6 +176,7 @@ class Engine:
                 run_shell=self.settings.run_shell,
                 command_rules=self.settings.command_rules,
                 locks=self._locks,
+                external=self.mcp,
             )
         return self._tasks
 
@@ -314,6 +317,7 @@ class Engine:
 
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
+        await self.mcp.start(self.workspace.root)  # (in the background: never waits)
         await self.import_legacy()
         self._start_indexing()
         if self.settings.resume_on_open:
@@ -328,6 +332,7 @@ class Engine:
                 await self._indexing
         if self._tasks is not None:
             await self._tasks.close()
+        await self.mcp.close()
         if self._provider is not None:
             await self._provider.aclose()
         self.io.shutdown()
@@ -485,6 +490,7 @@ class Engine:
             },
             "contextWindow": {"tokens": tokens, "source": self._window_source()},
         }
+        info["mcpServers"] = self.mcp.info()
         if provider.blocking:
             info["provider"]["problems"] = list(provider.blocking)
         note = keep_note(provider.keep_tokens, tokens)

@@ -34,7 +34,7 @@ class EditResult:
     reason: str = ""
 
 
-QuestionKind = Literal["write", "memory", "checks", "command"]
+QuestionKind = Literal["write", "memory", "checks", "command", "mcp"]
 
 
 @dataclass(frozen=True)

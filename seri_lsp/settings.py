@@ -368,6 +368,28 @@ class Settings:
         read=lambda raw, problems: _command_rules(raw, problems),
     )
     run_shell: RunShell = setting("run.shell", "cmd", _run_shell, "one of cmd, powershell")
+    mcp_permission: Permission = setting(
+        "permissions.mcp", "ask", _permission, "one of allow, ask, deny"
+    )
+    # Per server (`git`) or per tool (`git__git_push`): allow, ask or deny.
+    mcp_tool_permissions: Mapping[str, Permission] | None = setting(
+        "permissions.mcpTools",
+        None,
+        _object,
+        "an object of server or server__tool names to allow, ask or deny",
+        read=lambda raw, problems: _mcp_tool_permissions(raw, problems),
+    )
+    # The editor's MCP servers, as `.mcp.json`'s `mcpServers` (read by seri_lsp/mcp/config.py:
+    # each entry is checked there, so one bad entry does not drop the others).
+    mcp_servers: Mapping[str, Any] | None = setting(
+        "mcpServers", None, _object, "an object of MCP server entries by name"
+    )
+    mcp_startup_timeout: float = setting(
+        "mcp.startupTimeout", 15.0, _positive_number, "a number of seconds"
+    )
+    mcp_tool_timeout: float = setting(
+        "mcp.toolTimeout", 120.0, _positive_number, "a number of seconds"
+    )
     checks: tuple[CheckSetting, ...] = setting(
         "checks",
         (),
@@ -704,6 +726,23 @@ def _command_rules(raw: Any, problems: list[str]) -> CommandRules:
             "They are ignored."
         )
     return CommandRules(lists["allow"], lists["deny"], lists["workspaceAllow"])
+
+
+def _mcp_tool_permissions(raw: Any, problems: list[str]) -> Mapping[str, Permission] | None:
+    """The valid entries of `permissions.mcpTools`; each bad one is reported and dropped."""
+    if not isinstance(raw, dict):
+        problems.append(_bad_value("permissions.mcpTools", raw, "an object"))
+        return None
+    kept: dict[str, Permission] = {}
+    for name, value in raw.items():
+        if _text(name) and _permission(value):
+            kept[name] = value
+        else:
+            problems.append(
+                f"Setting permissions.mcpTools.{name} must be one of allow, ask, deny, "
+                f"got {value!r}; ignored."
+            )
+    return kept
 
 
 def _checks(raw: Any, problems: list[str]) -> tuple[CheckSetting, ...]:

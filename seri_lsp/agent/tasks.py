@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -31,7 +31,15 @@ from seri_lsp.agent.loop import (
 )
 from seri_lsp.agent.provider import Provider
 from seri_lsp.agent.snapshots import SNAPSHOTS_NAME, Snapshots
-from seri_lsp.agent.tools import Denied, Toolbox, ToolError, ToolOutcome, WriteGate
+from seri_lsp.agent.tools import (
+    Denied,
+    ExternalTool,
+    ExternalTools,
+    Toolbox,
+    ToolError,
+    ToolOutcome,
+    WriteGate,
+)
 from seri_lsp.agent.workspace import FileChanges, Workspace
 from seri_lsp.context.compaction import (
     COMPACTION_ERRORS,
@@ -84,7 +92,9 @@ class Tasks:
         run_shell: RunShell = "cmd",
         command_rules: CommandRules | None = None,
         locks: SessionLocks,
+        external: ExternalTools | None = None,
     ) -> None:
+        self.external = external
         self.provider = provider
         self.compactor = compactor
         self.host = host
@@ -160,6 +170,8 @@ class Tasks:
                 if self.checkpoints is not None
                 else None
             )
+            if self.external is not None:
+                await scope.run(self.external.prepare(conversation.session_id))
             gate = self._gate(conversation)
             slots = asyncio.Semaphore(MAX_PARALLEL_SUBAGENTS)  # shared by the task's tree
             toolbox = self._toolbox(conversation, gate, scope, slots, checkpoint)
@@ -291,6 +303,15 @@ class Tasks:
             self._gates[conversation.session_id] = gate
         return gate
 
+    def _external_for(self, conversation: Conversation) -> Sequence[ExternalTool]:
+        if self.external is None:
+            return ()
+        own = self.external.for_session(conversation.session_id)
+        parent = conversation.info.parent_id
+        if not own and parent is not None:
+            return self.external.for_session(parent)
+        return own
+
     def _toolbox(
         self,
         conversation: Conversation,
@@ -334,6 +355,8 @@ class Tasks:
                 shell=self.run_shell,
                 snapshots=self.snapshots,
             ).run,
+            # (a subagent is offered its parent's list: its own session has none yet)
+            external=self._external_for(conversation),
         )
         return toolbox
 

@@ -21,10 +21,10 @@ new, never a mix.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from seri_lsp.agent import disk, search
 from seri_lsp.agent.cancel import TaskCancelled
@@ -274,6 +274,29 @@ class WriteGate:
         )
 
 
+class ExternalTool(Protocol):
+    """A tool from outside seri (an MCP server's, seri_lsp/mcp/tools.py): its name as
+    the model sees it, its definition, and how to run it (never raising but for a
+    cancel)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def schema(self) -> dict[str, Any]: ...
+
+    async def run(self, args: Mapping[str, Any]) -> ToolOutcome: ...
+
+
+class ExternalTools(Protocol):
+    """Where a session's external tools come from: `prepare` before each task (the
+    first fixes the session's list), then `for_session` gives that list."""
+
+    async def prepare(self, session_id: str) -> None: ...
+
+    def for_session(self, session_id: str) -> Sequence[ExternalTool]: ...
+
+
 class Toolbox:
     """Runs tool calls against the workspace on behalf of one conversation."""
 
@@ -288,7 +311,10 @@ class Toolbox:
         remember: MemoryProposer | None = None,
         changes: FileChanges | None = None,
         run_command: CommandRunning | None = None,
+        external: Sequence[ExternalTool] = (),
     ) -> None:
+        # Offered after the built-in tools, sorted by name (a stable cached prefix).
+        self.external = {tool.name: tool for tool in sorted(external, key=lambda t: t.name)}
         self.workspace = workspace
         self.host = host
         self.gate = gate
@@ -308,11 +334,16 @@ class Toolbox:
             names.append("remember")
         if self._run_command is not None:
             names.append("run")
-        return names
+        return names + list(self.external)
 
     def schemas(self) -> list[dict[str, Any]]:
         """Tool definitions as sent in the request body."""
-        return [_run_schema() if name == "run" else TOOL_SCHEMAS[name] for name in self.names]
+        return [self._schema_of(name) for name in self.names]
+
+    def _schema_of(self, name: str) -> dict[str, Any]:
+        if name in self.external:
+            return self.external[name].schema
+        return _run_schema() if name == "run" else TOOL_SCHEMAS[name]
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         """Run one call; every failure becomes an error result, never an exception."""
@@ -329,7 +360,9 @@ class Toolbox:
             )
         try:
             outcome: ToolOutcome
-            if call.name == "run":
+            if call.name in self.external:
+                outcome = await self.external[call.name].run(args)
+            elif call.name == "run":
                 assert self._run_command is not None
                 outcome = await self._run_command(args, call.id, self.changes)
             else:

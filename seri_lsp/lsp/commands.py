@@ -205,6 +205,15 @@ async def info(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.info()
 
 
+async def mcp_restart(engine: Engine, args: dict[str, Any]) -> Any:
+    name = required_text(args, "name", 1_000)
+    try:
+        await engine.mcp.restart(name)
+    except KeyError:
+        raise InvalidArgument("name", f"There is no MCP server named {name!r}.") from None
+    return {"restarted": name}
+
+
 def slash_commands() -> list[dict[str, str]]:
     """The slash commands as the wire shows them (`seri.commands`, and `initialize`'s
     `experimental.seri.slashCommands`), in the registry's order."""
@@ -246,6 +255,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.trajectory.get": trajectory_get,
     "seri.legacy.import": legacy_import,
     "seri.info": info,
+    "seri.mcp.restart": mcp_restart,
     "seri.models": models,
     "seri.commands": commands,
 }

@@ -1,0 +1,199 @@
+"""The MCP manager against real server processes: our own SDK-built test server over
+stdio and streamable HTTP (tools with schemas, a failing one, a picture, a crash, a
+sleep), one that hangs at start, one that exits at once; the guard that keeps them from
+outliving the language server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from seri_lsp.mcp.config import HttpServer, Origin, ServerConfig, StdioServer
+from seri_lsp.mcp.manager import MAX_RESTARTS, McpManager
+
+pytestmark = pytest.mark.slow
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "seri_test_server.py")
+
+
+def stdio(name: str, *extra: str) -> ServerConfig:
+    return ServerConfig(
+        name, Origin.SETTINGS, "test", StdioServer(sys.executable, (SERVER, *extra))
+    )
+
+
+async def started(*servers: ServerConfig, **kwargs: float) -> McpManager:
+    manager = McpManager(servers, **kwargs)
+    manager.start_all()
+    await manager.wait_started()
+    return manager
+
+
+async def test_a_stdio_server_lists_its_tools_with_schemas_and_answers_calls() -> None:
+    manager = await started(stdio("t"))
+    try:
+        state = manager.states["t"]
+        assert state.status == "ready", state.reason
+        tools = {tool.name: tool for tool in state.tools}
+        assert [tool.name for tool in state.tools] == sorted(tools)
+        assert {"echo", "fail", "picture", "big", "sleep", "crash"} <= set(tools)
+        assert tools["echo"].description == "Say the text back, count times."
+        assert tools["echo"].input_schema["required"] == ["text"]
+        echoed = await manager.call("t", "echo", {"text": "hi", "count": 2})
+        assert (echoed.text, echoed.is_error) == ("hi hi", False)
+        failed = await manager.call("t", "fail", {})
+        assert failed.is_error and "fail" in failed.text
+        picture = await manager.call("t", "picture", {})
+        assert picture.text == "here it is\n[image content: image/png, 100 bytes, not shown]"
+    finally:
+        await manager.stop_all()
+
+
+async def test_a_server_hanging_at_start_is_failed_with_its_stderr_and_others_start() -> None:
+    t0 = time.monotonic()
+    manager = await started(stdio("hang", "--hang-at-start"), stdio("ok"), startup_timeout=4)
+    try:
+        assert time.monotonic() - t0 < 10
+        hang = manager.states["hang"]
+        assert hang.status == "failed"
+        assert "did not finish its handshake within 4 s" in (hang.reason or "")
+        assert "hanging before the handshake" in (hang.reason or "")
+        assert manager.states["ok"].status == "ready"
+        answer = await manager.call("hang", "echo", {"text": "x"})
+        assert answer.is_error and "'hang' is not available: it is failed" in answer.text
+    finally:
+        await manager.stop_all()
+
+
+async def test_a_server_that_cannot_run_is_failed_with_the_reason() -> None:
+    missing = ServerConfig("gone", Origin.SETTINGS, "test", StdioServer("no-such-mcp-cmd-x"))
+    manager = await started(missing, startup_timeout=10)
+    state = manager.states["gone"]
+    assert state.status == "failed"
+    assert "cannot run no-such-mcp-cmd-x" in (state.reason or "")
+    await manager.stop_all()
+
+
+async def test_a_slow_call_is_cancelled_at_the_tool_timeout() -> None:
+    manager = await started(stdio("t"), tool_timeout=1)
+    try:
+        answer = await manager.call("t", "sleep", {"seconds": 30})
+        assert answer.is_error and "did not answer within 1 s" in answer.text
+        # The server is still usable afterwards.
+        assert (await manager.call("t", "echo", {"text": "after"})).text == "after"
+    finally:
+        await manager.stop_all()
+
+
+async def test_a_crash_mid_call_is_an_error_the_server_restarts_then_is_failed() -> None:
+    manager = await started(stdio("t"))
+    try:
+        for attempt in range(MAX_RESTARTS):
+            answer = await manager.call("t", "crash", {})
+            assert answer.is_error and "failed during the call to crash" in answer.text
+            assert "being started again" in answer.text
+            await manager.wait_started()
+            assert manager.states["t"].status == "ready", attempt
+            assert (await manager.call("t", "echo", {"text": "back"})).text == "back"
+        answer = await manager.call("t", "crash", {})
+        assert manager.states["t"].status == "failed"
+        assert "crashed 4 times" in (manager.states["t"].reason or "")
+        assert "crashing on purpose" in (manager.states["t"].reason or "")
+        await manager.restart("t")
+        await manager.wait_started()
+        assert status(manager, "t") == "ready"
+    finally:
+        await manager.stop_all()
+
+
+def status(manager: McpManager, name: str) -> str:
+    return manager.states[name].status
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_streamable_http_server_lists_and_answers() -> None:
+    port = free_port()
+    process = subprocess.Popen([sys.executable, SERVER, "--http", str(port)])
+    try:
+        for _ in range(100):
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.1)
+        config = ServerConfig(
+            "web", Origin.SETTINGS, "test", HttpServer(f"http://127.0.0.1:{port}/mcp")
+        )
+        manager = await started(config)
+        try:
+            assert manager.states["web"].status == "ready", manager.states["web"].reason
+            assert (await manager.call("web", "echo", {"text": "over http"})).text == "over http"
+        finally:
+            await manager.stop_all()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+HOLDER = """
+import asyncio, sys
+sys.path.insert(0, {root!r})
+from seri_lsp.mcp.config import Origin, ServerConfig, StdioServer
+from seri_lsp.mcp.manager import McpManager
+async def main():
+    spec = StdioServer(sys.executable, ({server!r},))
+    manager = McpManager([ServerConfig("t", Origin.SETTINGS, "test", spec)])
+    manager.start_all()
+    await manager.wait_started()
+    print(manager.states["t"].status, flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
+def test_the_server_process_dies_when_its_parent_is_killed(tmp_path: Path) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    root = str(Path(__file__).resolve().parent.parent)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(root=root, server=SERVER)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "ready"
+        children = subprocess.run(
+            ["pgrep", "-P", str(holder.pid)], capture_output=True, text=True
+        ).stdout.split()
+        assert children, "no MCP child process found"
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(10)
+        deadline = time.monotonic() + 10
+        alive = [int(pid) for pid in children]
+        while alive and time.monotonic() < deadline:
+            alive = [pid for pid in alive if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+            time.sleep(0.1)
+        assert alive == []
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
