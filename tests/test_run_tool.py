@@ -89,7 +89,10 @@ async def test_a_timeout_kills_the_group_with_its_background_child_and_keeps_out
     began = time.monotonic()
     assert (await prompt(client, "go"))["status"] == "done"
     assert time.monotonic() - began < 15
-    assert result_of(provider) == "timed out after 1 s\nstarted\n"
+    assert result_of(provider) == (
+        "timed out after 1 s\nstarted\n\n"
+        "Files changed by the command (2):\n  created: bg.pid\n  created: sh.pid"
+    )
     for name in ("sh.pid", "bg.pid"):
         pid = int((workspace / name).read_text())
         await wait_until(lambda pid=pid: not alive(pid), timeout=5)
@@ -232,7 +235,9 @@ async def test_seri_tool_stop_stops_just_that_command(
     assert stopped == {"stopped": True}
     result = await asyncio.wait_for(running, 15)
     assert result["status"] == "done" and result["turns"] == 2
-    assert result_of(provider) == "stopped by the user\nbegun\n"
+    assert result_of(provider) == (
+        "stopped by the user\nbegun\n\nFiles changed by the command (1):\n  created: bg.pid"
+    )
     await wait_until(lambda: not alive(int(pid_file.read_text())), timeout=5)
     [record] = of_kind(await recording(client), "command")
     assert record["ended"] == "stopped"

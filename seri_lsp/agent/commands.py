@@ -294,8 +294,8 @@ class CommandRunner:
             first += f" (the timeout was clamped to {MAX_TIMEOUT} s)"
         output = model.text(omitted_line)
         content = f"{first}\n{output}" if output else f"{first}\n(no output)"
-        if note:
-            content = f"{content}\n\n{note}"
+        if note:  # after a blank line
+            content += ("\n" if content.endswith("\n") else "\n\n") + note
         record.update(
             {
                 "ended": how,
