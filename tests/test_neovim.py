@@ -546,6 +546,14 @@ def test_seri_model_picks_the_sessions_model_and_shows_it_in_the_bar(
     assert [request["model"] for request in provider.requests] == ["test/model", "other/model"]
 
 
+def test_setup_called_again_sends_the_settings_and_the_next_prompt_uses_them(
+    scenario, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("First answer."), Text("Second answer."))
+    scenario("settings_change.lua")
+    assert [request["model"] for request in provider.requests] == ["test/model", "other/model"]
+
+
 def test_export_to_markdown_and_json_and_import_back_as_a_new_session(
     scenario, provider: ScriptedProvider, workspace: Path
 ) -> None:
