@@ -31,4 +31,38 @@ suite('Code block actions', () => {
     await api.chatView.code.insert('import os\n');
     assert.strictEqual(editor.document.getText(), 'import os\ndef main():\n    pass\n');
   });
+
+  test('Apply to File with a block that names no file asks for the path, shows the diff, then writes it', async () => {
+    const api = await activated();
+    const folder = vscode.workspace.workspaceFolders![0].uri.fsPath;
+    const target = path.join(folder, 'asked_for.py');
+    fs.rmSync(target, { force: true });
+    const window = vscode.window as unknown as Record<string, unknown>;
+    const saved = { showInputBox: window.showInputBox, showInformationMessage: window.showInformationMessage };
+    const asked: (vscode.InputBoxOptions | undefined)[] = [];
+    const offered: string[] = [];
+    let diffTitle = '';
+    window.showInputBox = async (options?: vscode.InputBoxOptions) => {
+      asked.push(options);
+      return 'asked_for.py';
+    };
+    window.showInformationMessage = async (message: string) => {
+      offered.push(message);
+      const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+      diffTitle = tab?.input instanceof vscode.TabInputTextDiff ? tab.label : '';
+      return 'Apply';
+    };
+    let applied = false;
+    try {
+      applied = await api.chatView.code.apply('def asked():\n    return 1\n');
+    } finally {
+      Object.assign(window, saved);
+    }
+    assert.strictEqual(applied, true);
+    assert.strictEqual(asked.length, 1);
+    assert.strictEqual(asked[0]?.title, 'Seri: Apply Code to File');
+    assert.deepStrictEqual(offered, ['Seri: create asked_for.py with the code block?']);
+    assert.strictEqual(diffTitle, 'asked_for.py ↔ code block from the chat', 'the diff shown while asking');
+    assert.strictEqual(fs.readFileSync(target, 'utf8'), 'def asked():\n    return 1\n');
+  });
 });
