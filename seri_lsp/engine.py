@@ -776,15 +776,17 @@ class Engine:
         restore: str = "both",
         force: bool = False,
         message_id: int | None = None,
+        check: bool = False,
     ) -> dict[str, Any]:
         """Go back `steps` prompts: the conversation, the files, or both (`agent/rewind.py`).
 
         `restore` is "both", "conversation" or "files"; `force` overwrites files changed
         since by something else. `message_id` (a prompt's): back to just before it.
+        `check`: only say which files it would leave alone, changing nothing.
         """
         from seri_lsp.agent.rewind import RewindRequest
 
-        return await self.rewinder.rewind(RewindRequest(steps, restore, force, message_id))
+        return await self.rewinder.rewind(RewindRequest(steps, restore, force, message_id, check))
 
     async def checkpoints_of(self, session_id: str | None) -> Checkpoints:
         """What can be rewound in a session (the open one by default), newest first."""

@@ -259,6 +259,17 @@ def test_message_actions_insert_code_and_rewind_to_a_prompt(
     assert (workspace / "app.txt").read_text() == "app: v1\n"
 
 
+def test_rewind_to_here_asks_to_overwrite_a_file_changed_since(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    provider.script(
+        Calls([("w1", "write_file", {"path": "notes.txt", "content": "notes\n"})]),
+        Text("Wrote notes."),
+    )
+    scenario("rewind_overwrite.lua")
+    assert not (workspace / "notes.txt").exists()
+
+
 def test_a_subfolder_with_its_own_marker_belongs_to_the_running_project(
     scenario, workspace: Path
 ) -> None:
@@ -543,6 +554,14 @@ def test_seri_model_picks_the_sessions_model_and_shows_it_in_the_bar(
 ) -> None:
     provider.script(Text("First answer."), Text("Second answer."))
     scenario("model.lua")
+    assert [request["model"] for request in provider.requests] == ["test/model", "other/model"]
+
+
+def test_setup_called_again_sends_the_settings_and_the_next_prompt_uses_them(
+    scenario, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("First answer."), Text("Second answer."))
+    scenario("settings_change.lua")
     assert [request["model"] for request in provider.requests] == ["test/model", "other/model"]
 
 

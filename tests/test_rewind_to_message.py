@@ -72,3 +72,25 @@ async def test_rewind_to_a_prompt_refuses_bad_ids(agent) -> None:
         with pytest.raises(JsonRpcInvalidParams) as caught:
             await command(client, "seri.rewind", {"messageId": value})
         assert caught.value.data == {"field": "messageId"}, value
+
+
+async def test_a_check_names_the_files_changed_since_and_changes_nothing_then_force_overwrites(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("value = 1\n")
+    client: LanguageClient = await agent()
+    await two_prompts(client, provider, workspace)
+    first, second = prompt_ids(await messages(client))
+    (workspace / "notes.txt").write_text("edited by hand\n")
+
+    checked = await command(client, "seri.rewind", {"messageId": first, "check": True})
+    assert checked == {"rewound": 2, "conflicts": ["notes.txt"], "checked": True}
+    assert (workspace / "notes.txt").read_text() == "edited by hand\n"
+    assert prompt_ids(await messages(client)) == [first, second]
+    conversation = {"messageId": second, "check": True, "restore": "conversation"}
+    assert (await command(client, "seri.rewind", conversation))["conflicts"] == []
+
+    result = await command(client, "seri.rewind", {"messageId": first, "force": True})
+    assert result["conflicts"] == []
+    assert "notes.txt" in result["restoredFiles"]
+    assert (workspace / "app.py").read_text() == "value = 1\n"

@@ -37,6 +37,7 @@ the same rewind can be tried again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import stat
 from collections.abc import Awaitable
@@ -113,6 +114,9 @@ class RewindRequest:
     force: bool = False
     # A prompt's message id (`messages.seq`): rewind to just before it (overrides steps).
     message_id: int | None = None
+    # Only say what the rewind would leave alone (`conflicts`), changing nothing: the
+    # editor asks whether to overwrite those before it rewinds.
+    check: bool = False
 
 
 def parse_rewind(argument: str) -> RewindRequest:
@@ -355,10 +359,12 @@ class Rewinder:
                 request.steps,
             )
             if steps != request.steps:
-                request = RewindRequest(steps, request.restore, request.force, request.message_id)
+                request = dataclasses.replace(request, steps=steps)
             reason = refusal(data, request.steps, conversation.session_id)
             if reason is not None:
                 raise SeriError(reason)
+            if request.check:
+                return await self._check(conversation.session_id, request)
             chosen = reachable(data)[: request.steps]
             restored: list[str] = []
             conflicts: list[str] = []
@@ -423,6 +429,14 @@ class Rewinder:
             },
         )
         return result
+
+    async def _check(self, session_id: str, request: RewindRequest) -> dict[str, Any]:
+        """`check: true`: the files the rewind would leave alone unless forced."""
+        conflicts: list[str] = []
+        if request.restore != "conversation":
+            points = (await self.checkpoints(session_id)).checkpoints
+            conflicts = next((p.conflicts for p in points if p.steps == request.steps), [])
+        return {"rewound": request.steps, "conflicts": conflicts, "checked": True}
 
     async def _seq(self, session_id: str, message_id: int | None) -> int | None:
         """The place in its session of the message with store id `message_id`."""

@@ -163,6 +163,7 @@ async def rewind(engine: Engine, args: dict[str, Any]) -> Any:
         restore=optional_text(args, "restore", MAX_CHOICE_CHARS) or "both",
         force=bool(optional_bool(args, "force")),
         message_id=optional_int(args, "messageId", 1, MAX_MESSAGE_ID),
+        check=bool(optional_bool(args, "check")),
     )
 
 

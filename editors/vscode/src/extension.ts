@@ -69,7 +69,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<SeriEx
       }
     }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
-      if (!affectsServer(event) || !server || !(await server.differsFromRunning())) {
+      if (!affectsServer(event) || !server) {
+        return;
+      }
+      // The provider settings apply from the next prompt; only the others need a restart.
+      await server.sendSettings();
+      if (!(await server.differsFromRunning())) {
         return;
       }
       const offer = 'Seri settings changed. Restart the server to use them?';

@@ -2,6 +2,7 @@
 
 import * as vscode from 'vscode';
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -39,7 +40,13 @@ export class SeriServer implements ServerLink, vscode.Disposable {
   // The start in progress: a second start() joins it, stop() waits for it.
   private starting: Promise<void> | undefined;
   private started:
-    | { settings: ExtensionSettings; env: NodeJS.ProcessEnv; initializationOptions: InitializationOptions }
+    | {
+        settings: ExtensionSettings;
+        env: NodeJS.ProcessEnv;
+        initializationOptions: InitializationOptions;
+        /** The provider settings the server uses now: at start, then as last sent. */
+        sentProvider: InitializationOptions['provider'];
+      }
     | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly stateEmitter = new vscode.EventEmitter<void>();
@@ -61,11 +68,19 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     return this.started?.initializationOptions;
   }
 
+  /** The provider settings the running server uses: those it started with, then as last sent. */
+  get providerSettings(): InitializationOptions['provider'] {
+    return this.started?.sentProvider;
+  }
+
   get isRunning(): boolean {
     return this.client?.state === State.Running;
   }
 
-  /** True when the settings (or the key) now differ from those the server started with. */
+  /**
+   * True when the settings (or the key) now differ from those the server started with,
+   * apart from the provider settings it was sent since (see `sendSettings`).
+   */
   async differsFromRunning(): Promise<boolean> {
     if (!this.started) {
       return true;
@@ -73,9 +88,31 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     const settings = readSettings();
     const env = await this.apiKeys.serverEnvironment();
     return (
-      JSON.stringify(settings) !== JSON.stringify(this.started.settings) ||
+      JSON.stringify(withoutProvider(settings)) !== JSON.stringify(withoutProvider(this.started.settings)) ||
+      JSON.stringify(settings.initializationOptions.provider) !== JSON.stringify(this.started.sentProvider) ||
       env.SERI_API_KEY !== this.started.env.SERI_API_KEY
     );
+  }
+
+  /**
+   * Send the settings in force to the running server (`workspace/didChangeConfiguration`,
+   * `settings` in the shape of the initialization options, in full): it uses the provider
+   * settings from the next prompt on. The others still need a restart.
+   */
+  async sendSettings(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.started || client.state !== State.Running) {
+      return;
+    }
+    const settings = readSettings();
+    const options: InitializationOptions = {
+      ...settings.initializationOptions,
+      apiKeyStore: keyStoreOption((await this.apiKeys.stored()) !== undefined),
+    };
+    await client.sendNotification(DidChangeConfigurationNotification.type, { settings: options });
+    if (this.client === client && this.started) {
+      this.started.sentProvider = settings.initializationOptions.provider;
+    }
   }
 
   /** Start the server unless it runs; overlapping calls share one start. */
@@ -139,7 +176,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     const client = new LanguageClient('seri', 'Seri', serverOptions, clientOptions);
     client.registerFeature(new ChatApprovals());
     this.client = client;
-    this.started = { settings, env, initializationOptions };
+    this.started = { settings, env, initializationOptions, sentProvider: settings.initializationOptions.provider };
     this.disposables.push(
       client.onNotification(Notification.sessionChanged, (params) => this.model.sessionChanged(params)),
       client.onNotification(Notification.message, (params) => this.model.message(params)),
@@ -303,4 +340,10 @@ export class SeriServer implements ServerLink, vscode.Disposable {
     this.stateEmitter.dispose();
     this.loadEmitter.dispose();
   }
+}
+
+/** The settings but the provider's, which the running server takes without a restart. */
+function withoutProvider(settings: ExtensionSettings): ExtensionSettings {
+  const { provider: _provider, ...others } = settings.initializationOptions;
+  return { ...settings, initializationOptions: others };
 }

@@ -689,6 +689,19 @@ function M.start(root)
   return project
 end
 
+---Send the settings in force to every running server (`workspace/didChangeConfiguration`,
+---`settings` in the shape of the initialization options): `setup()` called again changes
+---them, and the provider settings apply from the next prompt (the others at a restart).
+function M.send_settings()
+  local settings = config.init_options(config.options.settings)
+  for _, project in pairs(M.projects) do
+    local client = M.client(project)
+    if client and project.ready then
+      call(client, "notify", "workspace/didChangeConfiguration", { settings = settings })
+    end
+  end
+end
+
 ---The project of a buffer (the current one by default), started when `start` is true.
 ---@param opts {buf?: integer, start?: boolean}?
 ---@return seri.Project?

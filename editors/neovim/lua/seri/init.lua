@@ -85,6 +85,10 @@ end
 ---@param opts table?
 function M.setup(opts)
   local options = config.set(opts)
+  -- Called again: the running servers get the new settings (provider ones apply at once).
+  if did_setup then
+    client.send_settings()
+  end
   did_setup = true
   for group, link in pairs(HIGHLIGHTS) do
     vim.api.nvim_set_hl(0, group, { link = link, default = true })

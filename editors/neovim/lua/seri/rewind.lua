@@ -183,6 +183,38 @@ function M.run(project, request, on_done)
   end)
 end
 
+---"Rewind to here": back to before the prompt `message_id`, conversation and files. Files
+---changed since seri wrote them are asked about first (`seri.rewind {check}`), while their
+---earlier content is still kept: Overwrite rewinds with `force`, Cancel rewinds nothing.
+---@param project seri.Project
+---@param message_id integer
+function M.rewind_here(project, message_id)
+  local request = { message_id = message_id, restore = "both" }
+  local args = { messageId = message_id, restore = "both", check = true }
+  client.execute(project, "seri.rewind", args, function(err, result)
+    if err then
+      notice.say("could not rewind: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      return
+    end
+    local conflicts = type(result) == "table" and result.conflicts or {}
+    if #conflicts == 0 then
+      M.run(project, request)
+      return
+    end
+    vim.ui.select({ "Overwrite", "Cancel" }, {
+      prompt = ("Overwrite %d file(s) changed since seri wrote them (%s)? Cancel rewinds nothing."):format(
+        #conflicts,
+        table.concat(conflicts, ", ")
+      ),
+      kind = "seri_rewind_overwrite",
+    }, function(choice)
+      if choice == "Overwrite" then
+        M.run(project, vim.tbl_extend("force", request, { force = true }))
+      end
+    end)
+  end)
+end
+
 ---Ask whether to overwrite files changed since seri wrote them; `on_answer(force)`, or
 ---nothing when the user cancels.
 ---@param conflicts string[]

@@ -52,7 +52,7 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
     await vscode.window.showTextDocument(editor.document, { viewColumn: editor.viewColumn, preserveFocus: false });
     await editor.edit((edit) => {
       for (const selection of editor.selections) {
-        edit.replace(selection, text);
+        edit.replace(selection, insertion(text, selection));
       }
     });
   }
@@ -133,4 +133,16 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
   dispose(): void {
     this.disposables.forEach((disposable) => disposable.dispose());
   }
+}
+
+/**
+ * The block's text as it goes in at `selection`: as it is at the start of a line (its
+ * lines go above the rest), without its final newline elsewhere, which would otherwise
+ * split the line the cursor is in.
+ */
+function insertion(text: string, selection: vscode.Selection): string {
+  if (selection.start.character === 0) {
+    return text;
+  }
+  return text.replace(/\r?\n$/, '');
 }

@@ -55,7 +55,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private revealPending: number | undefined;
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
-  private readonly code = new CodeActions();
+  /** The code blocks' Insert at Cursor and Apply to File (tests drive them too). */
+  readonly code = new CodeActions();
 
   constructor(
     private readonly extensionUri: vscode.Uri,

@@ -46,9 +46,29 @@ export async function rewind(ctx: CommandContext, request?: RewindRequest): Prom
     }
   }
   const restore = chosen.restore ?? 'both';
+  if (chosen.messageId !== undefined && chosen.force === undefined && restore !== 'conversation') {
+    // "Rewind to here": files changed since are asked about first, while their earlier
+    // content is still kept (a rewind that leaves them alone loses it).
+    const checked = await ctx.server.execute<RewindResult>(ServerCommand.rewind, { ...chosen, check: true });
+    if (checked.conflicts.length > 0) {
+      const answer = await vscode.window.showWarningMessage(
+        `Overwrite ${plural(checked.conflicts.length, 'file')} changed since?`,
+        {
+          modal: true,
+          detail: `${checked.conflicts.join(', ')} changed after seri wrote ${checked.conflicts.length === 1 ? 'it' : 'them'}. Overwrite puts ${checked.conflicts.length === 1 ? 'it' : 'them'} back to the earlier content too, losing those changes; Cancel rewinds nothing.`,
+        },
+        OVERWRITE,
+      );
+      if (answer !== OVERWRITE) {
+        return undefined;
+      }
+      chosen = { ...chosen, force: true };
+    }
+  }
+  const sent = chosen;
   const result = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Window, title: 'Seri: rewinding' },
-    () => ctx.server.execute<RewindResult>(ServerCommand.rewind, { ...chosen }),
+    () => ctx.server.execute<RewindResult>(ServerCommand.rewind, { ...sent }),
   );
   if (typeof result.prompt === 'string') {
     ctx.model.returnRewound(result.prompt);

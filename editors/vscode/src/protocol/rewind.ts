@@ -29,6 +29,8 @@ export interface RewindRequest {
   messageId?: number;
   restore?: RestoreMode;
   force?: boolean;
+  /** Only name the files it would leave alone (`conflicts`), changing nothing. */
+  check?: boolean;
 }
 
 export interface RewindResult {

@@ -144,8 +144,7 @@ local function rewind_here()
     kind = "seri_rewind_here",
   }, function(choice)
     if choice == "Rewind" then
-      local rewind = require("seri.rewind")
-      rewind.run(project, { message_id = prompt.id, restore = "both" })
+      require("seri.rewind").rewind_here(project, prompt.id)
     end
   end)
 end

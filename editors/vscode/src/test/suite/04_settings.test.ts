@@ -6,11 +6,11 @@ import * as vscode from 'vscode';
 
 import { Commands } from '../../ids';
 import type { Session } from '../../protocol';
-import { activated, restart, setSetting, stubWindow, waitFor } from './helpers';
+import { activated, provider, restart, setSetting, stubWindow, waitFor } from './helpers';
 
 suite('Settings', () => {
   suiteTeardown(async () => {
-    for (const key of ['provider.contextWindow', 'resumeOnOpen', 'server.command', 'server.python', 'maxTurns']) {
+    for (const key of ['provider.contextWindow', 'provider.model', 'resumeOnOpen', 'server.command', 'server.python', 'maxTurns']) {
       await setSetting(key, undefined);
     }
     const api = await activated();
@@ -29,6 +29,27 @@ suite('Settings', () => {
     assert.ok(!('maxTurns' in options), 'maxTurns is not set, so not sent');
     assert.ok(!('resumeOnOpen' in options), 'resumeOnOpen is not set, so not sent');
     assert.ok(!('contextWindow' in (options.provider ?? {})), 'contextWindow is not set, so not sent');
+  });
+
+  test('a changed provider setting reaches the running server: the next prompt uses it, no restart', async () => {
+    const api = await activated();
+    const before = api.server.initializationOptions;
+    let offers = 0;
+    const subscription = api.onDidOfferRestart(() => offers++);
+    try {
+      await vscode.commands.executeCommand(Commands.newSession);
+      await setSetting('provider.model', 'other/model');
+      await waitFor(() => api.server.providerSettings?.model === 'other/model', 'the setting to be sent');
+      await provider.script({ text: 'Answered by the model the settings name now.' });
+      assert.strictEqual((await api.model.send('Which model?')).status, 'done');
+      const log = await provider.log();
+      assert.strictEqual(log.requests[log.requests.length - 1].model, 'other/model');
+      assert.strictEqual(api.server.initializationOptions, before, 'the same server, not restarted');
+      assert.strictEqual(offers, 0, 'no restart offered for a provider setting');
+    } finally {
+      subscription.dispose();
+      await setSetting('provider.model', undefined);
+    }
   });
 
   test('changing a setting offers a restart, and the restarted server uses it', async () => {

@@ -164,4 +164,39 @@ suite('Rewind', () => {
       ui.restore();
     }
   });
+
+  test('Rewind to here asks before overwriting a file changed since: Cancel rewinds nothing, Overwrite puts it back', async () => {
+    const api = await activated();
+    const before = await text();
+    await provider.script({ calls: [['w9', 'write_file', { path: 'src/app.py', content: 'written by seri\n' }]] }, { text: 'Rewrote it.' });
+    assert.strictEqual((await api.model.send('Rewrite the app')).status, 'done');
+    const id = api.model.snapshot().messages.filter((m) => m.role === 'user').at(-1)!.id;
+    const document = await vscode.workspace.openTextDocument(file());
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(document.uri, new vscode.Position(0, 0), '# changed by hand\n');
+    assert.ok(await vscode.workspace.applyEdit(edit));
+    await document.save();
+
+    const rewindHere = async (answer: string | undefined): Promise<{ result?: RewindResult; questions: { message: string; detail?: string; buttons: string[] }[] }> => {
+      const ui = stubWindow([], [answer]);
+      try {
+        const result = await vscode.commands.executeCommand<RewindResult | undefined>(Commands.rewind, { messageId: id, restore: 'both' });
+        return { result, questions: ui.questions };
+      } finally {
+        ui.restore();
+      }
+    };
+    const cancelled = await rewindHere(undefined);
+    assert.strictEqual(cancelled.result, undefined, 'Cancel rewinds nothing');
+    assert.strictEqual(cancelled.questions.length, 1);
+    assert.strictEqual(cancelled.questions[0].message, 'Overwrite 1 file changed since?');
+    assert.match(cancelled.questions[0].detail ?? '', /src\/app\.py changed after seri wrote it/);
+    assert.deepStrictEqual(cancelled.questions[0].buttons, ['Overwrite']);
+    assert.strictEqual(await text(), '# changed by hand\nwritten by seri\n');
+
+    const overwritten = await rewindHere('Overwrite');
+    assert.deepStrictEqual(overwritten.result?.conflicts, []);
+    assert.deepStrictEqual(overwritten.result?.restoredFiles, ['src/app.py']);
+    assert.strictEqual(await text(), before);
+  });
 });
