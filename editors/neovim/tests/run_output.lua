@@ -81,6 +81,31 @@ H.run(function()
   H.wait_chat("The sleep was stopped.")
   H.eq(0, #output.live, "no command runs")
 
+  -- A compound line's card (the command rules' details): the parts no rule allows and
+  -- why, and the session's pattern choice on `A`.
+  local params = {
+    kind = "command",
+    message = "seri wants to run `npm test && git push` in web.",
+    choices = { "Allow once", "Allow `git push *` for this session", "Deny" },
+    command = "npm test && git push",
+    cwd = "web",
+    parts = { "npm test", "git push" },
+    unmatched = { "git push" },
+    patterns = { "git push *" },
+    reason = "no allow rule matches `git push`",
+  }
+  local q = { root = "x", params = params, resolve = function() end }
+  local card = require("seri.render").card(params, approve.card_keys(q)).lines
+  H.eq({
+    "▌ seri wants to run `npm test && git push` in web.",
+    "▌   $ npm test && git push",
+    "▌   in web",
+    "▌   not allowed by a rule: git push",
+    "▌   asked because no allow rule matches `git push`",
+    "▌ a Allow once · A Allow `git push *` for this session · d Deny…",
+    "",
+  }, card, "the card")
+
   -- :SeriStop with nothing running says so.
   vim.cmd("SeriStop")
   H.truthy(H.notes[#H.notes].msg:find("no command is running", 1, true), "the notice")
