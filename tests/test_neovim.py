@@ -587,3 +587,18 @@ def test_delete_asks_first_refuses_a_running_task_and_replaces_the_open_session(
     second = seed_session(profile_root, workspace, provider, "second question")
     provider.script(Text("slow answer, " * 40, chunk_size=4, chunk_delay=0.05))
     scenario("delete.lua", env={"SERI_TEST_FIRST": first, "SERI_TEST_SECOND": second})
+
+
+def test_a_run_shows_its_card_its_live_output_and_stops_from_its_row(
+    scenario, provider: ScriptedProvider
+) -> None:
+    slow = "for i in 1 2 3 4 5; do echo line$i; sleep 0.3; done; printf 'a\\tb\\n'"
+    provider.script(
+        Calls([("r1", "run", {"command": slow})]),
+        Text("Printed."),
+        Calls([("r2", "run", {"command": "sleep 100"})]),
+        Text("The sleep was stopped."),
+    )
+    scenario("run_output.lua")
+    assert provider.requests[1]["messages"][-1]["content"].startswith("exit code 0\nline1\n")
+    assert provider.requests[3]["messages"][-1]["content"].startswith("stopped by the user")

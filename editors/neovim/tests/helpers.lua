@@ -168,6 +168,24 @@ function H.screen_line(win, lnum)
   return (table.concat(cells):gsub("%s+$", ""))
 end
 
+---What window `win` shows now, row by row as the screen has it after a redraw (virtual
+---lines included), read with `screenstring()`.
+---@param win integer
+---@return string
+function H.window_screen(win)
+  vim.cmd("redraw!")
+  local origin = vim.fn.win_screenpos(win)
+  local rows = {}
+  for row = origin[1], origin[1] + vim.api.nvim_win_get_height(win) - 1 do
+    local cells = {}
+    for col = origin[2], origin[2] + vim.api.nvim_win_get_width(win) - 1 do
+      table.insert(cells, vim.fn.screenstring(row, col))
+    end
+    table.insert(rows, (table.concat(cells):gsub("%s+$", "")))
+  end
+  return table.concat(rows, "\n")
+end
+
 ---Fail unless the chat's window shows the chat line holding `text` whole, every
 ---character of the line as it is in the buffer (nothing concealed).
 ---@param win integer the chat's window

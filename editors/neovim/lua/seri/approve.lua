@@ -49,11 +49,31 @@ end
 -- Which choice each answer key gives, by the choice's words.
 local NAMES = {
   ["Allow"] = "allow",
+  ["Allow once"] = "allow",
   ["Remember"] = "allow",
+  ["Use these rules"] = "allow",
   ["Allow for this session"] = "allow_session",
   ["Deny"] = "deny",
   ["Don't remember"] = "deny",
+  ["Don't use them"] = "deny",
 }
+
+---The name of the answer `choice` gives: a command's "Allow `npm test` for this session"
+---is the session's allow too.
+---@param choice string
+---@return string?
+local function name_of(choice)
+  if NAMES[choice] then
+    return NAMES[choice]
+  end
+  if choice:match("^Allow .+ for this session$") then
+    return "allow_session"
+  end
+  return nil
+end
+
+-- The kinds whose Deny asks for a note for the model first.
+local NOTED = { write = true, command = true }
 
 ---The answers of a question, with the key of each (keys set to false are left out).
 ---@param q seri.Question
@@ -62,12 +82,22 @@ function M.answers(q)
   local keys = config.options.keymaps
   local list = {}
   local choices = type(q.params.choices) == "table" and q.params.choices or {}
-  local has_allow = vim.tbl_contains(choices, "Allow") or vim.tbl_contains(choices, "Remember")
+  local has_allow = false
   for _, choice in ipairs(choices) do
-    local name = NAMES[choice]
+    has_allow = has_allow or name_of(choice) == "allow"
+  end
+  local named = {} -- one choice per key
+  for _, choice in ipairs(choices) do
+    local name = name_of(choice)
     local label = choice
-    if name == "deny" and q.params.kind == "write" then
+    if name == "deny" and NOTED[q.params.kind] and choice == "Deny" then
       label = choice .. "…" -- a note for the model is asked
+    end
+    if name and named[name] then
+      name = nil
+    end
+    if name then
+      named[name] = true
     end
     if name and keys[name] then
       table.insert(list, { key = keys[name], name = name, choice = choice, label = label })
@@ -142,7 +172,7 @@ function M.answer(q, answer)
   if not vim.tbl_contains(M.questions, q) then
     return
   end
-  if answer.name ~= "deny" or q.params.kind ~= "write" then
+  if answer.name ~= "deny" or not NOTED[q.params.kind] or answer.choice ~= "Deny" then
     finish(q, { choice = answer.choice })
     return
   end

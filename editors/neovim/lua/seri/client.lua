@@ -85,7 +85,7 @@ local HAS_011 = vim.fn.has("nvim-0.11") == 1
 ---@field ended boolean? the last task said it ended (`seri/turnEnded`) before its answer came
 ---@field reports integer? `/cost` and `/context` sent and not answered yet
 
----@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"
+---@alias seri.Event "session"|"message"|"delta"|"compacted"|"turn_ended"|"status"|"exit"|"tool_output"
 ---@alias seri.Listener fun(event: seri.Event, project: seri.Project, params: table?)
 
 ---@type table<string, seri.Project> projects by root
@@ -338,6 +338,14 @@ handlers["seri/delta"] = function(_, params, ctx)
 end
 
 handlers["seri/compacted"] = forward("compacted", "SeriCompacted", true)
+
+-- A running command's output, as it comes (batched by the server, ~10 a second).
+handlers["seri/toolOutput"] = function(_, params, ctx)
+  local project = project_of(ctx)
+  if project and type(params) == "table" then
+    emit("tool_output", project, params)
+  end
+end
 
 local forward_turn_ended = forward("turn_ended", "SeriTurnEnded", true)
 

@@ -213,6 +213,16 @@ M.list = {
     opts = { nargs = 0, desc = "Stop the running seri task" },
   },
   {
+    name = "SeriStop",
+    run = function()
+      require("seri.chat.output").stop()
+    end,
+    opts = {
+      nargs = 0,
+      desc = "Stop the command seri runs (under the cursor in the chat, or the one running)",
+    },
+  },
+  {
     name = "SeriInstall",
     run = function()
       require("seri").install()

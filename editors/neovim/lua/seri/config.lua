@@ -30,6 +30,7 @@
 ---@field prev_turn string|false chat key: the previous heading
 ---@field drop_queued string|false chat key: take a queued prompt back into the input
 ---@field help string|false chat key: a float listing the chat's keys
+---@field stop_command string|false chat key: stop the command under the cursor, or the one running (`:SeriStop`)
 
 ---@class seri.Options
 ---@field cmd string[]? the server command (stdio); nil: see `server_command()`
@@ -80,6 +81,7 @@ M.defaults = {
     prev_turn = "[[",
     drop_queued = "x",
     help = "?",
+    stop_command = "gs",
   },
 }
 

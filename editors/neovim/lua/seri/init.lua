@@ -24,6 +24,7 @@ local HIGHLIGHTS = {
   SeriTool = "Special",
   SeriToolError = "DiagnosticError",
   SeriResult = "Comment",
+  SeriOutput = "Normal",
   SeriRecapTitle = "Title",
   SeriRecap = "String",
   SeriRecapLabel = "Bold",

@@ -224,6 +224,11 @@ function M.tool_line(call)
     end
   elseif call.name == "task" then
     summary = shorten(text("prompt") or "", 60)
+  elseif call.name == "run" then
+    summary = "$ " .. shorten(text("command") or "", 80)
+    if text("cwd") and text("cwd") ~= "." and text("cwd") ~= "" then
+      summary = summary .. " (in " .. text("cwd") .. ")"
+    end
   elseif call.name == "remember" then
     summary = shorten(text("text") or "", 60)
   elseif text("path") then
@@ -625,6 +630,41 @@ function M.unified(before, after)
   return lines
 end
 
+---@param list any
+---@return string[]
+local function strings(list)
+  if type(list) ~= "table" then
+    return {}
+  end
+  return vim.tbl_map(tostring, list)
+end
+
+---A command question's lines, as written: the command line and its cwd, the parts no
+---rule allows (when it has several), why it is asked; or the workspace's rules it asks
+---to use.
+---@param question table
+---@param line fun(text: string, group: string?)
+local function command_details(question, line)
+  local rules = strings(question.workspaceRules)
+  for _, rule in ipairs(rules) do
+    line("  rule: " .. rule, "SeriNotice")
+  end
+  if type(question.command) ~= "string" then
+    return
+  end
+  for i, text in ipairs(split(question.command)) do
+    line((i == 1 and "  $ " or "    ") .. text, "SeriTool")
+  end
+  line("  in " .. tostring(question.cwd or "."), "SeriNotice")
+  local parts, unmatched = strings(question.parts), strings(question.unmatched)
+  if #parts > 1 and #unmatched > 0 then
+    line("  not allowed by a rule: " .. table.concat(unmatched, " · "), "SeriNotice")
+  end
+  if type(question.reason) == "string" and question.reason ~= "" then
+    line("  asked because " .. question.reason, "SeriNotice")
+  end
+end
+
 ---A question the task waits on (`seri/approve`): what seri wants to do, an excerpt of
 ---the change, and the keys that answer it.
 ---@param question table the request's params
@@ -659,6 +699,8 @@ function M.card(question, keys)
     end
   elseif question.kind == "memory" and question.path then
     line("  -> " .. tostring(question.path), "SeriNotice")
+  elseif question.kind == "command" then
+    command_details(question, line)
   end
   local hints = vim.tbl_map(function(k)
     return k.key .. " " .. k.label

@@ -301,6 +301,7 @@ function M.redraw()
   vim.api.nvim_buf_clear_namespace(state.buf, ns.calls, 0, -1)
   vim.list_extend(blocks, tail(count))
   M.write(0, -1, blocks)
+  require("seri.chat.output").place()
 end
 
 ---Show stored blocks after the stored part, then the tail again.

@@ -57,6 +57,25 @@ local function on_event(event, project, params)
       compacted(params) -- said even while the chat is closed
     end
   end
+  local output = require("seri.chat.output")
+  if event == "tool_output" and params then
+    output.on_output(project, params) -- kept while the chat is closed
+  elseif event == "turn_ended" and params then
+    output.clear(project.root, params.sessionId)
+  elseif event == "exit" then
+    output.clear(project.root)
+  elseif event == "message" and params and type(params.message) == "table" then
+    local msg = params.message
+    if msg.role == "tool" then
+      output.finish(msg.tool_call_id)
+    elseif msg.role == "assistant" and type(msg.tool_calls) == "table" then
+      for _, call in ipairs(msg.tool_calls) do
+        if type(call) == "table" and call.name == "run" and type(call.id) == "string" then
+          output.started(project, params.sessionId, call.id)
+        end
+      end
+    end
+  end
   if not valid(state.buf) or project.root ~= state.root then
     return
   end
@@ -119,6 +138,7 @@ function M.on_questions(root)
   end
   if valid(state.buf) and state.root == root and state.loaded then
     draw.redraw_tail()
+    require("seri.chat.output").place() -- a command's row says it runs once answered
   end
   pcall(vim.cmd, "redrawstatus!")
 end

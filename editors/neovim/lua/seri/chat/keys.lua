@@ -335,6 +335,16 @@ M.list = {
     help = "type a prompt",
   },
   {
+    option = "stop_command",
+    modes = "n",
+    buffers = { "chat" },
+    run = function()
+      require("seri.chat.output").stop()
+    end,
+    desc = "seri: stop the command under the cursor, or the one running",
+    help = "stop the command under the cursor, or the one running (:SeriStop)",
+  },
+  {
     option = "cancel",
     modes = { "n", "i" },
     buffers = { "chat", "input" },
