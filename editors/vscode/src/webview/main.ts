@@ -173,13 +173,13 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const message = event.data;
   switch (message.type) {
     case 'reset': {
-      const { messages, notices, streaming, ...header } = message.snapshot;
+      const { messages, notices, streaming, toolOutputs, ...header } = message.snapshot;
       // The same session drawn again keeps the user where they read (the recap, say).
       const keep = state !== undefined && state.session?.id === header.session?.id && !follower.isFollowing;
       const top = transcriptBox.scrollTop;
       messageCount = messages.length;
       olderRequested = false;
-      transcript.reset(messages, notices);
+      transcript.reset(messages, notices, toolOutputs);
       applyHeader(header);
       placeForkMark();
       setStreaming(streaming);
@@ -223,6 +223,10 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     }
     case 'streaming':
       setStreaming(message.text);
+      break;
+    case 'toolOutput':
+      transcript.toolOutput(message.callId, message.text);
+      follower.arrived();
       break;
     case 'notice':
       transcript.addNotice(message.notice);
