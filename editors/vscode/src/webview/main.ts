@@ -90,6 +90,8 @@ function applyHeader(next: HeaderState): void {
   composer.setSlashCommands(next.slashCommands);
   // No forking while a task runs (the server refuses it).
   document.body.classList.toggle('task-running', next.running);
+  // A command waiting for its approval has not started: nothing to stop yet.
+  document.body.classList.toggle('asking-command', next.questions.some((question) => question.params.kind === 'command'));
   const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
   if (origin(next) !== origin(before)) {
     placeForkMark();

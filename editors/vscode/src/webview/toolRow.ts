@@ -52,7 +52,7 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
   const statusIcon =
     status === 'pending'
       ? h('span', { class: 'spinner', 'aria-label': 'running' })
-      : icon(status === 'error' ? Icons.error : status === 'denied' ? Icons.close : Icons.check, `icon status-${status}`);
+      : icon(status === 'error' ? Icons.error : status === 'denied' || status === 'stopped' ? Icons.close : Icons.check, `icon status-${status}`);
   const targetNode = path
     ? h('a', { class: 'tool-target file-link', href: '#', 'data-path': path, title: `Open ${path}` }, target)
     : h('span', { class: 'tool-target' }, target);
@@ -67,6 +67,7 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
     targetNode,
     status === 'error' ? h('span', { class: 'tool-failed' }, 'failed') : null,
     status === 'denied' ? h('span', { class: 'tool-denied' }, 'denied') : null,
+    status === 'stopped' ? h('span', { class: 'tool-denied' }, 'stopped') : null,
     command && status === 'pending'
       ? h('button', { class: 'tool-stop secondary', type: 'button', title: 'Stop this command (the task goes on)', 'aria-label': 'Stop this command' }, 'Stop')
       : null,
@@ -97,16 +98,20 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
 
 /**
  * How a call ended: a refused one (the server's result starts `Denied: `, as a denied
- * write's does) is the user's choice, not a failure, and is drawn in neutral colours.
+ * write's does) and a command the user stopped (`stopped by the user`) are the user's
+ * choice, not failures, and are drawn in neutral colours.
  */
-export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' {
+export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' | 'stopped' {
   if (result === undefined) {
     return 'pending';
   }
   if (!result.isError) {
     return 'ok';
   }
-  return result.content.startsWith('Denied: ') ? 'denied' : 'error';
+  if (result.content.startsWith('stopped by the user')) {
+    return 'stopped';
+  }
+  return result.content.startsWith('Denied: ') || result.content.startsWith('not run (denied)') ? 'denied' : 'error';
 }
 
 function renderArguments(call: ToolCall): Node[] {

@@ -220,6 +220,9 @@ export class Transcript {
     // once it ends the row stays as the user left it.
     const running = call.name === 'run' && result === undefined;
     const open = this.openRows.has(call.id) || (running && !this.closedRows.has(call.id));
+    if (open) {
+      this.openRows.add(call.id); // opened for its output: it stays open when it ends
+    }
     const row = renderToolRow(call, result, open, running ? this.liveOutput.get(call.id) : undefined);
     row.addEventListener('toggle', () => {
       if ((row as HTMLDetailsElement).open) {

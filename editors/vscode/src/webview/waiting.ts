@@ -145,7 +145,7 @@ function title(question: Question): (Node | string)[] {
  */
 function commandDetails(params: CommandQuestion): HTMLElement[] {
   const nodes: HTMLElement[] = [
-    h('pre', { class: 'question-command', 'aria-label': 'Command' }, params.command),
+    h('pre', { class: 'question-line', 'aria-label': 'Command' }, params.command),
     h('div', { class: 'question-detail question-cwd' }, 'in ', h('code', {}, params.cwd === '' || params.cwd === '.' ? '.' : params.cwd), params.cwd === '' || params.cwd === '.' ? ' (the workspace root)' : ''),
   ];
   const unmatched = (params.unmatched ?? []).filter((part) => part !== params.command);
