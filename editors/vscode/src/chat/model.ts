@@ -274,11 +274,18 @@ export class ChatModel {
     if (this.session === null) {
       return false;
     }
-    const result = await this.requireServer().execute<{ stopped?: boolean }>(ServerCommand.toolStop, {
-      sessionId: this.session.id,
-      toolCallId: callId,
-    });
-    return result.stopped === true;
+    try {
+      const result = await this.requireServer().execute<{ stopped?: boolean }>(ServerCommand.toolStop, {
+        sessionId: this.session.id,
+        toolCallId: callId,
+      });
+      return result.stopped === true;
+    } catch (error) {
+      if (this.messages.some((m) => m.role === 'tool' && m.tool_call_id === callId)) {
+        return false; // it ended as the Stop was on its way: nothing to say
+      }
+      throw error;
+    }
   }
 
   delta(params: DeltaParams): void {
