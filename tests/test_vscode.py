@@ -320,6 +320,7 @@ def run_lane(
                 folders, "ask", {"seri.permissions.write": "ask"}, {"README.md": "# Ask\n"}
             ),
             "deny": make_workspace(folders, "deny", {"seri.permissions.write": "ask"}),
+            "run": make_workspace(folders, "run"),
             "status": make_workspace(folders, "status"),
             "attach": make_workspace(folders, "attach", files={"docs/guide.md": "# Guide\n"}),
             "links": make_workspace(folders, "links"),
@@ -607,6 +608,20 @@ def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_run: VSCodeRu
     assert (folder / "src" / "app.py").read_text().startswith("def main():\n")
     assert (folder / "tests" / "test_app.py").exists()
     assert "Tests run with pytest -q" in (folder / ".seri" / "memory.md").read_text()
+
+
+def test_a_command_streams_its_output_under_its_row_and_stop_ends_it(
+    vscode_run: VSCodeRun,
+) -> None:
+    vscode_run.check_scenario("a command is asked about with its line and folder")
+    results = [
+        m["content"]
+        for request in vscode_run.provider.requests
+        for m in request.get("messages", [])
+        if m.get("role") == "tool" and m.get("tool_call_id") in ("call-lines", "call-sleep")
+    ]
+    assert any(r.startswith("exit code 0") and "line5" in r for r in results), results
+    assert any(r.startswith("stopped by the user\nbegun") for r in results), results
 
 
 def test_fork_from_a_message_continues_from_there(vscode_run: VSCodeRun) -> None:

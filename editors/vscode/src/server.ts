@@ -184,6 +184,7 @@ export class SeriServer implements ServerLink, vscode.Disposable {
       client.onNotification(Notification.compacted, (params) => this.model.compacted(params)),
       client.onNotification(Notification.turnEnded, (params) => this.model.turnEnded(params)),
       client.onNotification(Notification.status, (params) => this.model.status(params)),
+      client.onNotification(Notification.toolOutput, (params) => this.model.toolOutput(params)),
       // In place of the client's own toasts: a failure the chat shows is not said twice.
       client.onNotification(ShowMessageNotification.type, (params) => this.showMessage(params)),
       client.onRequest(ServerRequest.saveDocuments, (params) => saveEditedDocuments(params)),

@@ -1408,6 +1408,76 @@ async function messageActions({ page, config, shot }) {
   await shot('rewind-here-done');
 }
 
+const SLOW_LINES = 'for i in 1 2 3 4 5; do echo line$i; sleep 0.4; done';
+const LONG_SLEEP = 'echo begun; sleep 60; echo never';
+
+async function runCommandLive({ page, config, shot }) {
+  await provider(config).script(
+    { calls: [['call-lines', 'run', { command: SLOW_LINES }]] },
+    { calls: [['call-sleep', 'run', { command: LONG_SLEEP }]] },
+    { text: 'Both commands ran; the second one was stopped.' },
+  );
+  await openChat(page);
+  const view = chat(page);
+  await sendPrompt(view, 'Run the slow script, then the long one');
+
+  // The approval card: the command line exactly as it runs, and its folder, in monospace.
+  const card = view.locator('.question.question-command').first();
+  await card.waitFor({ timeout: 20_000 });
+  await card.locator('.question-title', { hasText: 'seri wants to run a command' }).waitFor();
+  const shown = await card.locator('pre.question-line').textContent();
+  expect(shown === SLOW_LINES, `the command exactly as written (${shown})`);
+  const font = await card.locator('pre.question-line').evaluate((element) => getComputedStyle(element).fontFamily);
+  expect(/mono|courier|consol|menlo/i.test(font), `the command in a monospace font (${font})`);
+  await card.locator('.question-cwd code', { hasText: '.' }).waitFor();
+  for (const button of ['Allow once', 'Deny']) {
+    expect(await card.getByRole('button', { name: button, exact: true }).count(), `the ${button} button`);
+  }
+  // Its row is there already, with nothing to stop until it is allowed.
+  const waiting = view.locator('details.tool[data-call-id="call-lines"]');
+  await waiting.locator('pre.tool-live').waitFor();
+  expect(!(await waiting.locator('.tool-stop').isVisible()), 'no Stop while the command waits for its approval');
+  await shot('run-approval');
+  await card.getByRole('button', { name: 'Allow once', exact: true }).click();
+
+  // The output shows under the tool row as it comes, while the command still runs.
+  const lines = view.locator('details.tool[data-call-id="call-lines"]');
+  const live = lines.locator('pre.tool-live');
+  await live.filter({ hasText: 'line1' }).waitFor({ timeout: 20_000 });
+  const partial = await live.textContent();
+  expect(!partial.includes('line5'), `only part of the output so far (${JSON.stringify(partial)})`);
+  expect(await lines.locator('summary .tool-stop').isVisible(), 'a Stop button on the running row');
+  expect((await lines.locator('summary .tool-target').textContent()) === SLOW_LINES, 'the row names the command');
+  await live.filter({ hasText: 'line3' }).waitFor({ timeout: 10_000 });
+  await shot('run-live');
+  await view.locator('details.tool.status-ok[data-call-id="call-lines"]').waitFor({ timeout: 20_000 });
+  const done = await lines.locator('pre.tool-output').textContent();
+  expect(done.startsWith('exit code 0') && done.includes('line5'), `the whole output after it ended (${JSON.stringify(done)})`);
+  expect((await lines.locator('.tool-stop').count()) === 0, 'no Stop once it ended');
+  expect(await lines.evaluate((element) => element.open), 'the row stays open after it ended');
+
+  // The long one: stopped by its row's button; the task goes on.
+  const second = view.locator('.question', { hasText: 'seri wants to run a command' });
+  await second.locator('pre.question-line', { hasText: 'sleep 60' }).waitFor({ timeout: 20_000 });
+  await second.getByRole('button', { name: 'Allow once', exact: true }).click();
+  const sleeper = view.locator('details.tool[data-call-id="call-sleep"]');
+  await sleeper.locator('pre.tool-live', { hasText: 'begun' }).waitFor({ timeout: 20_000 });
+  await shot('run-long');
+  const started = Date.now();
+  await sleeper.locator('summary .tool-stop').click();
+  await sleeper.locator('pre.tool-output:not(.tool-live)', { hasText: 'stopped' }).waitFor({ timeout: 15_000 });
+  expect(Date.now() - started < 15_000, 'the command stopped at once');
+  const stopped = await sleeper.locator('pre.tool-output').textContent();
+  expect(stopped.includes('begun') && !stopped.includes('never'), `what it printed before the stop (${JSON.stringify(stopped)})`);
+  expect(await sleeper.evaluate((element) => element.open), 'the stopped row stays open');
+  // Stopped by the user: the user's choice, drawn neutral, not a red "failed".
+  await sleeper.locator('summary .tool-denied', { hasText: 'stopped' }).waitFor();
+  expect((await sleeper.getAttribute('class')).includes('status-stopped'), 'the row is marked stopped');
+  expect((await sleeper.locator('.tool-failed').count()) === 0, 'a stopped command is not said to have failed');
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'the second one was stopped' }).waitFor({ timeout: 20_000 });
+  await shot('run-stopped');
+}
+
 const SCENARIOS = [
   ['a stored session is shown in the chat on open, after hiding and after a reload', 'stored', storedSession],
   ['a long session shows its newest page, and earlier ones when scrolled to the top', 'long', longSession],
@@ -1419,6 +1489,7 @@ const SCENARIOS = [
   ['the model in the chat header opens Select Model..., and the pick is shown with its window', 'resume', selectModel, { continues: true }],
   ['a write is asked in the chat: the card stays, opens a diff, and Allow writes the file', 'ask', writeApproval],
   ['a Deny with a note tells the model why', 'deny', denyWithNote],
+  ['a command is asked about with its line and folder, streams its output under its row, and Stop ends just it', 'run', runCommandLive],
   ['a question whose task is stopped leaves the chat', 'deny', questionWithdrawn, { continues: true }],
   ['the working line says what the task waits for, with the retry count', 'status', workingLine],
   ['the selection, a picked file and the buffer are attached to the prompt and shown as chips', 'attach', attachContext],

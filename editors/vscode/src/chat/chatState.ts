@@ -23,6 +23,8 @@ export interface ChatSnapshot {
   messages: WireMessage[];
   hasMore: boolean;
   streaming: string;
+  /** What each running command (`run` call) printed so far, its tail, by tool call id. */
+  toolOutputs: Record<string, string>;
   running: boolean;
   usage: Usage | null;
   notices: Notice[];
@@ -93,6 +95,8 @@ export type ChatChange =
   | { kind: 'append'; message: WireMessage }
   | { kind: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { kind: 'streaming'; text: string }
+  /** Running command `callId` printed `text`. */
+  | { kind: 'toolOutput'; callId: string; text: string }
   | { kind: 'notice'; notice: Notice }
   | { kind: 'state' }
   /** The input's text was set; `context`: attachments that come back with it. */

@@ -23,6 +23,7 @@ import {
   SlashCommand,
   StatusParams,
   TaskStatus,
+  ToolOutputParams,
   TrajectoryRecord,
   TurnEndedParams,
   Usage,
@@ -37,12 +38,17 @@ type Listener = (change: ChatChange) => void;
 /** How long the usage refresh waits for more stored messages before it asks the server. */
 export const USAGE_REFRESH_DELAY_MS = 250;
 
+/** The tail of a running command's output the chat keeps (its result holds the rest). */
+export const MAX_TOOL_OUTPUT = 64_000;
+
 export class ChatModel {
   private readonly listeners = new Set<Listener>();
   private server: ServerLink | undefined;
   private serverState: ServerState = 'starting';
   private session: Session | null = null;
   private messages: WireMessage[] = [];
+  // What each running `run` call of the open session printed so far (its tail), by call id.
+  private toolOutputs = new Map<string, string>();
   private ids = new Set<number>();
   private hasMore = false;
   private streaming = '';
@@ -95,6 +101,7 @@ export class ChatModel {
       messages: [...this.messages],
       hasMore: this.hasMore,
       streaming: this.streaming,
+      toolOutputs: Object.fromEntries(this.toolOutputs),
       running: this.running,
       usage: this.usage,
       notices: [...this.notices],
@@ -249,6 +256,35 @@ export class ChatModel {
     this.add(message);
     if (refresh) {
       this.scheduleUsageRefresh();
+    }
+  }
+
+  /** `seri/toolOutput`: a running command of the open session printed `text`. */
+  toolOutput(params: ToolOutputParams): void {
+    if (this.session === null || params.sessionId !== this.session.id) {
+      return;
+    }
+    const output = ((this.toolOutputs.get(params.toolCallId) ?? '') + params.text).slice(-MAX_TOOL_OUTPUT);
+    this.toolOutputs.set(params.toolCallId, output);
+    this.emit({ kind: 'toolOutput', callId: params.toolCallId, text: params.text });
+  }
+
+  /** Stop one running command of the open session (`seri.tool.stop`); the task goes on. */
+  async stopTool(callId: string): Promise<boolean> {
+    if (this.session === null) {
+      return false;
+    }
+    try {
+      const result = await this.requireServer().execute<{ stopped?: boolean }>(ServerCommand.toolStop, {
+        sessionId: this.session.id,
+        toolCallId: callId,
+      });
+      return result.stopped === true;
+    } catch (error) {
+      if (this.messages.some((m) => m.role === 'tool' && m.tool_call_id === callId)) {
+        return false; // it ended as the Stop was on its way: nothing to say
+      }
+      throw error;
     }
   }
 
@@ -733,6 +769,7 @@ export class ChatModel {
     this.usage = view.usage;
     if (switched) {
       this.notices = [];
+      this.toolOutputs.clear();
       this.streaming = '';
       this.context = null;
     }
@@ -765,6 +802,9 @@ export class ChatModel {
     }
     this.ids.add(message.id);
     this.messages.push(message);
+    if (message.role === 'tool' && message.tool_call_id) {
+      this.toolOutputs.delete(message.tool_call_id); // its result holds the output now
+    }
     this.emit({ kind: 'append', message });
   }
 
@@ -774,6 +814,7 @@ export class ChatModel {
     this.hasMore = false;
     this.streaming = '';
     this.notices = [];
+    this.toolOutputs.clear();
     this.arrivedWhileLoading = [];
     this.context = null;
     this.forkOrigin = null;

@@ -148,6 +148,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       case 'streaming':
         this.post({ type: 'streaming', text: change.text });
         break;
+      case 'toolOutput':
+        this.post({ type: 'toolOutput', callId: change.callId, text: change.text });
+        break;
       case 'notice':
         this.post({ type: 'notice', notice: change.notice });
         break;
@@ -159,7 +162,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
         break;
       case 'questions':
       case 'state': {
-        const { messages: _m, notices: _n, streaming: _s, ...state } = this.model.snapshot();
+        const { messages: _m, notices: _n, streaming: _s, toolOutputs: _t, ...state } = this.model.snapshot();
         this.post({ type: 'state', snapshot: state });
         break;
       }
@@ -198,6 +201,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           break;
         case 'stop':
           await vscode.commands.executeCommand(Commands.stop);
+          break;
+        case 'stopTool':
+          await this.model.stopTool(message.callId);
           break;
         case 'menu':
           await vscode.commands.executeCommand(MENU_COMMANDS[message.action]);

@@ -4,7 +4,7 @@ import type { ChatSnapshot, Notice } from './chatState';
 import type { PromptContext, WireMessage } from '../protocol';
 
 /** What the header, the working line, the question cards and the queue are drawn from. */
-export type HeaderState = Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming'>;
+export type HeaderState = Omit<ChatSnapshot, 'messages' | 'notices' | 'streaming' | 'toolOutputs'>;
 
 /** Extension to webview. */
 export type ToWebview =
@@ -12,6 +12,8 @@ export type ToWebview =
   | { type: 'append'; message: WireMessage }
   | { type: 'prepend'; messages: WireMessage[]; hasMore: boolean }
   | { type: 'streaming'; text: string }
+  /** Running command `callId` printed `text`. */
+  | { type: 'toolOutput'; callId: string; text: string }
   | { type: 'notice'; notice: Notice }
   | { type: 'state'; snapshot: HeaderState }
   | { type: 'focusInput' }
@@ -47,6 +49,8 @@ export type FromWebview =
   | { type: 'draft'; text: string }
   | { type: 'send'; text: string; context: PromptContext[] }
   | { type: 'stop' }
+  /** Stop just this running command (its tool row's Stop); the task goes on. */
+  | { type: 'stopTool'; callId: string }
   | { type: 'menu'; action: MenuAction }
   | { type: 'loadOlder' }
   | { type: 'openLink'; href: string }

@@ -34,8 +34,24 @@ export interface ChecksQuestion extends ApproveBase {
   checks: { name: string; command: string }[];
 }
 
+/** A command line the task waits to run (the `run` tool), with why it is asked. */
+export interface CommandQuestion extends ApproveBase {
+  kind: 'command';
+  command: string;
+  /** Workspace-relative, `.` for the root. */
+  cwd: string;
+  /** The line's simple commands, as the rules see them. */
+  parts?: string[];
+  /** The parts no allow rule matched. */
+  unmatched?: string[];
+  /** The patterns an "allow for this session" choice would add. */
+  patterns?: string[];
+  /** Why it is asked (the line could not be parsed, say). */
+  reason?: string;
+}
+
 /** `seri/approve` params: a question a task waits on (docs/protocol.md, Approvals). */
-export type ApproveParams = WriteQuestion | MemoryQuestion | ChecksQuestion;
+export type ApproveParams = WriteQuestion | MemoryQuestion | ChecksQuestion | CommandQuestion;
 
 export interface ApproveResult {
   choice: string;

@@ -23,6 +23,8 @@ export const ServerCommand = {
   clear: 'seri.clear',
   maxTurns: 'seri.maxTurns',
   cancel: 'seri.cancel',
+  /** Stop one running `run` command; the task goes on. */
+  toolStop: 'seri.tool.stop',
   rewind: 'seri.rewind',
   checkpoints: 'seri.checkpoints',
   trajectory: 'seri.trajectory',
@@ -39,6 +41,8 @@ export const Notification = {
   compacted: 'seri/compacted',
   turnEnded: 'seri/turnEnded',
   status: 'seri/status',
+  /** What a running `run` command printed since the last one. */
+  toolOutput: 'seri/toolOutput',
 } as const;
 
 /** Requests the server sends to the editor. */

@@ -48,3 +48,10 @@ export interface StatusParams {
   /** Seconds before the retry. */
   delay?: number;
 }
+
+/** `seri/toolOutput`: what a running tool call (`run`) printed since the last one. */
+export interface ToolOutputParams {
+  sessionId: string;
+  toolCallId: string;
+  text: string;
+}

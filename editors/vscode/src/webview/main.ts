@@ -90,6 +90,8 @@ function applyHeader(next: HeaderState): void {
   composer.setSlashCommands(next.slashCommands);
   // No forking while a task runs (the server refuses it).
   document.body.classList.toggle('task-running', next.running);
+  // A command waiting for its approval has not started: nothing to stop yet.
+  document.body.classList.toggle('asking-command', next.questions.some((question) => question.params.kind === 'command'));
   const origin = (header?: HeaderState): string => JSON.stringify([header?.forkOrigin, header?.session?.createdAt]);
   if (origin(next) !== origin(before)) {
     placeForkMark();
@@ -173,13 +175,13 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const message = event.data;
   switch (message.type) {
     case 'reset': {
-      const { messages, notices, streaming, ...header } = message.snapshot;
+      const { messages, notices, streaming, toolOutputs, ...header } = message.snapshot;
       // The same session drawn again keeps the user where they read (the recap, say).
       const keep = state !== undefined && state.session?.id === header.session?.id && !follower.isFollowing;
       const top = transcriptBox.scrollTop;
       messageCount = messages.length;
       olderRequested = false;
-      transcript.reset(messages, notices);
+      transcript.reset(messages, notices, toolOutputs);
       applyHeader(header);
       placeForkMark();
       setStreaming(streaming);
@@ -223,6 +225,10 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     }
     case 'streaming':
       setStreaming(message.text);
+      break;
+    case 'toolOutput':
+      transcript.toolOutput(message.callId, message.text);
+      follower.arrived();
       break;
     case 'notice':
       transcript.addNotice(message.notice);

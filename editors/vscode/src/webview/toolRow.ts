@@ -29,6 +29,8 @@ export function describeCall(call: ToolCall): { target: string; path?: string } 
       return { target: oneLine(text('prompt'), 80) };
     case 'remember':
       return { target: oneLine(text('text'), 80) };
+    case 'run':
+      return { target: oneLine(text('command'), 80) };
     default:
       return { target: oneLine(call.arguments, 80) };
   }
@@ -39,13 +41,18 @@ function oneLine(text: string, limit: number): string {
   return line.length > limit ? `${line.slice(0, limit - 1)}…` : line;
 }
 
-export function renderToolRow(call: ToolCall, result: WireMessage | undefined, open: boolean): HTMLElement {
+/**
+ * `live`: what a running command (a `run` call with no result yet) printed so far, shown
+ * as it comes in a bounded box that scrolls, with a Stop button on the row.
+ */
+export function renderToolRow(call: ToolCall, result: WireMessage | undefined, open: boolean, live?: string): HTMLElement {
   const { target, path } = describeCall(call);
   const status = toolStatus(result);
+  const command = call.name === 'run';
   const statusIcon =
     status === 'pending'
       ? h('span', { class: 'spinner', 'aria-label': 'running' })
-      : icon(status === 'error' ? Icons.error : status === 'denied' ? Icons.close : Icons.check, `icon status-${status}`);
+      : icon(status === 'error' ? Icons.error : status === 'denied' || status === 'stopped' ? Icons.close : Icons.check, `icon status-${status}`);
   const targetNode = path
     ? h('a', { class: 'tool-target file-link', href: '#', 'data-path': path, title: `Open ${path}` }, target)
     : h('span', { class: 'tool-target' }, target);
@@ -60,16 +67,27 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
     targetNode,
     status === 'error' ? h('span', { class: 'tool-failed' }, 'failed') : null,
     status === 'denied' ? h('span', { class: 'tool-denied' }, 'denied') : null,
+    status === 'stopped' ? h('span', { class: 'tool-denied' }, 'stopped') : null,
+    command && status === 'pending'
+      ? h('button', { class: 'tool-stop secondary', type: 'button', title: 'Stop this command (the task goes on)', 'aria-label': 'Stop this command' }, 'Stop')
+      : null,
   );
   const body = h('div', { class: 'tool-body' }, ...renderArguments(call));
-  body.append(h('div', { class: 'tool-label' }, 'Result'));
-  body.append(
-    h(
-      'pre',
-      { class: `tool-output${status === 'error' ? ' error' : ''}` },
-      result === undefined ? 'Running…' : result.content || '(empty)',
-    ),
-  );
+  if (command && result === undefined) {
+    body.append(h('div', { class: 'tool-label' }, 'Output'));
+    const output = h('pre', { class: 'tool-output tool-live', role: 'log', 'aria-live': 'off' }, live || '');
+    output.dataset.empty = live ? 'false' : 'true';
+    body.append(output);
+  } else {
+    body.append(h('div', { class: 'tool-label' }, command ? 'Output' : 'Result'));
+    body.append(
+      h(
+        'pre',
+        { class: `tool-output${status === 'error' ? ' error' : ''}` },
+        result === undefined ? 'Running…' : result.content || '(empty)',
+      ),
+    );
+  }
   return h(
     'details',
     { class: `row tool status-${status}`, 'data-call-id': call.id, 'data-tool': call.name, open: open || undefined },
@@ -80,16 +98,20 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
 
 /**
  * How a call ended: a refused one (the server's result starts `Denied: `, as a denied
- * write's does) is the user's choice, not a failure, and is drawn in neutral colours.
+ * write's does) and a command the user stopped (`stopped by the user`) are the user's
+ * choice, not failures, and are drawn in neutral colours.
  */
-export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' {
+export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' | 'stopped' {
   if (result === undefined) {
     return 'pending';
   }
   if (!result.isError) {
     return 'ok';
   }
-  return result.content.startsWith('Denied: ') ? 'denied' : 'error';
+  if (result.content.startsWith('stopped by the user')) {
+    return 'stopped';
+  }
+  return result.content.startsWith('Denied: ') || result.content.startsWith('not run (denied)') ? 'denied' : 'error';
 }
 
 function renderArguments(call: ToolCall): Node[] {
@@ -113,6 +135,14 @@ function renderArguments(call: ToolCall): Node[] {
       h('div', { class: 'tool-label' }, 'With'),
       h('pre', { class: 'tool-args diff-new' }, String(args.new_text ?? '')),
     ];
+  }
+  if (call.name === 'run') {
+    // The command line exactly as it runs, and where.
+    const nodes: Node[] = [h('div', { class: 'tool-label' }, 'Command'), h('pre', { class: 'tool-args tool-command' }, String(args.command ?? ''))];
+    if (typeof args.cwd === 'string' && args.cwd !== '' && args.cwd !== '.') {
+      nodes.push(h('div', { class: 'tool-label' }, 'In'), h('pre', { class: 'tool-args tool-cwd' }, args.cwd));
+    }
+    return nodes;
   }
   if (call.name === 'write_file') {
     return [h('div', { class: 'tool-label' }, 'Content'), h('pre', { class: 'tool-args' }, String(args.content ?? ''))];

@@ -16,6 +16,9 @@ import { markdownBody } from './replyBody';
 import { renderToolRow } from './toolRow';
 import { renderTurnEnd } from './turnEndRow';
 
+/** The tail of a running command's output a row keeps (its result holds the rest). */
+const MAX_LIVE_OUTPUT = 64_000;
+
 export class Transcript {
   private messages: WireMessage[] = [];
   private notices: Notice[] = [];
@@ -23,6 +26,10 @@ export class Transcript {
   private readonly callRows = new Map<string, HTMLElement>();
   // Which tool rows the user opened, so a re-render keeps them open.
   private readonly openRows = new Set<string>();
+  // Running commands' rows the user folded: not opened again for their output.
+  private readonly closedRows = new Set<string>();
+  // What each running command printed so far (its tail), by call id.
+  private liveOutput = new Map<string, string>();
 
   constructor(private readonly root: HTMLElement) {}
 
@@ -80,10 +87,30 @@ export class Transcript {
     return message?.role === 'tool' && message.tool_call_id ? this.callRows.get(message.tool_call_id) : undefined;
   }
 
-  reset(messages: WireMessage[], notices: Notice[]): void {
+  reset(messages: WireMessage[], notices: Notice[], toolOutputs: Record<string, string> = {}): void {
     this.messages = [...messages];
     this.notices = [...notices];
+    this.liveOutput = new Map(Object.entries(toolOutputs));
     this.render();
+  }
+
+  /**
+   * Running command `callId` printed `text`: add it to its row's output box, which keeps
+   * its newest lines in view unless the user scrolled up in it.
+   */
+  toolOutput(callId: string, text: string): void {
+    const output = ((this.liveOutput.get(callId) ?? '') + text).slice(-MAX_LIVE_OUTPUT);
+    this.liveOutput.set(callId, output);
+    const box = this.callRows.get(callId)?.querySelector<HTMLElement>('.tool-live');
+    if (!box) {
+      return;
+    }
+    const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 8;
+    box.textContent = output;
+    box.dataset.empty = output ? 'false' : 'true';
+    if (atEnd) {
+      box.scrollTop = box.scrollHeight;
+    }
   }
 
   prepend(messages: WireMessage[]): void {
@@ -95,6 +122,7 @@ export class Transcript {
     this.messages.push(message);
     if (message.role === 'tool' && message.tool_call_id && this.callRows.has(message.tool_call_id)) {
       this.results.set(message.tool_call_id, message);
+      this.liveOutput.delete(message.tool_call_id);
       this.refreshCall(message.tool_call_id);
       return;
     }
@@ -187,14 +215,28 @@ export class Transcript {
   }
 
   private renderCall(call: ToolCall): HTMLElement {
-    const row = renderToolRow(call, this.results.get(call.id), this.openRows.has(call.id));
+    const result = this.results.get(call.id);
+    // A running command opens to show its output as it comes, unless the user folded it;
+    // once it ends the row stays as the user left it.
+    const running = call.name === 'run' && result === undefined;
+    const open = this.openRows.has(call.id) || (running && !this.closedRows.has(call.id));
+    if (open) {
+      this.openRows.add(call.id); // opened for its output: it stays open when it ends
+    }
+    const row = renderToolRow(call, result, open, running ? this.liveOutput.get(call.id) : undefined);
     row.addEventListener('toggle', () => {
       if ((row as HTMLDetailsElement).open) {
         this.openRows.add(call.id);
+        this.closedRows.delete(call.id);
       } else {
         this.openRows.delete(call.id);
+        this.closedRows.add(call.id);
       }
     });
+    if (running) {
+      const box = row.querySelector<HTMLElement>('.tool-live');
+      requestAnimationFrame(() => box && (box.scrollTop = box.scrollHeight));
+    }
     return row;
   }
 

@@ -1,4 +1,4 @@
-// What a click in the transcript does: copy a code block, fork from a message, open the
+// What a click in the transcript does: stop a running command, copy a code block, fork from a message, open the
 // fork's original, show a compaction's recap, retry a failed prompt, open a file or a
 // link. Everything it asks for goes to the extension, except where the view scrolls.
 
@@ -16,6 +16,18 @@ export interface TranscriptActions {
 export function handleTranscriptClicks(box: HTMLElement, actions: TranscriptActions): void {
   box.addEventListener('click', (event) => {
     const target = event.target as HTMLElement;
+    const stopTool = target.closest<HTMLButtonElement>('.tool-stop');
+    if (stopTool) {
+      // In the row's summary: stop the command without folding the row.
+      event.preventDefault();
+      const callId = stopTool.closest<HTMLElement>('.tool')?.dataset.callId;
+      if (callId && !stopTool.disabled) {
+        stopTool.disabled = true;
+        stopTool.textContent = 'Stopping…';
+        actions.post({ type: 'stopTool', callId });
+      }
+      return;
+    }
     const copy = target.closest('.code-copy');
     if (copy) {
       const code = copy.closest('.code-block')?.querySelector('code');

@@ -7,7 +7,7 @@ import type { QueuedPrompt, Question } from '../chat/chatState';
 import { mentionLabel } from '../chat/promptText';
 import type { FromWebview } from '../chat/webviewProtocol';
 import { plural } from '../format';
-import type { WriteQuestion } from '../protocol';
+import type { CommandQuestion, WriteQuestion } from '../protocol';
 import { Icons, h, icon } from './dom';
 import { renderHunk } from './hunkView';
 
@@ -83,6 +83,9 @@ function renderQuestion(question: Question, project: string, post: Post): HTMLEl
     withNote = true;
   } else if (params.kind === 'memory') {
     card.append(h('blockquote', { class: 'question-quote' }, params.text), h('div', { class: 'question-detail' }, `in ${shortPath(params.path, project)}`));
+  } else if (params.kind === 'command') {
+    card.append(...commandDetails(params));
+    withNote = true;
   } else if (params.kind === 'checks') {
     card.append(
       h('div', { class: 'question-detail' }, `in ${shortPath(params.cwd, project)}`),
@@ -130,7 +133,36 @@ function title(question: Question): (Node | string)[] {
   if (params.kind === 'checks') {
     return ['seri wants to run the checks'];
   }
+  if (params.kind === 'command') {
+    return ['seri wants to run a command'];
+  }
   return [(params as { message: string }).message];
+}
+
+/**
+ * A command question: the line exactly as it would run and its folder, in monospace (no
+ * markdown), then why it is asked: the parts no rule allows, or the server's reason.
+ */
+function commandDetails(params: CommandQuestion): HTMLElement[] {
+  const nodes: HTMLElement[] = [
+    h('pre', { class: 'question-line', 'aria-label': 'Command' }, params.command),
+    h('div', { class: 'question-detail question-cwd' }, 'in ', h('code', {}, params.cwd === '' || params.cwd === '.' ? '.' : params.cwd), params.cwd === '' || params.cwd === '.' ? ' (the workspace root)' : ''),
+  ];
+  const unmatched = (params.unmatched ?? []).filter((part) => part !== params.command);
+  if (unmatched.length > 0 && (params.parts?.length ?? 0) > 1) {
+    nodes.push(
+      h(
+        'div',
+        { class: 'question-detail question-unmatched' },
+        unmatched.length === 1 ? 'No rule allows this part: ' : 'No rule allows these parts: ',
+        ...unmatched.flatMap((part, index) => [index > 0 ? ', ' : '', h('code', {}, part)]),
+      ),
+    );
+  }
+  if (params.reason) {
+    nodes.push(h('div', { class: 'question-detail question-reason' }, params.reason));
+  }
+  return nodes;
 }
 
 function writeDetails(params: WriteQuestion): HTMLElement {

@@ -71,6 +71,34 @@ suite('ChatModel', () => {
     assert.strictEqual(model.showsInChat(error), false);
   });
 
+  test('keeps a running command’s output (its tail) until its result arrives, and stops just it', async () => {
+    const server = new FakeServer((command) => (command === 'seri.tool.stop' ? { stopped: true } : view(open, [])));
+    const model = new ChatModel();
+    await model.attach(server);
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    model.toolOutput({ sessionId: 'child', toolCallId: 'c9', text: 'a subagent’s' });
+    model.toolOutput({ sessionId: 's1', toolCallId: 'r1', text: 'line1\n' });
+    model.toolOutput({ sessionId: 's1', toolCallId: 'r1', text: 'line2\n' });
+    assert.deepStrictEqual(model.snapshot().toolOutputs, { r1: 'line1\nline2\n' });
+    assert.deepStrictEqual(
+      changes.filter((c) => c.kind === 'toolOutput'),
+      [
+        { kind: 'toolOutput', callId: 'r1', text: 'line1\n' },
+        { kind: 'toolOutput', callId: 'r1', text: 'line2\n' },
+      ],
+    );
+    model.toolOutput({ sessionId: 's1', toolCallId: 'r1', text: 'x'.repeat(70_000) });
+    const kept = model.snapshot().toolOutputs.r1;
+    assert.ok(kept.length === 64_000 && kept.endsWith('xxx'), `the tail is kept (${kept.length})`);
+
+    assert.strictEqual(await model.stopTool('r1'), true);
+    assert.deepStrictEqual(server.calls.at(-1), { command: 'seri.tool.stop', args: { sessionId: 's1', toolCallId: 'r1' } });
+
+    model.message({ sessionId: 's1', message: message(7, 'tool', 'stopped by the user\nline1', { tool_call_id: 'r1', isError: true }) });
+    assert.deepStrictEqual(model.snapshot().toolOutputs, {});
+  });
+
   test('shows only the open session’s messages', async () => {
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, [])));
