@@ -162,7 +162,7 @@ class CommandGate:
             details["reason"] = verdict.reason
         question = Question(
             kind="command",
-            message=f"seri wants to run `{command}` in {cwd}.",
+            message=f"seri wants to run `{command}` in {_where(cwd)}.",
             choices=choices,
             session_id=self.session_id,
             details=details,
@@ -182,3 +182,8 @@ class CommandGate:
         raise Denied(
             f"the user denied this command: {note}" if note else "the user denied this command"
         )
+
+
+def _where(cwd: str) -> str:
+    """The cwd as a question names it (`.` reads as "the workspace root")."""
+    return "the workspace root" if cwd == "." else cwd

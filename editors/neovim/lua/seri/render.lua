@@ -303,7 +303,9 @@ end
 ---@param b seri.Block
 ---@param msg seri.Message a `tool` message
 local function result(b, msg)
-  if msg.isError then
+  local content = msg.content or ""
+  -- A command the user stopped did what was asked of it: no failure.
+  if msg.isError and not vim.startswith(content, "stopped by the user") then
     folded(b, M.RESULT, "failed: " .. (msg.content or ""), "SeriToolError")
   else
     folded(b, M.RESULT, msg.content or "", "SeriResult")
