@@ -18,7 +18,13 @@ from seri_lsp.agent.command_gate import (
     WorkspaceAgreements,
     allow_for_session,
 )
-from seri_lsp.agent.command_rules import CommandRules, Pattern, decide, split_line
+from seri_lsp.agent.command_rules import (
+    CommandRules,
+    Pattern,
+    decide,
+    split_line,
+    suggested_pattern,
+)
 from seri_lsp.agent.tools import Denied
 from seri_lsp.host import Answer, Host, Question
 from seri_lsp.settings import load_settings
@@ -250,3 +256,30 @@ def test_the_choices_read_right_as_acp_permission_options() -> None:
     assert [option_kind(c, card) for c in card] == ["allow_once", "allow_always", "reject_once"]
     workspace = [USE_WORKSPACE_RULES, IGNORE_WORKSPACE_RULES]
     assert [option_kind(c, workspace) for c in workspace] == ["allow_once", "reject_once"]
+
+
+@pytest.mark.parametrize(
+    ("line", "pattern"),
+    [
+        ("npm run build", "npm run *"),
+        ("git status --short", "git status *"),
+        ("rails db:migrate now", "rails db:migrate *"),
+        ("seq 1 200000", "seq 1 200000"),
+        ("python -m pytest -q", "python -m pytest -q"),
+        ("cat notes.txt other.txt", "cat notes.txt other.txt"),
+        ("make", "make"),
+    ],
+)
+def test_the_offered_pattern_widens_only_a_subcommand(line: str, pattern: str) -> None:
+    [part] = split_line(line).parts
+    assert suggested_pattern(part) == pattern
+
+
+async def test_the_question_names_the_root_in_words() -> None:
+    host = Answering(ALLOW_ONCE, ALLOW_ONCE)
+    await CommandGate("ask", host, "s").check("make", ".")
+    await CommandGate("ask", host, "s").check("make", "web")
+    assert [q.message for q in host.questions] == [
+        "seri wants to run `make` in the workspace root.",
+        "seri wants to run `make` in web.",
+    ]

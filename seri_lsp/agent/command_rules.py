@@ -26,6 +26,7 @@ so `git -C x push` is not `git push *` (a deny list is a guard rail, not a sandb
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -252,6 +253,11 @@ def judged(verdict: Verdict) -> bool:
     return verdict.error is None and all(part.unjudgeable is None for part in verdict.parts)
 
 
+# A word that reads as a subcommand (`run`, `status`, `db:migrate`), not an argument
+# (`1`, `-x`, `src/a.py`, `out.txt`).
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9:_-]*")
+
+
 def suggested_pattern(part: Part) -> str | None:
     """The pattern offered for "allow for this session": the first two words and ` *`
     where the second is a subcommand (`npm run build` -> `npm run *`), else the command
@@ -259,7 +265,7 @@ def suggested_pattern(part: Part) -> str | None:
     if part.unjudgeable is not None or not part.words:
         return None
     words = part.words
-    if len(words) > 2 and not words[1].startswith("-"):
+    if len(words) > 2 and _SUBCOMMAND.fullmatch(words[1]):
         return f"{shlex.join(words[:2])} *"
     return shlex.join(words)
 
