@@ -317,7 +317,7 @@ class Engine:
 
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
-        await self.mcp.start(self.workspace.root)  # (in the background: never waits)
+        await self.mcp.start(self.workspace.root, self.project)  # (in the background: never waits)
         await self.import_legacy()
         self._start_indexing()
         if self.settings.resume_on_open:
