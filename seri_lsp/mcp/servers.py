@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.agent.command_gate import WorkspaceAgreements
+from seri_lsp.events import Activity
 from seri_lsp.host import Host, Question
 from seri_lsp.mcp.config import Origin, ServerConfig, load_servers
 from seri_lsp.mcp.manager import McpManager
@@ -146,7 +147,10 @@ class McpServers:
         if session_id in self._fixed:
             return
         if self.manager is not None and self.manager.starting():
-            log.info("First turn waits for MCP servers: %s", ", ".join(self.manager.starting()))
+            names = ", ".join(self.manager.starting())
+            log.info("First turn waits for MCP servers: %s", names)
+            # (`seri/status` `mcp`: the model call's own status follows when it is sent)
+            self.host.emit(Activity(session_id, "mcp", names))
             await self.manager.wait_started()
         self._fixed[session_id] = (
             agent_tools(self.manager, self.gate, session_id) if self.manager else []
