@@ -4,13 +4,16 @@ context breakdown, and trajectories naming the server of each MCP call."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from seri_lsp.context.reports import context_text
 from tests.agent_helpers import prompt
+from tests.harness import command
 from tests.scripted_provider import ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -31,3 +34,21 @@ async def test_the_first_task_says_which_servers_it_waits_for(
     states = [(s["state"], s.get("detail")) for s in client.seri["seri/status"]]
     assert ("mcp", "hang") in states
     assert states.index(("mcp", "hang")) < [s for s, _ in states].index("model")
+
+
+async def test_the_context_breakdown_shows_each_servers_tool_definitions(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    provider.script(Text("fine"))
+    options = {"mcpServers": {"test": {"command": sys.executable, "args": [SERVER]}}}
+    client = await agent(init_options=options)
+    await prompt(client, "hello")
+    context = await command(client, "seri.session.context", {})
+    parts = context["parts"]
+    mcp = [part for part in parts if part["kind"] == "mcpTools"]
+    sent = [t for t in provider.requests[0]["tools"] if t["function"]["name"].startswith("mcp__")]
+    chars = sum(len(json.dumps(tool, ensure_ascii=False)) for tool in sent)
+    assert mcp == [{"kind": "mcpTools", "name": "test", "tokens": -(-chars // 4)}]
+    assert parts[-1] == mcp[0]  # (after the others, which add up to the local count)
+    assert sum(p["tokens"] for p in parts[:-1]) == context["localTokens"]
+    assert "MCP tools of test (each request)" in context_text(context)  # (`/context`)

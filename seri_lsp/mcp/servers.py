@@ -14,6 +14,7 @@ servers start at once, in the background.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from seri_lsp.mcp.config import Origin, ServerConfig, load_servers
 from seri_lsp.mcp.manager import McpManager
 from seri_lsp.mcp.tools import McpAgentTool, McpGate, agent_tools
 from seri_lsp.settings import Settings
+from seri_lsp.store.messages import tokens_for_chars
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +161,24 @@ class McpServers:
     def for_session(self, session_id: str) -> Sequence[McpAgentTool]:
         """The MCP tools the session was offered ([] before `prepare`)."""
         return self._fixed.get(session_id, [])
+
+    def context_parts(self, session_id: str | None) -> list[dict[str, Any]]:
+        """The MCP tool definitions sent with every request of the session, one part per
+        server (`seri.session.context`): the session's fixed list, or for one that has
+        not had its first task, what it would be offered now."""
+        if self.manager is None:
+            return []
+        tools = self._fixed.get(session_id or "")
+        if tools is None:
+            tools = agent_tools(self.manager)
+        chars: dict[str, int] = {}
+        for tool in tools:
+            size = len(json.dumps(tool.schema, ensure_ascii=False))
+            chars[tool.server] = chars.get(tool.server, 0) + size
+        return [
+            {"kind": "mcpTools", "name": server, "tokens": tokens_for_chars(chars[server])}
+            for server in sorted(chars)
+        ]
 
     async def restart(self, name: str) -> None:
         if self.manager is None or name not in self.manager.states:
