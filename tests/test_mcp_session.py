@@ -14,7 +14,8 @@ import pytest
 from seri_lsp.context.reports import context_text
 from tests.agent_helpers import prompt
 from tests.harness import command
-from tests.scripted_provider import ScriptedProvider, Text
+from tests.scripted_provider import Calls, ScriptedProvider, Text
+from tests.trajectory_helpers import of_kind, recording
 
 pytestmark = pytest.mark.slow
 
@@ -52,3 +53,24 @@ async def test_the_context_breakdown_shows_each_servers_tool_definitions(
     assert parts[-1] == mcp[0]  # (after the others, which add up to the local count)
     assert sum(p["tokens"] for p in parts[:-1]) == context["localTokens"]
     assert "MCP tools of test (each request)" in context_text(context)  # (`/context`)
+
+
+async def test_trajectories_record_mcp_calls_with_the_server_name(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls([("m1", "mcp__test__echo", {"text": "hi"}), ("r1", "read_file", {"path": "x"})]),
+        Text("done"),
+    )
+    options = {
+        "mcpServers": {"test": {"command": sys.executable, "args": [SERVER]}},
+        "permissions": {"write": "allow", "mcp": "allow"},
+    }
+    client = await agent(init_options=options)
+    await prompt(client, "use it")
+    rec = await recording(client)
+    calls = {call["id"]: call for call in of_kind(rec, "tool_call")}
+    assert calls["m1"]["name"] == "mcp__test__echo"
+    results = {result["id"]: result for result in of_kind(rec, "tool_result")}
+    assert results["m1"]["server"] == "test" and results["m1"]["content"] == "hi"
+    assert "server" not in results["r1"]
