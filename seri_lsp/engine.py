@@ -317,7 +317,7 @@ class Engine:
 
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
-        await self.mcp.start(self.workspace.root)  # (in the background: never waits)
+        await self.mcp.start(self.workspace.root, self.project)  # (in the background: never waits)
         await self.import_legacy()
         self._start_indexing()
         if self.settings.resume_on_open:
@@ -433,7 +433,9 @@ class Engine:
         """What fills a session's context window (the open one's by default), by part."""
         if session_id is not None:
             check_session_id("sessionId", session_id)
-        return await self.sessions.context(session_id, self.settings.provider.keep_tokens)
+        answer = await self.sessions.context(session_id, self.settings.provider.keep_tokens)
+        answer["parts"] += self.mcp.context_parts(answer["sessionId"])
+        return answer
 
     async def list_sessions(self, limit: int | None, all_projects: bool) -> list[Session]:
         """Sessions, most recently touched first: this project's, or every project's."""

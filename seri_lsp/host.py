@@ -34,7 +34,7 @@ class EditResult:
     reason: str = ""
 
 
-QuestionKind = Literal["write", "memory", "checks", "command", "mcp"]
+QuestionKind = Literal["write", "memory", "checks", "command", "mcp", "mcpServers"]
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,11 @@ def allow_for_session(patterns: tuple[str, ...]) -> str:
 
 class WorkspaceAgreements:
     """Which workspaces' allow rules the user agreed to: the profile's
-    `command-rules.json`, {project: [rules agreed]}, written atomically."""
+    `command-rules.json`, {project: [rules agreed]}, written atomically. (The same
+    shape keeps the answers about workspaces' MCP servers, in `mcp-consent.json`.)"""
 
-    def __init__(self, profile_root: Path) -> None:
-        self.path = profile_root / AGREEMENTS_NAME
+    def __init__(self, profile_root: Path, name: str = AGREEMENTS_NAME) -> None:
+        self.path = profile_root / name
 
     def _read(self) -> dict[str, list[str]]:
         try:
@@ -72,6 +73,14 @@ class WorkspaceAgreements:
         data = self._read()
         data[project] = sorted(rules)
         atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+    def forget(self, project: str) -> bool:
+        """Revoke the project's agreement; whether there was one."""
+        data = self._read()
+        if data.pop(project, None) is None:
+            return False
+        atomic_write_text(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        return True
 
 
 class CommandGate:

@@ -556,6 +556,7 @@ class AgentLoop:
                 "name": call.name,
                 "content": outcome.content,
                 "isError": outcome.is_error,
+                **({"server": outcome.server} if outcome.server else {}),
             },
         )
         # Not `is_error`: a failed write reports no path, but a subagent that failed or ran

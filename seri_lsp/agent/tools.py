@@ -54,6 +54,8 @@ class ToolOutcome:
     subagent_editor_paths: tuple[str, ...] = ()
     # A `run` call's record (the trajectory's `command` event): what ran, how it ended.
     command: dict[str, Any] | None = None
+    # An MCP tool's (seri_lsp/mcp/tools.py): the server that answered (or was to).
+    server: str | None = None
 
     @property
     def editor_paths(self) -> tuple[str, ...]:

@@ -77,7 +77,10 @@ def context_text(context: dict[str, Any]) -> str:
         )
     for part in context["parts"]:
         share = part["tokens"] / local if local else 0
-        lines.append(f"{bar(share)} {part['tokens']:>8,} {share:>4.0%}  {part['name']}")
+        name = part["name"]
+        if part["kind"] == "mcpTools":  # (outside the local count: sent with each request)
+            name = f"MCP tools of {name} (each request)"
+        lines.append(f"{bar(share)} {part['tokens']:>8,} {share:>4.0%}  {name}")
     return "\n".join(lines)
 
 

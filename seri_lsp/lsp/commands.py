@@ -215,6 +215,10 @@ async def mcp_restart(engine: Engine, args: dict[str, Any]) -> Any:
     return {"restarted": name}
 
 
+async def mcp_consent(engine: Engine, args: dict[str, Any]) -> Any:
+    return await engine.mcp.consent_command(optional_bool(args, "revoke") or False)
+
+
 def slash_commands() -> list[dict[str, str]]:
     """The slash commands as the wire shows them (`seri.commands`, and `initialize`'s
     `experimental.seri.slashCommands`), in the registry's order."""
@@ -257,6 +261,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.legacy.import": legacy_import,
     "seri.info": info,
     "seri.mcp.restart": mcp_restart,
+    "seri.mcp.consent": mcp_consent,
     "seri.models": models,
     "seri.commands": commands,
 }

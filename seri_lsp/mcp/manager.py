@@ -111,6 +111,20 @@ class McpManager:
             self._run(state), name=f"mcp server {state.config.name}"
         )
 
+    def start_held(self, names: Sequence[str]) -> None:
+        """Start those of `names` awaiting consent (the user agreed)."""
+        for name in names:
+            state = self.states[name]
+            if state.status == "awaiting consent":
+                self._start(state)
+
+    async def hold(self, names: Sequence[str]) -> None:
+        """Stop `names` until the user agrees again (consent revoked)."""
+        for name in names:
+            state = self.states[name]
+            await self._stop(state)
+            state.status, state.reason, state.tools = "awaiting consent", None, ()
+
     async def restart(self, name: str) -> None:
         """Stop the server `name` (if running) and start it again, its restarts forgiven."""
         state = self.states[name]

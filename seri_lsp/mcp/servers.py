@@ -1,26 +1,40 @@
 """The engine's MCP part: the configured servers read and started when the language
 server starts, the tool list fixed per session at its first turn, `seri.info`'s rows.
 
-The workspace's `.mcp.json` servers are not started until the user agreed to them
-(consent is not yet asked: they stay `awaiting consent`); the profile's and the editor's
+The workspace's `.mcp.json` servers are not started until the user agreed to them: one
+question (`seri/approve`, kind `mcpServers`) names each with its command line, asked in
+the background at start-up (a task never waits for it). "Allow" is kept per project in
+the profile's `mcp-consent.json` (for exactly the servers listed: changed ones are asked
+again) and starts them; "Not now" (or no answer) holds until the language server starts
+again; "Never for this project" is kept and never asks again. `seri.mcp.consent`
+revokes an answer kept (`revoke: true`) or asks again. The profile's and the editor's
 servers start at once, in the background.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seri_lsp.host import Host
-from seri_lsp.mcp.config import Origin, load_servers
+from seri_lsp.agent.command_gate import WorkspaceAgreements
+from seri_lsp.events import Activity
+from seri_lsp.host import Host, Question
+from seri_lsp.mcp.config import Origin, ServerConfig, load_servers
 from seri_lsp.mcp.manager import McpManager
 from seri_lsp.mcp.tools import McpAgentTool, McpGate, agent_tools
 from seri_lsp.settings import Settings
+from seri_lsp.store.messages import tokens_for_chars
 
 log = logging.getLogger(__name__)
+
+CONSENT_NAME = "mcp-consent.json"
+ALLOW, NOT_NOW, NEVER = "Allow", "Not now", "Never for this project"
+# What `mcp-consent.json` keeps for a project whose user chose "Never".
+_NEVER_MARK = "never"
 
 
 class McpServers:
@@ -31,14 +45,19 @@ class McpServers:
         self.settings = settings
         self.host = host
         self.manager: McpManager | None = None
+        self.consent = WorkspaceAgreements(profile_root, CONSENT_NAME)
+        self.project = ""
+        self._asking: asyncio.Task[str | None] | None = None
         self.gate = McpGate(host, settings.mcp_permission, settings.mcp_tool_permissions)
         self.problems: list[str] = []
         # Session id -> the MCP tools it was offered at its first turn.
         self._fixed: dict[str, list[McpAgentTool]] = {}
 
-    async def start(self, workspace_root: Path | None) -> None:
+    async def start(self, workspace_root: Path | None, project: str = "") -> None:
         """Read the configuration and start the servers in the background (returns once
-        they are launched, never waiting for one to be ready)."""
+        they are launched, never waiting for one to be ready); the workspace's servers
+        once the user agreed (asked in the background)."""
+        self.project = project
         servers, problems = await asyncio.to_thread(
             load_servers, workspace_root, self.profile_root, self.settings.mcp_servers
         )
@@ -53,7 +72,76 @@ class McpServers:
             tool_timeout=self.settings.mcp_tool_timeout,
         )
         held = frozenset(s.name for s in servers if s.origin is Origin.WORKSPACE)
-        self.manager.start_all(held)
+        answer = await asyncio.to_thread(self._kept_answer) if held else None
+        self.manager.start_all(frozenset() if answer == ALLOW else held)
+        if held and answer is None:
+            self._asking = asyncio.get_running_loop().create_task(
+                self._ask_consent(), name="mcp consent"
+            )
+
+    def _workspace_servers(self) -> list[ServerConfig]:
+        if self.manager is None:
+            return []
+        return [
+            s.config for s in self.manager.states.values() if s.config.origin is Origin.WORKSPACE
+        ]
+
+    def _consent_lines(self) -> tuple[str, ...]:
+        return tuple(f"{s.name}: {s.spec.display()}" for s in self._workspace_servers())
+
+    def _kept_answer(self) -> str | None:
+        """ALLOW or NEVER where the profile keeps that answer for this project's servers."""
+        if self.consent.agreed(self.project, self._consent_lines()):
+            return ALLOW
+        if self.consent.agreed(self.project, (_NEVER_MARK,)):
+            return NEVER
+        return None
+
+    async def _ask_consent(self) -> str | None:
+        """Ask whether the workspace's servers may start; act on the answer (kept where
+        it is "Allow" or "Never"). The answer, None for none."""
+        configs = self._workspace_servers()
+        listed = "; ".join(f"{c.name} (`{c.spec.display()}`)" for c in configs)
+        question = Question(
+            kind="mcpServers",
+            message=(
+                f"This workspace's .mcp.json configures MCP servers: {listed}. "
+                "Start them for this project?"
+            ),
+            choices=(ALLOW, NOT_NOW, NEVER),
+            details={
+                "servers": [
+                    {"name": c.name, "transport": c.spec.transport, "command": c.spec.display()}
+                    for c in configs
+                ]
+            },
+        )
+        answer = (await self.host.approve(question)).choice
+        if answer == ALLOW:
+            await asyncio.to_thread(self.consent.agree, self.project, self._consent_lines())
+            if self.manager is not None:
+                self.manager.start_held([c.name for c in configs])
+        elif answer == NEVER:
+            await asyncio.to_thread(self.consent.agree, self.project, (_NEVER_MARK,))
+        return answer
+
+    async def consent_command(self, revoke: bool) -> dict[str, Any]:
+        """`seri.mcp.consent`: revoke the kept answer for this project's servers (and
+        stop them), or ask again now; the servers' rows after."""
+        names = [c.name for c in self._workspace_servers()]
+        if revoke:
+            forgotten = await asyncio.to_thread(self.consent.forget, self.project)
+            if self.manager is not None:
+                await self.manager.hold(names)
+            return {"revoked": forgotten, "servers": self.info()}
+        answer = None
+        if names and self.manager is not None:
+            if self._asking is not None and not self._asking.done():
+                self._asking.cancel()
+            if any(self.manager.states[n].status == "awaiting consent" for n in names):
+                self._asking = asyncio.get_running_loop().create_task(self._ask_consent())
+                answer = await self._asking
+        return {"answer": answer, "servers": self.info()}
 
     async def prepare(self, session_id: str) -> None:
         """Before a session's first turn: wait for the servers still starting (each at
@@ -61,7 +149,10 @@ class McpServers:
         if session_id in self._fixed:
             return
         if self.manager is not None and self.manager.starting():
-            log.info("First turn waits for MCP servers: %s", ", ".join(self.manager.starting()))
+            names = ", ".join(self.manager.starting())
+            log.info("First turn waits for MCP servers: %s", names)
+            # (`seri/status` `mcp`: the model call's own status follows when it is sent)
+            self.host.emit(Activity(session_id, "mcp", names))
             await self.manager.wait_started()
         self._fixed[session_id] = (
             agent_tools(self.manager, self.gate, session_id) if self.manager else []
@@ -71,12 +162,34 @@ class McpServers:
         """The MCP tools the session was offered ([] before `prepare`)."""
         return self._fixed.get(session_id, [])
 
+    def context_parts(self, session_id: str | None) -> list[dict[str, Any]]:
+        """The MCP tool definitions sent with every request of the session, one part per
+        server (`seri.session.context`): the session's fixed list, or for one that has
+        not had its first task, what it would be offered now."""
+        if self.manager is None:
+            return []
+        tools = self._fixed.get(session_id or "")
+        if tools is None:
+            tools = agent_tools(self.manager)
+        chars: dict[str, int] = {}
+        for tool in tools:
+            size = len(json.dumps(tool.schema, ensure_ascii=False))
+            chars[tool.server] = chars.get(tool.server, 0) + size
+        return [
+            {"kind": "mcpTools", "name": server, "tokens": tokens_for_chars(chars[server])}
+            for server in sorted(chars)
+        ]
+
     async def restart(self, name: str) -> None:
         if self.manager is None or name not in self.manager.states:
             raise KeyError(name)
+        if self.manager.states[name].status == "awaiting consent":
+            return  # (never started before the user agreed)
         await self.manager.restart(name)
 
     async def close(self) -> None:
+        if self._asking is not None and not self._asking.done():
+            self._asking.cancel()  # (withdraws the question)
         if self.manager is not None:
             await self.manager.stop_all()
 

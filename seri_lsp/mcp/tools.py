@@ -150,9 +150,11 @@ class McpAgentTool:
         if self.gate is not None:
             refused = await self.gate.check(self.name, self.tool, args, self.session_id)
             if refused is not None:
-                return ToolOutcome(f"Denied: {refused}.", is_error=True, denial=refused)
+                return ToolOutcome(
+                    f"Denied: {refused}.", is_error=True, denial=refused, server=self.server
+                )
         outcome = await self.manager.call(self.server, self.tool.name, args)
-        return ToolOutcome(cut_middle(outcome.text), is_error=outcome.is_error)
+        return ToolOutcome(cut_middle(outcome.text), is_error=outcome.is_error, server=self.server)
 
 
 def agent_tools(
