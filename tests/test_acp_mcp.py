@@ -138,3 +138,33 @@ async def test_a_loaded_session_s_client_server_runs_and_dies_with_the_agent(
     while any(_alive(pid) for pid in servers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in servers if _alive(pid)]
+
+
+def test_the_client_s_entries_become_server_configurations() -> None:
+    from acp.schema import HttpHeader, HttpMcpServer
+
+    from seri_lsp.acp.mcp import client_servers
+    from seri_lsp.mcp.config import HttpServer, Origin, StdioServer
+
+    servers, problems = client_servers(
+        [
+            HttpMcpServer(
+                type="http",
+                name="tracker",
+                url="https://mcp.example.com/mcp",
+                headers=[HttpHeader(name="Authorization", value="Bearer x")],
+            ),
+            stdio("git", "serve"),
+            McpServerStdio(name="empty", command=" ", args=[], env=[]),
+            HttpMcpServer(type="http", name="ftp", url="ftp://example.com", headers=[]),
+            SseMcpServer(type="sse", name="old", url="http://127.0.0.1:9/sse", headers=[]),
+        ]
+    )
+    assert [s.name for s in servers] == ["git", "tracker"]
+    assert all(s.origin is Origin.CLIENT for s in servers)
+    assert servers[0].spec == StdioServer(sys.executable, ("serve",), {"SERI_TEST_MCP": "1"})
+    assert servers[1].spec == HttpServer(
+        "https://mcp.example.com/mcp", {"Authorization": "Bearer x"}
+    )
+    assert len(problems) == 3
+    assert "'empty'" in problems[0] and "'ftp'" in problems[1] and "sse" in problems[2]
