@@ -4,10 +4,12 @@
 One Node process (tests/acp_ts/client.mjs) does every step, so the test stays quick:
 initialize, a new session, a prompt whose tool call reads through the client's fs, a
 cancelled prompt, the session list, a load that replays the conversation, and the SDK's
-disconnect (both pipes closed) after which the agent exits 0. The SDK is installed once
+disconnect (both pipes closed) after which the agent exits 0; between them, a new
+session with a client-passed MCP server (our stdio test server) whose tool the model
+calls. The SDK is installed once
 with npm into the test cache the VS Code tests use (~/.cache/seri-vscode-test, or
 $SERI_TEST_CACHE), as `acp-sdk-<version>/node_modules`; without Node.js and npm the test
-is skipped. (A client-passed MCP server is left for the MCP work of issue 35.)
+is skipped.
 """
 
 from __future__ import annotations
@@ -69,8 +71,16 @@ def test_the_typescript_sdk_client_drives_a_whole_session_and_disconnects(
     (workspace / "notes.txt").write_text("the notes on disk\n")
     stalled = Hang()
     provider.script(
-        Calls([("r1", "read_file", {"path": "notes.txt"})]), Text("Read them."), stalled
+        Calls([("r1", "read_file", {"path": "notes.txt"})]),
+        Text("Read them."),
+        stalled,
+        Calls([("m1", "mcp__tsmcp__echo", {"text": "ts-echo-ok"})]),
+        Text("The server echoed."),
     )
+    mcp_server = [
+        sys.executable,
+        str(Path(__file__).parent / "mcp_servers" / "seri_test_server.py"),
+    ]
     agent = [sys.executable, "-m", "seri_lsp", "acp", "--profile-root", str(profile_root)]
     try:
         run = subprocess.run(
@@ -78,7 +88,7 @@ def test_the_typescript_sdk_client_drives_a_whole_session_and_disconnects(
             capture_output=True,
             text=True,
             timeout=120,
-            env=server_env(),
+            env={**server_env(), "SERI_TEST_MCP_SERVER": json.dumps(mcp_server)},
         )
     finally:
         stalled.release.set()
@@ -96,5 +106,11 @@ def test_the_typescript_sdk_client_drives_a_whole_session_and_disconnects(
     assert steps["list"]["sessions"] == [{"sessionId": session_id, "title": "read notes.txt"}]
     assert steps["load"]["user"] == "read notes.txttake your time"
     assert "Read them." in steps["load"]["agent"]
+    mcp = steps["mcp"]
+    assert mcp["stopReason"] == "end_turn" and mcp["reply"] == "The server echoed."
+    assert len(mcp["toolCalls"]) == 1
+    # The MCP tool's result reached the model.
+    last = provider.chat_requests()[-1]["messages"]
+    assert any(m.get("tool_call_id") == "m1" and "ts-echo-ok" in str(m["content"]) for m in last)
     assert steps["exit"] == {"step": "exit", "code": 0, "signal": None}
     assert "Traceback" not in run.stderr

@@ -67,6 +67,7 @@ from seri_lsp import __version__
 from seri_lsp.acp.commands import available_commands, command_note
 from seri_lsp.acp.errors import acp_errors
 from seri_lsp.acp.host import AcpHost
+from seri_lsp.acp.mcp import client_servers
 from seri_lsp.acp.outbox import Outbox
 from seri_lsp.acp.prompt import ContentBlock, prompt_text
 from seri_lsp.engine import Engine, PromptOutcome
@@ -261,7 +262,9 @@ class SeriAgent:
     ) -> NewSessionResponse:
         with acp_errors():
             project = await project_folder(cwd)
-            session = await self._open(project, lambda engine: engine.new_session())
+            session = await self._open(
+                project, lambda engine: engine.new_session(), mcp_servers=mcp_servers
+            )
         self._greet(session)
         # The client learns the session id from this response; its updates follow it.
         # (Read first: the updates held till the answer must not go out while it waits.)
@@ -284,7 +287,7 @@ class SeriAgent:
                 full_id = await self._full_id(session_id)
                 session = self._showing(full_id)
                 if session is None:
-                    session = await self._open_as(session_id, full_id, cwd)
+                    session = await self._open_as(session_id, full_id, cwd, mcp_servers)
                 elif session.task is not None:
                     raise Busy(f"Session {session_id} is running a task; wait for it or cancel it.")
                 else:
@@ -315,7 +318,7 @@ class SeriAgent:
                 full_id = await self._full_id(session_id)
                 session = self._showing(full_id)
                 if session is None:
-                    session = await self._open_as(session_id, full_id, cwd)
+                    session = await self._open_as(session_id, full_id, cwd, mcp_servers)
                     self._greet(session)
                     asyncio.get_running_loop().call_soon(session.host.release, session.id)
                 else:
@@ -353,7 +356,7 @@ class SeriAgent:
                     forked.update(await engine.fork_session(source, message_id))
                     return forked["session"]
 
-                session = await self._open(project, fork)
+                session = await self._open(project, fork, mcp_servers=mcp_servers)
         self._greet(session)
         asyncio.get_running_loop().call_soon(session.host.release, session.id)
         return ForkSessionResponse(
@@ -575,8 +578,10 @@ class SeriAgent:
         project: Path,
         opener: Callable[[Engine], Awaitable[Session | None]],
         session_id: str | None = None,
+        mcp_servers: list[Any] | None = None,
     ) -> AcpSession:
-        """A new engine for `project`, opened on a seri session by `opener`."""
+        """A new engine for `project`, opened on a seri session by `opener`, with the
+        MCP servers the client passed started for it (in the background)."""
         await self._ready()
         assert self._client is not None and self._profile_root is not None
         host = AcpHost(self._client, self._outbox, self._fs)
@@ -598,6 +603,10 @@ class SeriAgent:
             await engine.close()
             raise
         self._sessions[session.id] = session
+        servers, problems = client_servers(mcp_servers)
+        for problem in problems:
+            host.show("warning", problem)
+        engine.mcp.start_client(servers)
         return session
 
     async def _full_id(self, requested: str) -> str:
@@ -615,11 +624,15 @@ class SeriAgent:
                 return session
         return None
 
-    async def _open_as(self, acp_id: str, full_id: str, cwd: str) -> AcpSession:
+    async def _open_as(
+        self, acp_id: str, full_id: str, cwd: str, mcp_servers: list[Any] | None = None
+    ) -> AcpSession:
         """A new engine on seri session `full_id`, as ACP session `acp_id` (the id the
         client asked for, by which it goes on naming the session)."""
         project = await project_folder(cwd)
-        return await self._open(project, lambda engine: engine.resume_session(full_id), acp_id)
+        return await self._open(
+            project, lambda engine: engine.resume_session(full_id), acp_id, mcp_servers
+        )
 
     def _rekey(self, session: AcpSession, acp_id: str) -> None:
         """Serve `session` as ACP session `acp_id` from now on.

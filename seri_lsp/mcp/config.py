@@ -36,6 +36,7 @@ class Origin(enum.Enum):
     WORKSPACE = "workspace"
     PROFILE = "profile"
     SETTINGS = "settings"
+    CLIENT = "client"  # passed by an ACP client in session/new or session/load
 
 
 @dataclass(frozen=True)

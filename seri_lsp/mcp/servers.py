@@ -24,7 +24,7 @@ from seri_lsp.agent.command_gate import WorkspaceAgreements
 from seri_lsp.events import Activity
 from seri_lsp.host import Host, Question
 from seri_lsp.mcp.config import Origin, ServerConfig, load_servers
-from seri_lsp.mcp.manager import McpManager
+from seri_lsp.mcp.manager import McpManager, ServerState
 from seri_lsp.mcp.tools import McpAgentTool, McpGate, agent_tools
 from seri_lsp.settings import Settings
 from seri_lsp.store.messages import tokens_for_chars
@@ -52,6 +52,7 @@ class McpServers:
         self.problems: list[str] = []
         # Session id -> the MCP tools it was offered at its first turn.
         self._fixed: dict[str, list[McpAgentTool]] = {}
+        self._watch: asyncio.Task[None] | None = None
 
     async def start(self, workspace_root: Path | None, project: str = "") -> None:
         """Read the configuration and start the servers in the background (returns once
@@ -143,6 +144,44 @@ class McpServers:
                 answer = await self._asking
         return {"answer": answer, "servers": self.info()}
 
+    def start_client(self, servers: Sequence[ServerConfig]) -> None:
+        """Start the servers an ACP client passed for its session, in the background
+        (no consent: the user configured them in the client). One that fails to start
+        is told once (`host.show`); it never fails the session. A name already here
+        keeps the server already here."""
+        if not servers:
+            return
+        if self.manager is None:
+            self.manager = McpManager(
+                [],
+                startup_timeout=self.settings.mcp_startup_timeout,
+                tool_timeout=self.settings.mcp_tool_timeout,
+            )
+        started: list[ServerState] = []
+        for config in servers:
+            if config.name in self.manager.states:
+                self.host.show(
+                    "warning",
+                    f"MCP server {config.name!r} from the client is not started: "
+                    "a server of that name is already configured.",
+                )
+                continue
+            state = self.manager.states[config.name] = ServerState(config)
+            self.manager._start(state)  # (one server, as start_all starts each)
+            started.append(state)
+        if started:
+            self._watch = asyncio.get_running_loop().create_task(self._tell_failed(started))
+
+    async def _tell_failed(self, states: list[ServerState]) -> None:
+        await asyncio.gather(*(state.ready.wait() for state in states))
+        for state in states:
+            if state.status == "failed":
+                self.host.show(
+                    "warning",
+                    f"MCP server {state.config.name!r} from the client did not start: "
+                    f"{state.reason}. Its tools are not offered in this session.",
+                )
+
     async def prepare(self, session_id: str) -> None:
         """Before a session's first turn: wait for the servers still starting (each at
         most until its start-up timeout), then fix the session's list of tools."""
@@ -190,6 +229,8 @@ class McpServers:
     async def close(self) -> None:
         if self._asking is not None and not self._asking.done():
             self._asking.cancel()  # (withdraws the question)
+        if self._watch is not None:
+            self._watch.cancel()
         if self.manager is not None:
             await self.manager.stop_all()
 

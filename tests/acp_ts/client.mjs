@@ -1,7 +1,8 @@
 // Drives `seri-lsp acp` from the official ACP TypeScript SDK's client, as an editor
 // built on it would: initialize, a new session, a prompt whose tool call reads a file
 // through the client's fs, a cancelled prompt, the session list, a load that replays the
-// conversation, and a disconnect after which the agent must exit 0.
+// conversation, a session with a client-passed MCP server whose tool the model calls,
+// and a disconnect after which the agent must exit 0.
 //
 // node client.mjs SDK_DIR WORKSPACE -- AGENT_COMMAND...
 // Prints one JSON line per step ({"step": ..., ...}) for tests/test_acp_typescript.py.
@@ -82,6 +83,25 @@ await app.connectWith(stream, async (ctx) => {
   updates.length = 0;
   await ctx.request(acp.methods.agent.session.load, { sessionId, cwd: workspace, mcpServers: [] });
   say('load', { user: texts(sessionId, 'user_message_chunk'), agent: texts(sessionId, 'agent_message_chunk') });
+
+  // A session with an MCP server of the client's (SERI_TEST_MCP_SERVER: [command, ...args]).
+  const [mcpCommand, ...mcpArgs] = JSON.parse(process.env.SERI_TEST_MCP_SERVER ?? '[]');
+  if (mcpCommand) {
+    const mcp = await ctx.request(acp.methods.agent.session.new, {
+      cwd: workspace,
+      mcpServers: [{ name: 'tsmcp', command: mcpCommand, args: mcpArgs, env: [] }],
+    });
+    const answer = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId: mcp.sessionId,
+      prompt: [{ type: 'text', text: 'call the echo tool' }],
+    });
+    const mcpCalls = updates.filter((u) => u.sessionId === mcp.sessionId && u.update.sessionUpdate === 'tool_call');
+    say('mcp', {
+      stopReason: answer.stopReason,
+      toolCalls: mcpCalls.map((u) => u.update.title),
+      reply: texts(mcp.sessionId, 'agent_message_chunk'),
+    });
+  }
 });
 
 // The SDK's disconnect: both of the agent's pipes closed.
