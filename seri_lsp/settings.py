@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
-from seri_lsp.agent.command_rules import CommandRules, Pattern
+from seri_lsp.command_rules import CommandRules, Pattern
 from seri_lsp.files import NotRegularFile, open_regular
 from seri_lsp.limits import MAX_TURNS, lone_surrogate
 from seri_lsp.profile import CONFIG_NAME

@@ -18,14 +18,14 @@ from seri_lsp.agent.command_gate import (
     WorkspaceAgreements,
     allow_for_session,
 )
-from seri_lsp.agent.command_rules import (
+from seri_lsp.agent.tools import Denied
+from seri_lsp.command_rules import (
     CommandRules,
     Pattern,
     decide,
     split_line,
     suggested_pattern,
 )
-from seri_lsp.agent.tools import Denied
 from seri_lsp.host import Answer, Host, Question
 from seri_lsp.settings import load_settings
 

@@ -23,6 +23,7 @@ NAME = "seri_lsp"
 LAYERS: list[tuple[str, ...]] = [
     (
         "seri_lsp",
+        "seri_lsp.command_rules",
         "seri_lsp.errors",
         "seri_lsp.faults",
         "seri_lsp.files",
@@ -37,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("seri_lsp.events", "seri_lsp.host"),
     ("seri_lsp.context", "seri_lsp.trajectory", "seri_lsp.export"),
     ("seri_lsp.agent",),
+    ("seri_lsp.mcp",),
     ("seri_lsp.engine",),
     ("seri_lsp.lsp", "seri_lsp.acp", "seri_lsp.cli", "seri_lsp.__main__"),
 ]

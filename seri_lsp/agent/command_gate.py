@@ -24,7 +24,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from seri_lsp.agent.command_rules import (
+from seri_lsp.agent.tools import Denied
+from seri_lsp.command_rules import (
     CommandRules,
     SessionRules,
     Verdict,
@@ -32,7 +33,6 @@ from seri_lsp.agent.command_rules import (
     judged,
     suggested_pattern,
 )
-from seri_lsp.agent.tools import Denied
 from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
 from seri_lsp.host import Host, Question, ask_user

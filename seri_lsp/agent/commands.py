@@ -25,13 +25,21 @@ from seri_lsp.agent import process
 from seri_lsp.agent.command_gate import CommandGate
 from seri_lsp.agent.disk import Stop, ToolThreads
 from seri_lsp.agent.snapshots import Snapshot, Snapshots, describe, record_command
-from seri_lsp.agent.tools import Denied, ToolError, ToolOutcome
+from seri_lsp.agent.tools import (
+    RUN_DEFAULT_TIMEOUT as DEFAULT_TIMEOUT,
+)
+from seri_lsp.agent.tools import (
+    RUN_MAX_TIMEOUT as MAX_TIMEOUT,
+)
+from seri_lsp.agent.tools import (
+    Denied,
+    ToolError,
+    ToolOutcome,
+)
 from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.events import Event, ToolOutput
 
-DEFAULT_TIMEOUT = 120
-MAX_TIMEOUT = 600
 # What the model is given of the output: its first and last bytes.
 MODEL_HEAD = 15_000
 MODEL_TAIL = 15_000
@@ -45,29 +53,6 @@ NON_INTERACTIVE = {
     "GIT_TERMINAL_PROMPT": "0",
     "NO_COLOR": "1",
     "TERM": "dumb",
-}
-
-DESCRIPTION = (
-    "Run one shell command line in the workspace (/bin/sh -c; cmd or PowerShell on "
-    "Windows), e.g. to run the tests, a build or a linter, and get its exit code and "
-    "output (stdout and stderr together; a long output is cut to its head and tail). "
-    "stdin is empty: do not run interactive commands (editors, pagers, prompts, watch "
-    f"modes). cwd is a folder relative to the workspace root (default the root). timeout "
-    f"in seconds, default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT}; the command and what "
-    "it started are killed when it runs over. The user may be asked to allow it."
-)
-
-SCHEMA_PROPERTIES: dict[str, Any] = {
-    "command": {"type": "string", "description": "The command line."},
-    "cwd": {
-        "type": "string",
-        "description": "Folder to run in, relative to the workspace root (default '.').",
-    },
-    "timeout": {
-        "type": "number",
-        "minimum": 1,
-        "description": f"Seconds (default {DEFAULT_TIMEOUT}, at most {MAX_TIMEOUT}).",
-    },
 }
 
 

@@ -19,7 +19,6 @@ from seri_lsp.agent.cancel import CancelScope, TaskCancelled
 from seri_lsp.agent.checkpoints import CheckpointKeeper
 from seri_lsp.agent.checks import RunGate, TaskChecks
 from seri_lsp.agent.command_gate import CommandGate, WorkspaceAgreements
-from seri_lsp.agent.command_rules import CommandRules
 from seri_lsp.agent.commands import CommandRunner, RunningCommands
 from seri_lsp.agent.disk import DiskError, Stop, ToolThreads, read_current
 from seri_lsp.agent.loop import (
@@ -41,6 +40,7 @@ from seri_lsp.agent.tools import (
     WriteGate,
 )
 from seri_lsp.agent.workspace import FileChanges, Workspace
+from seri_lsp.command_rules import CommandRules
 from seri_lsp.context.compaction import (
     COMPACTION_ERRORS,
     NOT_ENOUGH,

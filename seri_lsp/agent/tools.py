@@ -172,10 +172,36 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def _run_schema() -> dict[str, Any]:
-    from seri_lsp.agent import commands  # (it builds on this module)
+# The `run` tool (its process work: agent/commands.py): seconds by default, at most.
+RUN_DEFAULT_TIMEOUT = 120
+RUN_MAX_TIMEOUT = 600
 
-    return _schema("run", commands.DESCRIPTION, commands.SCHEMA_PROPERTIES, ["command"])
+_RUN_DESCRIPTION = (
+    "Run one shell command line in the workspace (/bin/sh -c; cmd or PowerShell on "
+    "Windows), e.g. to run the tests, a build or a linter, and get its exit code and "
+    "output (stdout and stderr together; a long output is cut to its head and tail). "
+    "stdin is empty: do not run interactive commands (editors, pagers, prompts, watch "
+    f"modes). cwd is a folder relative to the workspace root (default the root). timeout "
+    f"in seconds, default {RUN_DEFAULT_TIMEOUT}, at most {RUN_MAX_TIMEOUT}; the command and what "
+    "it started are killed when it runs over. The user may be asked to allow it."
+)
+
+_RUN_PROPERTIES: dict[str, Any] = {
+    "command": {"type": "string", "description": "The command line."},
+    "cwd": {
+        "type": "string",
+        "description": "Folder to run in, relative to the workspace root (default '.').",
+    },
+    "timeout": {
+        "type": "number",
+        "minimum": 1,
+        "description": f"Seconds (default {RUN_DEFAULT_TIMEOUT}, at most {RUN_MAX_TIMEOUT}).",
+    },
+}
+
+
+def _run_schema() -> dict[str, Any]:
+    return _schema("run", _RUN_DESCRIPTION, _RUN_PROPERTIES, ["command"])
 
 
 WRITE_TOOLS = frozenset({"write_file", "edit"})
