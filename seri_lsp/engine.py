@@ -45,7 +45,6 @@ from seri_lsp.limits import (
     parse_whole_number,
     shorten,
 )
-from seri_lsp.mcp.servers import McpServers
 from seri_lsp.model_choice import ModelChoice, ModelList
 from seri_lsp.profile import DB_NAME, ensure_profile_root
 from seri_lsp.settings import ProviderSettings, Settings
@@ -66,6 +65,7 @@ if TYPE_CHECKING:
     from seri_lsp.agent.tasks import Tasks
     from seri_lsp.context.compaction import CompactionResult
     from seri_lsp.export.bundle import Exported, Imported
+    from seri_lsp.mcp.servers import McpServers
     from seri_lsp.store.checkpoints import CheckpointStore
 
 
@@ -137,11 +137,21 @@ class Engine:
             on_open=self._session_opened,
             default_model=lambda: self.settings.provider.model,
         )
-        self.mcp = McpServers(profile_root, settings, host)
+        self._mcp: McpServers | None = None  # (made, and its modules imported, when used)
         self.last_import: ImportReport | None = None
         # Indexing the messages stored before the search index was made (once per
         # profile): started after the legacy import, awaited by a search.
         self._indexing: asyncio.Future[None] | None = None
+
+    @property
+    def mcp(self) -> McpServers:
+        """The MCP servers (imported at first use: the fork-warmed process and a start
+        that has none configured do not pay for the agent's tool modules)."""
+        if self._mcp is None:
+            from seri_lsp.mcp.servers import McpServers
+
+            self._mcp = McpServers(self.profile_root, self.settings, self.host)
+        return self._mcp
 
     @property
     def provider(self) -> Provider:
@@ -332,7 +342,8 @@ class Engine:
                 await self._indexing
         if self._tasks is not None:
             await self._tasks.close()
-        await self.mcp.close()
+        if self._mcp is not None:
+            await self._mcp.close()
         if self._provider is not None:
             await self._provider.aclose()
         self.io.shutdown()
