@@ -150,8 +150,12 @@ def stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
                     kill_tree_argv(process.pid), capture_output=True, timeout=10, check=False
                 )
         return
+    killpg = getattr(os, "killpg", None)
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
+        if killpg is None:  # (a platform without process groups: the process itself)
+            process.kill() if force else process.terminate()
+        else:
+            killpg(process.pid, signal.SIGKILL if force else signal.SIGTERM)
 
 
 async def kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Future[Any]) -> None:
