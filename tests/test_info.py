@@ -27,6 +27,7 @@ async def test_info_names_the_profile_the_provider_and_the_window_from_its_model
             "apiKeySource": "provider.apiKey",
         },
         "contextWindow": {"tokens": 200_000, "source": "provider"},
+        "mcpServers": [],  # none configured
     }
     # It opened no session.
     assert (await command(client, "seri.session.list", {}))["sessions"] == []

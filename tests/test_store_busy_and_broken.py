@@ -278,8 +278,8 @@ async def test_a_config_json_that_is_not_utf8_is_warned_about_and_ignored(
     warning = await wait_until(
         lambda: shown_messages(client, types.MessageType.Warning, "config.json")
     )
-    assert "not UTF-8" in warning[0] and "ignoring it" in warning[0]
-    # The server works, with the defaults.
+    assert "not UTF-8" in warning[0] and "provider settings it may hold" in warning[0]
+    # The server works, with the defaults (prompts wait until the file is fixed).
     assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
     assert snapshot(config) == before
 
@@ -307,12 +307,12 @@ async def test_a_config_json_that_cannot_be_read_is_warned_about_and_ignored(
     warning = await wait_until(
         lambda: shown_messages(client, types.MessageType.Warning, "config.json")
     )
-    assert "ignoring it" in warning[0]
+    assert "provider settings it may hold" in warning[0]
     assert (await command(client, "seri.session.new", {}))["session"]["maxTurns"] == 500
     assert snapshot(config) == before
 
 
-def test_the_command_line_warns_about_a_config_json_that_is_not_utf8(
+def test_the_command_line_sends_nothing_past_a_config_json_that_is_not_utf8(
     provider: ScriptedProvider, profile_root: Path, workspace: Path
 ) -> None:
     profile_root.mkdir()
@@ -328,8 +328,10 @@ def test_the_command_line_warns_about_a_config_json_that_is_not_utf8(
         text=True,
         timeout=60,
     )
-    assert result.returncode == 0, result.stderr
+    # It may hold the provider settings: nothing goes to a provider it may not name.
+    assert result.returncode == 1, result.stderr
     assert "config.json is not UTF-8 text" in result.stderr
+    assert "Nothing was sent to the model" in result.stderr and provider.requests == []
     assert "Traceback" not in result.stderr
     assert snapshot(config) == before
 
