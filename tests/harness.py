@@ -48,6 +48,15 @@ HOLD = object()  # an answer to showMessageRequest that never comes
 _MISSING = object()
 
 
+def alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie waiting to be reaped (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] != "Z"
+
+
 @functools.cache
 def shared_converter() -> Converter:
     """One lsprotocol converter for every client in this test process: cattrs writes

@@ -15,7 +15,7 @@ import pytest
 from acp.schema import EnvVariable, McpServerStdio, SseMcpServer
 
 from tests.acp_client import start_acp, until, within, write_config
-from tests.harness import provider_config
+from tests.harness import alive, provider_config
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -110,13 +110,6 @@ def _descendants(pid: int) -> list[int]:
     return children + [d for child in children for d in _descendants(child)]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return False
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and pgrep")
 async def test_a_loaded_session_s_client_server_runs_and_dies_with_the_agent(
     configured: Path, workspace: Path, provider: ScriptedProvider
@@ -135,9 +128,9 @@ async def test_a_loaded_session_s_client_server_runs_and_dies_with_the_agent(
         servers = await until(lambda: _descendants(agent.pid))
     assert any(name.startswith("mcp__client__") for name in _tool_names(provider))
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in servers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in servers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [pid for pid in servers if _alive(pid)]
+    assert not [pid for pid in servers if alive(pid)]
 
 
 def test_the_client_s_entries_become_server_configurations() -> None:

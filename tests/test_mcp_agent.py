@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import approval_capabilities, command, stop_server, wait_until
+from tests.harness import alive, approval_capabilities, command, stop_server, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -138,18 +138,10 @@ def _children(pid: int) -> list[int]:
 def _gone(pids: list[int], timeout: float = 10) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
-        if not alive:
+        if not [pid for pid in pids if alive(pid)]:
             return True
         time.sleep(0.1)
     return False
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")

@@ -18,6 +18,7 @@ import pytest
 
 from seri_lsp.mcp.config import HttpServer, Origin, ServerConfig, StdioServer
 from seri_lsp.mcp.manager import MAX_RESTARTS, McpManager
+from tests.harness import alive
 
 pytestmark = pytest.mark.slow
 
@@ -182,18 +183,11 @@ def test_the_server_process_dies_when_its_parent_is_killed(tmp_path: Path) -> No
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(10)
         deadline = time.monotonic() + 10
-        alive = [int(pid) for pid in children]
-        while alive and time.monotonic() < deadline:
-            alive = [pid for pid in alive if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+        living = [int(pid) for pid in children]
+        while living and time.monotonic() < deadline:
+            living = [pid for pid in living if alive(pid)]
             time.sleep(0.1)
-        assert alive == []
+        assert living == []
     finally:
         if holder.poll() is None:
             holder.kill()
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
-        return False

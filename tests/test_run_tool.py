@@ -11,7 +11,7 @@ from typing import Any
 from seri_lsp.agent import process
 from seri_lsp.agent.commands import omitted_line, parse_args
 from tests.agent_helpers import prompt
-from tests.harness import command, wait_until
+from tests.harness import alive, command, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 from tests.trajectory_helpers import of_kind, recording
 
@@ -26,14 +26,6 @@ async def start(agent, run_permission: str = "allow"):
 
 def result_of(provider: ScriptedProvider, request: int = 1) -> str:
     return provider.requests[request]["messages"][-1]["content"]
-
-
-def alive(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return False
-    return fields[0] != "Z"
 
 
 async def test_exit_codes_output_and_the_record(

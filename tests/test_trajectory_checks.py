@@ -12,7 +12,14 @@ from typing import Any
 from lsprotocol import types
 
 from tests.agent_helpers import messages, prompt
-from tests.harness import command, open_document, shown_messages, wait_until, without_save_documents
+from tests.harness import (
+    alive,
+    command,
+    open_document,
+    shown_messages,
+    wait_until,
+    without_save_documents,
+)
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text
 from tests.trajectory_helpers import of_kind, recording
 
@@ -29,15 +36,6 @@ def write(path: str, content: str, call_id: str = "w") -> Calls:
 async def start(agent, checks: list[Any], run: str = "allow", **init: Any):
     options = {"checks": checks, "permissions": {"write": "allow", "run": run}, **init}
     return await agent(init_options=options)
-
-
-def alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie waiting to be reaped."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return False
-    return fields[0] != "Z"
 
 
 def check_messages(history: list[dict[str, Any]]) -> list[str]:
