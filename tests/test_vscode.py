@@ -240,6 +240,17 @@ def make_workspace(
     return Path(os.path.realpath(folder))
 
 
+# The MCP servers of the integration workspace (src/test/suite/13_mcp.test.ts): our test
+# server, and one whose command does not exist.
+INTEGRATION_MCP = {
+    "probe": {
+        "command": sys.executable,
+        "args": [str(Path(__file__).parent / "mcp_servers" / "seri_test_server.py")],
+    },
+    "broken": {"command": "/nonexistent/seri-mcp-server"},
+}
+
+
 # The UI scenarios run in two lanes at once, each a run of its own (its code-server,
 # browser, profile and provider), so the longest chain of the suite is about half as
 # long: the scenarios of these folders in the second lane, the others (after the
@@ -306,7 +317,11 @@ def run_lane(
         profile = work / "profile"
         folders = work / "workspaces"
         workspaces = {
-            "integration": make_workspace(folders, "integration", {"seri.provider.keepTokens": 40}),
+            "integration": make_workspace(
+                folders,
+                "integration",
+                {"seri.provider.keepTokens": 40, "seri.mcpServers": INTEGRATION_MCP},
+            ),
             "stored": make_workspace(folders, "stored"),
             "tools": make_workspace(folders, "tools"),
             "compact": make_workspace(
