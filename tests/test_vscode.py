@@ -350,6 +350,7 @@ def run_lane(
             "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
             "fork": make_workspace(folders, "fork"),
             "delete": make_workspace(folders, "delete"),
+            "mcp": make_workspace(folders, "mcp", {"seri.mcpServers": INTEGRATION_MCP}),
             "search": make_workspace(
                 folders, "search", files={"notes/other.json": '{"format": "notes", "items": []}\n'}
             ),
@@ -676,6 +677,10 @@ def test_export_then_import_makes_a_new_session_with_the_conversation(
     assert bundle["title"] == SEARCH["renamed"]
     assert len(bundle["messages"]) == SEARCH["count"]
     assert "sk-a1b2" not in json.dumps(bundle), "the key left in the bundle"
+
+
+def test_mcp_servers_quick_pick_shows_status_and_restarts(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Seri: MCP Servers lists the servers")
 
 
 def test_delete_session_from_the_picker_and_the_palette(vscode_run: VSCodeRun) -> None:
