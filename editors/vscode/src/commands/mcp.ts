@@ -29,7 +29,8 @@ export function mcpItems(servers: readonly McpServerInfo[]): McpPickItem[] {
       entry.transport,
       `${entry.tools} ${entry.tools === 1 ? 'tool' : 'tools'}`,
     ].join(' · '),
-    detail: entry.reason,
+    // A reason may hold stderr's last lines: one line here.
+    detail: entry.reason?.replace(/\s*\n\s*/g, ' | '),
     server: entry.name,
   }));
 }
