@@ -362,6 +362,18 @@ def test_the_build_step_installs_the_server_and_a_prompt_is_answered(
     scenario("install.lua", env=env, timeout=600)
 
 
+def test_seri_mcp_lists_the_mcp_servers_restarts_one_and_checkhealth_reports_them(
+    scenario, workspace: Path
+) -> None:
+    """:SeriMcp with our test MCP server, one whose command does not exist, and the
+    workspace's .mcp.json one (awaiting consent); :checkhealth seri reports them."""
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"cloned": {"command": "true"}}})
+    )
+    server = Path(__file__).parent / "mcp_servers" / "seri_test_server.py"
+    scenario("mcp.lua", env={"SERI_TEST_MCP_SERVER": str(server)})
+
+
 @pytest.mark.parametrize("server", ["working", "missing"])
 def test_checkhealth(scenario, server: str) -> None:
     scenario(

@@ -240,6 +240,17 @@ def make_workspace(
     return Path(os.path.realpath(folder))
 
 
+# The MCP servers of the integration workspace (src/test/suite/13_mcp.test.ts): our test
+# server, and one whose command does not exist.
+INTEGRATION_MCP = {
+    "probe": {
+        "command": sys.executable,
+        "args": [str(Path(__file__).parent / "mcp_servers" / "seri_test_server.py")],
+    },
+    "broken": {"command": "/nonexistent/seri-mcp-server"},
+}
+
+
 # The UI scenarios run in two lanes at once, each a run of its own (its code-server,
 # browser, profile and provider), so the longest chain of the suite is about half as
 # long: the scenarios of these folders in the second lane, the others (after the
@@ -306,7 +317,11 @@ def run_lane(
         profile = work / "profile"
         folders = work / "workspaces"
         workspaces = {
-            "integration": make_workspace(folders, "integration", {"seri.provider.keepTokens": 40}),
+            "integration": make_workspace(
+                folders,
+                "integration",
+                {"seri.provider.keepTokens": 40, "seri.mcpServers": INTEGRATION_MCP},
+            ),
             "stored": make_workspace(folders, "stored"),
             "tools": make_workspace(folders, "tools"),
             "compact": make_workspace(
@@ -335,6 +350,7 @@ def run_lane(
             "bundled": make_workspace(folders, "bundled", {"seri.server.command": []}),
             "fork": make_workspace(folders, "fork"),
             "delete": make_workspace(folders, "delete"),
+            "mcp": make_workspace(folders, "mcp", {"seri.mcpServers": INTEGRATION_MCP}),
             "search": make_workspace(
                 folders, "search", files={"notes/other.json": '{"format": "notes", "items": []}\n'}
             ),
@@ -661,6 +677,10 @@ def test_export_then_import_makes_a_new_session_with_the_conversation(
     assert bundle["title"] == SEARCH["renamed"]
     assert len(bundle["messages"]) == SEARCH["count"]
     assert "sk-a1b2" not in json.dumps(bundle), "the key left in the bundle"
+
+
+def test_mcp_servers_quick_pick_shows_status_and_restarts(vscode_run: VSCodeRun) -> None:
+    vscode_run.check_scenario("Seri: MCP Servers lists the servers")
 
 
 def test_delete_session_from_the_picker_and_the_palette(vscode_run: VSCodeRun) -> None:

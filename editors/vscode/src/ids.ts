@@ -21,6 +21,7 @@ export const Commands = {
   clear: 'seri-vscode.clear',
   setMaxTurns: 'seri-vscode.setMaxTurns',
   selectModel: 'seri-vscode.selectModel',
+  mcpServers: 'seri-vscode.mcpServers',
   rewind: 'seri-vscode.rewind',
   toggleTrajectory: 'seri-vscode.toggleTrajectory',
   stop: 'seri-vscode.stop',

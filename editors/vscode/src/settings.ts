@@ -19,7 +19,15 @@ export interface InitializationOptions {
     promptCache?: 'auto' | 'on' | 'off';
     cacheTtl?: '5m' | '1h';
   };
-  permissions?: { write?: 'allow' | 'ask' | 'deny'; commands?: CommandRulesOption };
+  permissions?: {
+    write?: 'allow' | 'ask' | 'deny';
+    commands?: CommandRulesOption;
+    mcp?: 'allow' | 'ask' | 'deny';
+    mcpTools?: Record<string, 'allow' | 'ask' | 'deny'>;
+  };
+  /** MCP servers by name, as in `.mcp.json`. */
+  mcpServers?: Record<string, unknown>;
+  mcp?: { startupTimeout?: number; toolTimeout?: number };
   maxTurns?: number;
   resumeOnOpen?: boolean;
   profileRoot?: string;

@@ -1189,6 +1189,42 @@ async function searchSessions({ page, config, shot }) {
   await pickTheme(page, 'Light Modern', 'vs');
 }
 
+async function mcpServers({ page, shot }) {
+  // The workspace's settings configure `probe` (our test MCP server) and `broken` (a
+  // command that does not exist); they start in the background, so the pick is opened
+  // again until neither is starting.
+  // (Until the language server runs, the command says it does not.)
+  await openChat(page);
+  const rows = pickRows(page);
+  const probe = rows.filter({ hasText: 'probe' });
+  const broken = rows.filter({ hasText: 'broken' });
+  await waitUntil(async () => {
+    await runCommand(page, 'Seri: MCP Servers');
+    const shown = await probe.waitFor({ timeout: 3_000 }).then(
+      () => true,
+      () => false,
+    );
+    if (shown && (await rows.filter({ hasText: 'starting' }).count()) === 0) {
+      return true;
+    }
+    await page.keyboard.press('Escape');
+    return false;
+  }, 'both MCP servers to be started or failed', 60_000);
+  const probeText = await probe.innerText();
+  expect(/ready · settings .* · stdio · 6 tools/.test(probeText), `probe's row (${probeText})`);
+  const brokenText = await broken.innerText();
+  expect(/failed · settings .* · stdio · 0 tools/.test(brokenText), `broken's row (${brokenText})`);
+  expect(brokenText.includes('seri-mcp-server'), `broken's row says why (${brokenText})`);
+  await shot('mcp-servers');
+  await probe.click();
+  const restart = rows.filter({ hasText: 'Restart' });
+  await restart.waitFor({ timeout: 10_000 });
+  await shot('mcp-server-restart');
+  await restart.click();
+  await page.locator('.notifications-toasts', { hasText: 'MCP server probe is starting again' }).waitFor({ timeout: 20_000 });
+  await shot('mcp-server-restarted');
+}
+
 async function selectModel({ page, shot }) {
   const view = chat(page);
   const model = view.locator('#session-model');
@@ -1507,6 +1543,7 @@ const SCENARIOS = [
   ['Search Sessions... searches as you type, and picking a hit in an earlier page shows that message', 'search', searchSessions],
   ['Rename Session... shows the new title in the chat header', 'search', renameSession, { continues: true }],
   ['Export Session... to a .json file, then Import Session... opens a new session with the conversation', 'search', exportThenImport, { continues: true }],
+  ['Seri: MCP Servers lists the servers with their status and restarts the one chosen', 'mcp', mcpServers],
   ["Delete Session... and the picker's delete button ask first, then delete; the open one is replaced by a new session", 'delete', deleteSessions],
 ];
 

@@ -154,6 +154,13 @@ M.list = {
     opts = { nargs = 0, desc = "Show what fills the seri session's context window" },
   },
   {
+    name = "SeriMcp",
+    run = function()
+      require("seri").mcp()
+    end,
+    opts = { nargs = 0, desc = "List seri's MCP servers and their status (r restarts one)" },
+  },
+  {
     name = "SeriCost",
     run = function()
       require("seri").cost()

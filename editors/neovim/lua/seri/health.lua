@@ -1,6 +1,6 @@
 -- `:checkhealth seri`: Neovim, the server command and its version, and what the server
 -- itself knows of its set-up (`seri.info`: the profile root and its database, the
--- provider, whether a key is set (never the key), the model's context window). The
+-- provider, whether a key is set (never the key), the model's context window, the MCP servers: failed ones errors, ones awaiting consent warnings). The
 -- project's running server answers; when none runs, a short-lived one is started for
 -- the question, with no session opened.
 
@@ -109,6 +109,33 @@ local function wait_for(start)
   return result, nil
 end
 
+---True while one of `info`'s MCP servers is still starting.
+---@param info table?
+---@return boolean
+local function mcp_starting(info)
+  for _, server in ipairs(type(info) == "table" and info.mcpServers or {}) do
+    if server.status == "starting" then
+      return true
+    end
+  end
+  return false
+end
+
+---`seri.info` asked by `ask`, again while an MCP server is still starting (a new
+---server starts them in the background), until INFO_TIMEOUT_MS.
+---@param ask fun(callback: fun(err: any, result: any))
+---@return any info
+---@return string? problem
+local function settled(ask)
+  local deadline = vim.uv.now() + INFO_TIMEOUT_MS
+  local info, problem = wait_for(ask)
+  while not problem and mcp_starting(info) and vim.uv.now() < deadline do
+    vim.wait(200)
+    info, problem = wait_for(ask)
+  end
+  return info, problem
+end
+
 ---`seri.info` from a short-lived server for `root` that opens no session.
 ---@param cmd string[]
 ---@param root string
@@ -143,7 +170,7 @@ local function ask_new_server(cmd, root)
   local info
   if not problem then
     rpc.notify("initialized", vim.empty_dict())
-    info, problem = wait_for(function(callback)
+    info, problem = settled(function(callback)
       rpc.request(
         "workspace/executeCommand",
         { command = "seri.info", arguments = { vim.empty_dict() } },
@@ -168,7 +195,7 @@ local function ask_server(cmd)
   local root = client.root_for(0)
   local project = client.projects[root]
   if project and client.client(project) then
-    local info, problem = wait_for(function(callback)
+    local info, problem = settled(function(callback)
       client.execute(project, "seri.info", {}, callback)
     end)
     return info, problem, root
@@ -217,6 +244,38 @@ local function report_provider(info)
   )
 end
 
+---The MCP servers: failed ones are errors, ones awaiting consent warnings.
+---@param info table
+local function report_mcp(info)
+  local servers = type(info.mcpServers) == "table" and info.mcpServers or {}
+  if #servers == 0 then
+    health.info("MCP servers: none configured")
+    return
+  end
+  for _, server in ipairs(servers) do
+    local what = ("MCP server %s (%s, %s, %s): %s"):format(
+      server.name,
+      server.origin,
+      server.configuredIn,
+      server.transport,
+      server.status
+    )
+    if server.status == "failed" then
+      health.error(what .. ": " .. (server.reason or "no reason given"), {
+        "Fix its entry in " .. server.configuredIn .. ", then restart it from :SeriMcp (r)",
+      })
+    elseif server.status == "awaiting consent" then
+      health.warn(what .. (server.reason and (": " .. server.reason) or ""), {
+        "A workspace's .mcp.json servers start only once you agree to them",
+      })
+    elseif server.status == "ready" then
+      health.ok(("%s, %d tool%s"):format(what, server.tools, server.tools == 1 and "" or "s"))
+    else
+      health.info(what .. (server.reason and (": " .. server.reason) or ""))
+    end
+  end
+end
+
 local function check_running()
   local client = require("seri.client")
   local count = 0
@@ -253,6 +312,7 @@ function M.check()
   health.ok(("server version: %s, project: %s"):format(info.version, info.project))
   report_profile(info)
   report_provider(info)
+  report_mcp(info)
   -- Notes on the set-up the server makes (a provider.keepTokens the window cuts).
   for _, note in ipairs(info.notes or {}) do
     health.warn(note)

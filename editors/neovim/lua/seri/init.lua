@@ -253,6 +253,15 @@ function M.context()
   end
 end
 
+---The project's MCP servers in a scratch buffer, with their status; `r` restarts the
+---one under the cursor.
+function M.mcp()
+  local current = project()
+  if current then
+    require("seri.mcp").open(current)
+  end
+end
+
 ---Fork the open session: in the chat, at the message under the cursor; elsewhere (or
 ---with `opts.last`) at its last message. The fork, a new session holding the
 ---conversation up to there, opens in the chat; the original is left as it was.

@@ -24,6 +24,7 @@ import { deleteSession } from './deleteSession';
 import { clear, continueSession, forkSession, newSession, pickSession, renameSession, resumeSession, setMaxTurns } from './sessions';
 import { toggleTrajectory } from './trajectory';
 import { selectModel } from './model';
+import { mcpServers } from './mcp';
 
 export class CommandHandlers {
   private readonly context: CommandContext;
@@ -58,6 +59,7 @@ export class CommandHandlers {
       [Commands.clear, () => clear(context)],
       [Commands.setMaxTurns, (n?: number) => setMaxTurns(context, n)],
       [Commands.selectModel, (model?: string) => selectModel(context, model)],
+      [Commands.mcpServers, (name?: string) => mcpServers(context, name)],
       [Commands.rewind, (request?: RewindRequest) => rewind(context, request)],
       [Commands.toggleTrajectory, (enabled?: boolean) => toggleTrajectory(context, enabled)],
       [Commands.stop, () => this.stop()],

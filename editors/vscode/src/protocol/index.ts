@@ -4,6 +4,7 @@
 
 export * from './approvals';
 export * from './context';
+export * from './mcp';
 export * from './messages';
 export * from './methods';
 export * from './notifications';

@@ -32,6 +32,10 @@ export const ServerCommand = {
   trajectoryGet: 'seri.trajectory.get',
   /** The slash commands the server understands (also in its initialize result). */
   commands: 'seri.commands',
+  /** The server's set-up, with its MCP servers (`mcpServers`). */
+  info: 'seri.info',
+  /** Stop one MCP server and start it again. */
+  mcpRestart: 'seri.mcp.restart',
 } as const;
 
 export const Notification = {

@@ -1,0 +1,59 @@
+import * as assert from 'assert';
+import * as vscode from 'vscode';
+
+import { Commands } from '../../ids';
+import { McpServerInfo, ServerCommand, ServerInfo } from '../../protocol';
+import { activated, stubWindow, waitFor } from './helpers';
+
+// The integration workspace's settings configure two MCP servers (tests/test_vscode.py):
+// `probe`, our test server, and `broken`, a command that does not exist.
+suite('Seri: MCP Servers', () => {
+  async function servers(): Promise<McpServerInfo[]> {
+    const api = await activated();
+    return (await api.server.execute<ServerInfo>(ServerCommand.info)).mcpServers ?? [];
+  }
+
+  async function settled(): Promise<McpServerInfo[]> {
+    let rows: McpServerInfo[] = [];
+    await waitFor(async () => {
+      rows = await servers();
+      return rows.length === 2 && rows.every((row) => row.status !== 'starting');
+    }, 'both MCP servers to be started or failed');
+    return rows;
+  }
+
+  test('the settings reach the server, and the pick shows each server’s status, origin, tools and reason', async () => {
+    await settled();
+    const stub = stubWindow([() => undefined]);
+    try {
+      assert.strictEqual(await vscode.commands.executeCommand(Commands.mcpServers), undefined);
+    } finally {
+      stub.restore();
+    }
+    const picked = stub.quickPicks[0];
+    assert.strictEqual(picked.options?.title, 'Seri: MCP Servers');
+    const rows = Object.fromEntries(picked.items.map((item) => [item.label.replace(/^\$\([^)]*\) /, ''), item]));
+    assert.deepStrictEqual(Object.keys(rows).sort(), ['broken', 'probe']);
+    assert.match(rows.probe.label, /^\$\(pass\) probe$/);
+    assert.match(rows.probe.description ?? '', /^ready · settings \(.*\) · stdio · 6 tools$/);
+    assert.strictEqual(rows.probe.detail, undefined);
+    assert.match(rows.broken.label, /^\$\(error\) broken$/);
+    assert.match(rows.broken.description ?? '', /^failed · settings .* · stdio · 0 tools$/);
+    assert.ok(rows.broken.detail && rows.broken.detail.length > 0, 'the failure’s reason is shown');
+  });
+
+  test('choosing a server offers Restart, which restarts it', async () => {
+    await settled();
+    const stub = stubWindow([(items) => items.find((item) => item.label.endsWith(' probe')), (items) => items.find((item) => item.label === 'Restart')]);
+    let restarted: string | undefined;
+    try {
+      restarted = await vscode.commands.executeCommand<string>(Commands.mcpServers);
+    } finally {
+      stub.restore();
+    }
+    assert.strictEqual(restarted, 'probe');
+    assert.match(stub.quickPicks[1].options?.title ?? '', /MCP server probe \(ready\)/);
+    assert.ok(stub.infos.some((info) => /MCP server probe is starting again/.test(info)), stub.infos.join(' | '));
+    await waitFor(async () => (await servers()).find((row) => row.name === 'probe')?.status === 'ready', 'probe to be ready again');
+  });
+});
