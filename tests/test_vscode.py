@@ -450,7 +450,8 @@ def run_lane(
 def test_the_extension_packages_as_a_vsix_that_carries_its_server(vscode_run: VSCodeRun) -> None:
     vsix = vscode_run.work / "seri-vscode.vsix"
     assert vsix.exists(), f"vsce package made no .vsix (runner exit {vscode_run.returncode})"
-    assert vsix.stat().st_size < 25 * 1024 * 1024
+    # The limit of scripts/package.mjs (MAX_VSIX_BYTES): the MCP SDK's wheels made it 27 MB.
+    assert vsix.stat().st_size < 35 * 1024 * 1024
     names = set(zipfile.ZipFile(vsix).namelist())
     wheels = [n.rsplit("/", 1)[1] for n in names if n.startswith("extension/bundled/wheels/")]
     assert any(n.startswith("seri_lsp-") for n in wheels)

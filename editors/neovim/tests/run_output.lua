@@ -41,7 +41,7 @@ H.run(function()
     return #approve.questions == 1
   end, "the command's question")
   vim.api.nvim_win_set_width(chat_win(), 150)
-  H.wait_chat({ "$ " .. slow, "  in .", "a Allow once · d Deny…" })
+  H.wait_chat({ "$ " .. slow, "  in .", "a Allow once · ", "d Deny…" })
   H.shown_exactly(chat_win(), "$ " .. slow)
   H.eq(nil, screen():find("running ·", 1, true), "no 'running' hint while it is asked")
   press("a")
