@@ -64,6 +64,19 @@ class Answer:
     note: str = ""
 
 
+# Why a request was refused when nobody answered (no terminal, a dismissed dialog).
+NO_ANSWER = "the user did not answer the permission request"
+
+
+def refusal(answer: Answer, what: str) -> str:
+    """Why a refused request of `what` (`write`, `command`, `call`) did not go ahead, for
+    the model: no answer, or the user's Deny with their note (whitespace folded)."""
+    if answer.choice is None:
+        return NO_ANSWER
+    note = " ".join(answer.note.split())
+    return f"the user denied this {what}: {note}" if note else f"the user denied this {what}"
+
+
 class ProgressReporter:
     """Reports the progress of one piece of long work."""
 

@@ -36,7 +36,7 @@ from seri_lsp.agent import process
 from seri_lsp.agent.cancel import CancelScope
 from seri_lsp.context.conversation import Conversation
 from seri_lsp.events import Activity
-from seri_lsp.host import Host, ProgressReporter, Question, ask_user
+from seri_lsp.host import NO_ANSWER, Host, ProgressReporter, Question, ask_user
 from seri_lsp.settings import CheckSetting, Permission
 from seri_lsp.store.messages import Message
 
@@ -46,8 +46,6 @@ OUTPUT_TAIL = 3072
 
 ALLOW_FOR_SESSION = "Allow for this session"
 DENY = "Deny"
-# Why the checks did not run when nobody answered (no terminal, a dismissed dialog).
-NO_ANSWER = "the user did not answer the permission request"
 
 
 @dataclass(frozen=True)

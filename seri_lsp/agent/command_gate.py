@@ -35,14 +35,13 @@ from seri_lsp.command_rules import (
 )
 from seri_lsp.events import Activity
 from seri_lsp.files import atomic_write_text
-from seri_lsp.host import Host, Question, ask_user
+from seri_lsp.host import Host, Question, ask_user, refusal
 from seri_lsp.settings import Permission
 
 ALLOW_ONCE = "Allow once"
 DENY = "Deny"
 USE_WORKSPACE_RULES = "Use these rules"
 IGNORE_WORKSPACE_RULES = "Don't use them"  # (a refusal to ACP's option kinds)
-NO_ANSWER = "the user did not answer the permission request"
 AGREEMENTS_NAME = "command-rules.json"
 
 
@@ -185,12 +184,7 @@ class CommandGate:
         if session_choice is not None and answer.choice == session_choice:
             self.session.add(patterns)
             return
-        if answer.choice is None:
-            raise Denied(NO_ANSWER)
-        note = " ".join(answer.note.split())
-        raise Denied(
-            f"the user denied this command: {note}" if note else "the user denied this command"
-        )
+        raise Denied(refusal(answer, "command"))
 
 
 def _where(cwd: str) -> str:

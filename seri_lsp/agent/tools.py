@@ -31,7 +31,7 @@ from seri_lsp.agent.cancel import TaskCancelled
 from seri_lsp.agent.disk import DiskError, LineRange, ToolThreads
 from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace, WorkspacePath
 from seri_lsp.events import Activity, FileChange
-from seri_lsp.host import Host, Question, ask_user
+from seri_lsp.host import Host, Question, ask_user, refusal
 from seri_lsp.limits import clean_text
 from seri_lsp.settings import WritePermission
 from seri_lsp.store.messages import ToolCall
@@ -294,12 +294,7 @@ class WriteGate:
             return True
         if answer.choice == "Allow":
             return True
-        if answer.choice is None:
-            raise Denied("the user did not answer the permission request")
-        note = " ".join(answer.note.split())
-        raise Denied(
-            f"the user denied this write: {note}" if note else "the user denied this write"
-        )
+        raise Denied(refusal(answer, "write"))
 
 
 class ExternalTool(Protocol):

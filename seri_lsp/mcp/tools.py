@@ -21,7 +21,7 @@ from typing import Any
 from seri_lsp.agent.disk import MAX_READ_CHARS
 from seri_lsp.agent.tools import ToolOutcome
 from seri_lsp.events import Activity
-from seri_lsp.host import Host, Question, ask_user
+from seri_lsp.host import Host, Question, ask_user, refusal
 from seri_lsp.mcp.manager import McpManager, McpTool
 from seri_lsp.settings import Permission
 
@@ -114,10 +114,7 @@ class McpGate:
             return None
         if answer.choice == MCP_CHOICES[0]:
             return None
-        if answer.choice is None:
-            return "the user did not answer the permission request"
-        note = " ".join(answer.note.split())
-        return f"the user denied this call: {note}" if note else "the user denied this call"
+        return refusal(answer, "call")
 
 
 @dataclass(frozen=True)

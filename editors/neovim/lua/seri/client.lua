@@ -330,22 +330,24 @@ handlers["seri/message"] = function(err, params, ctx)
   end
 end
 
-handlers["seri/delta"] = function(_, params, ctx)
-  local project = project_of(ctx)
-  if project and type(params) == "table" then
-    emit("delta", project, params)
+---A handler that hands a notification's params to the project's listeners of `event`.
+---@param event string
+---@return fun(err: any, params: any, ctx: table)
+local function to_project(event)
+  return function(_, params, ctx)
+    local project = project_of(ctx)
+    if project and type(params) == "table" then
+      emit(event, project, params)
+    end
   end
 end
+
+handlers["seri/delta"] = to_project("delta")
 
 handlers["seri/compacted"] = forward("compacted", "SeriCompacted", true)
 
 -- A running command's output, as it comes (batched by the server, ~10 a second).
-handlers["seri/toolOutput"] = function(_, params, ctx)
-  local project = project_of(ctx)
-  if project and type(params) == "table" then
-    emit("tool_output", project, params)
-  end
-end
+handlers["seri/toolOutput"] = to_project("tool_output")
 
 local forward_turn_ended = forward("turn_ended", "SeriTurnEnded", true)
 
