@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -65,6 +66,7 @@ class ServerState:
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # set: ready or failed
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     stderr: IO[str] | None = None
+    deadline: float = 0.0  # (loop time) when a start still under way has failed
 
     def stderr_tail(self) -> str:
         if self.stderr is None:
@@ -107,7 +109,9 @@ class McpManager:
         state.status, state.reason, state.tools, state.session = "starting", None, (), None
         state.ready = asyncio.Event()
         state.stop = asyncio.Event()
-        state.task = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        state.deadline = loop.time() + self.startup_timeout
+        state.task = loop.create_task(
             self._run(state), name=f"mcp server {state.config.name}"
         )
 
@@ -140,11 +144,16 @@ class McpManager:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
                     asyncio.gather(*(s.ready.wait() for s in starting)),
-                    # (a little over the start-up timeout: each server's own clock
-                    # started when it did, a moment before this)
-                    self.startup_timeout + 1 if timeout is None else timeout,
+                    # (a little past the last server's own deadline, so that it has
+                    # failed by then)
+                    self._until_last_deadline() + 1 if timeout is None else timeout,
                 )
         return [s.config.name for s in self.states.values() if s.status == "starting"]
+
+    def _until_last_deadline(self) -> float:
+        now = asyncio.get_running_loop().time()
+        starting = [s.deadline for s in self.states.values() if s.status == "starting"]
+        return max([0.0, *(deadline - now for deadline in starting)])
 
     def starting(self) -> list[str]:
         """The servers still starting (what a first turn waits for)."""
@@ -171,12 +180,15 @@ class McpManager:
         """Hold one server open: connect, hand-shake, list its tools, then wait to be
         stopped. Any failure marks it failed with the reason."""
         try:
-            from mcp import ClientSession  # the SDK, only now (see the module's docstring)
-
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    # The whole start counts: spawning or connecting, then the handshake.
-                    async with asyncio.timeout(self.startup_timeout):
+                    # The whole start counts, from the moment it was asked for: importing
+                    # the SDK, spawning or connecting, then the handshake.
+                    async with asyncio.timeout_at(state.deadline):
+                        # The SDK, only now and off the event loop (module docstring).
+                        await asyncio.to_thread(importlib.import_module, "mcp")
+                        from mcp import ClientSession
+
                         read, write = await self._connect(state, stack)
                         session = await stack.enter_async_context(ClientSession(read, write))
                         await self._handshake(state, session)
