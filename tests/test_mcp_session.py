@@ -70,7 +70,8 @@ async def test_trajectories_record_mcp_calls_with_the_server_name(
     await prompt(client, "use it")
     rec = await recording(client)
     calls = {call["id"]: call for call in of_kind(rec, "tool_call")}
-    assert calls["m1"]["name"] == "mcp__test__echo"
+    assert calls["m1"]["name"] == "mcp__test__echo" and calls["m1"]["server"] == "test"
+    assert "server" not in calls["r1"]
     results = {result["id"]: result for result in of_kind(rec, "tool_result")}
     assert results["m1"]["server"] == "test" and results["m1"]["content"] == "hi"
     assert "server" not in results["r1"]

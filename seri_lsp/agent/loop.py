@@ -482,7 +482,7 @@ class AgentLoop:
             step.record("usage", usage_event("turn", reply.usage))
         units = tool_units(assistant.tool_calls)
         if units:
-            record_calls(step, units[0])
+            record_calls(step, units[0], self.toolbox)
         self._reply = None
         [stored] = await self.conversation.commit(step)
         return stored
@@ -524,7 +524,7 @@ class AgentLoop:
                     outcome.read + outcome.modified, [rule for rule, _ in rules]
                 )
                 if position == len(unit) - 1 and following is not None:
-                    record_calls(step, following)
+                    record_calls(step, following, self.toolbox)
                 elif position == len(unit) - 1:
                     for rule, message in rules:
                         step.deliver(rule, message)
@@ -674,15 +674,18 @@ def describe_calls(calls: Sequence[ToolCall]) -> str:
     return f"{call.name} {target[:120]}".strip()
 
 
-def record_calls(step: Step, calls: Sequence[ToolCall]) -> None:
-    """Record tool calls as the model made them, in the step that precedes their run."""
+def record_calls(step: Step, calls: Sequence[ToolCall], toolbox: Toolbox) -> None:
+    """Record tool calls as the model made them, in the step that precedes their run
+    (an MCP tool's with its server)."""
     for call in calls:
         arguments = call.parsed_arguments()
+        server = toolbox.server_of(call.name)
         step.record(
             "tool_call",
             {
                 "id": call.id,
                 "name": call.name,
                 "arguments": arguments if arguments is not None else call.arguments,
+                **({"server": server} if server else {}),
             },
         )

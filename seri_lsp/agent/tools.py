@@ -308,6 +308,11 @@ class ExternalTool(Protocol):
     @property
     def schema(self) -> dict[str, Any]: ...
 
+    @property
+    def server(self) -> str:
+        """The server it comes from (recorded with each call)."""
+        ...
+
     async def run(self, args: Mapping[str, Any]) -> ToolOutcome: ...
 
 
@@ -362,6 +367,11 @@ class Toolbox:
     def schemas(self) -> list[dict[str, Any]]:
         """Tool definitions as sent in the request body."""
         return [self._schema_of(name) for name in self.names]
+
+    def server_of(self, name: str) -> str | None:
+        """The server an external tool comes from; None for a built-in tool."""
+        tool = self.external.get(name)
+        return tool.server if tool is not None else None
 
     def _schema_of(self, name: str) -> dict[str, Any]:
         if name in self.external:
