@@ -398,6 +398,10 @@ class Settings:
         read=lambda raw, problems: _checks(raw, problems),
     )
     provider: ProviderSettings = field(default_factory=ProviderSettings)
+    # MCP servers a workspace's own editor settings configure (`workspaceMcpServers`,
+    # which VS Code sends apart from the user's `mcpServers`): not a setting of its own;
+    # they start, as the workspace's `.mcp.json` servers do, once the user agreed.
+    workspace_mcp_servers: Mapping[str, Any] | None = None
 
 
 # Settings read elsewhere, not part of `Settings`: the profile root (`profile.py`, at
@@ -444,6 +448,13 @@ def load_settings(
     config = config_data or {}
     options = dict(init_options or {})
     key_store = _key_store(options.pop(KEY_STORE_OPTION, None), problems)
+    workspace_mcp = options.pop(WORKSPACE_MCP_OPTION, None)
+    if workspace_mcp is not None and not isinstance(workspace_mcp, dict):
+        problems.append(
+            f"{WORKSPACE_MCP_OPTION} must be an object of MCP server entries by name, got "
+            f"{workspace_mcp!r}; ignored."
+        )
+        workspace_mcp = None
     config_path = str(profile_root / CONFIG_NAME)
     # Setting (or variable) -> why its wrong value blocks prompts.
     blocking: dict[str, str] = {}
@@ -537,7 +548,7 @@ def load_settings(
             "turned on and off with /trajectory on|off (stored in the profile's config.json) "
             "or SERI_TRAJECTORY_ENABLED."
         )
-    return Settings(provider=provider, **values), problems
+    return Settings(provider=provider, workspace_mcp_servers=workspace_mcp, **values), problems
 
 
 def _read_fields(
@@ -581,6 +592,8 @@ def _read_fields(
 
 # The initialization option in which an editor describes its own key store.
 KEY_STORE_OPTION = "apiKeyStore"
+# The initialization option with the MCP servers of the workspace's own editor settings.
+WORKSPACE_MCP_OPTION = "workspaceMcpServers"
 _BLOCKED = "No prompt is sent until it is fixed: seri does not fall back to another provider."
 
 

@@ -118,3 +118,26 @@ async def test_an_unanswered_question_never_blocks_a_task(
     result = await asyncio.wait_for(prompt(client, "hello"), timeout=30)
     assert result["status"] != "cancelled"
     assert await _status(client) == "awaiting consent"
+
+
+async def test_servers_from_the_workspaces_own_editor_settings_wait_for_consent_too(
+    agent: Any, workspace: Path
+) -> None:
+    # VS Code sends the servers of .vscode/settings.json (which come with a cloned
+    # project, as .mcp.json does) as `workspaceMcpServers`, apart from the user's.
+    entry = {"command": sys.executable, "args": [SERVER]}
+    client = await agent(
+        capabilities=approval_capabilities(),
+        init_options={"workspaceMcpServers": {"repo": entry}, "mcpServers": {"mine": entry}},
+    )
+    client.approvals.append({"choice": "Not now"})
+    await wait_until(lambda: client.approve_requests, timeout=20)
+    asked = client.approve_requests[0]
+    assert asked["kind"] == "mcpServers"
+    assert [server["name"] for server in asked["servers"]] == ["repo"]
+    assert "MCP servers configured in this workspace's editor settings: repo" in asked["message"]
+    assert await _status(client) == "awaiting consent"
+    rows = {r["name"]: r for r in (await command(client, "seri.info"))["mcpServers"]}
+    assert rows["repo"]["origin"] == "workspace"
+    assert rows["repo"]["configuredIn"] == "the workspace's mcpServers setting"
+    assert rows["mine"]["origin"] == "settings"

@@ -214,14 +214,27 @@ def load_servers(
     profile_root: Path,
     setting: Mapping[str, Any] | None,
     env: Mapping[str, str] = os.environ,
+    workspace_setting: Mapping[str, Any] | None = None,
 ) -> tuple[list[ServerConfig], list[str]]:
     """Every configured server, sorted by name, and the problems found on the way: the
-    workspace's `.mcp.json`, then the profile's `mcp.json`, then the `mcpServers`
-    setting, a later place winning on a shared name."""
+    workspace's `.mcp.json`, then the workspace's own editor settings
+    (`workspace_setting`, which come with the project as `.mcp.json` does), then the
+    profile's `mcp.json`, then the user's `mcpServers` setting, a later place winning on
+    a shared name."""
     problems: list[str] = []
     servers: dict[str, ServerConfig] = {}
     if workspace is not None:
         servers.update(read_file(workspace / WORKSPACE_FILE, Origin.WORKSPACE, problems, env))
+    if workspace_setting is not None:
+        servers.update(
+            parse_servers(
+                workspace_setting,
+                Origin.WORKSPACE,
+                "the workspace's mcpServers setting",
+                problems,
+                env,
+            )
+        )
     servers.update(read_file(profile_root / PROFILE_FILE, Origin.PROFILE, problems, env))
     if setting is not None:
         servers.update(

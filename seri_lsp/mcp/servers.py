@@ -37,6 +37,11 @@ ALLOW, NOT_NOW, NEVER = "Allow", "Not now", "Never for this project"
 _NEVER_MARK = "never"
 
 
+def _place(config: ServerConfig) -> str:
+    """Where a workspace's server was configured, as the consent question says it."""
+    return ".mcp.json" if config.source.endswith(".mcp.json") else "editor settings"
+
+
 class McpServers:
     """One language server's MCP servers, and each session's fixed list of their tools."""
 
@@ -60,7 +65,11 @@ class McpServers:
         once the user agreed (asked in the background)."""
         self.project = project
         servers, problems = await asyncio.to_thread(
-            load_servers, workspace_root, self.profile_root, self.settings.mcp_servers
+            load_servers,
+            workspace_root,
+            self.profile_root,
+            self.settings.mcp_servers,
+            workspace_setting=self.settings.workspace_mcp_servers,
         )
         self.problems = problems
         for problem in problems:
@@ -103,10 +112,11 @@ class McpServers:
         it is "Allow" or "Never"). The answer, None for none."""
         configs = self._workspace_servers()
         listed = "; ".join(f"{c.name} (`{c.spec.display()}`)" for c in configs)
+        places = " and ".join(sorted({_place(c) for c in configs}))
         question = Question(
             kind="mcpServers",
             message=(
-                f"This workspace's .mcp.json configures MCP servers: {listed}. "
+                f"MCP servers configured in this workspace's {places}: {listed}. "
                 "Start them for this project?"
             ),
             choices=(ALLOW, NOT_NOW, NEVER),

@@ -47,3 +47,26 @@ export function commandRulesOption(inspected: InspectedRules | undefined): Comma
   }
   return Object.keys(option).length > 0 ? option : undefined;
 }
+
+/** The MCP server entries a level sets (an object of entries by name), if any. */
+function servers(level: unknown): Record<string, unknown> {
+  return typeof level === 'object' && level !== null && !Array.isArray(level) ? (level as Record<string, unknown>) : {};
+}
+
+/**
+ * `seri.mcpServers` split the same way: the user's servers go as `mcpServers` and start
+ * at once; a workspace's (.vscode/settings.json, folder settings come with the project)
+ * go as `workspaceMcpServers`, which the server starts only once the user agreed, as it
+ * does the workspace's `.mcp.json`. A folder's entry wins over the workspace's.
+ */
+export function mcpServersOption(inspected: InspectedRules | undefined): {
+  mcpServers?: Record<string, unknown>;
+  workspaceMcpServers?: Record<string, unknown>;
+} {
+  const user = servers(inspected?.globalValue);
+  const workspace = { ...servers(inspected?.workspaceValue), ...servers(inspected?.workspaceFolderValue) };
+  return {
+    ...(Object.keys(user).length > 0 ? { mcpServers: user } : {}),
+    ...(Object.keys(workspace).length > 0 ? { workspaceMcpServers: workspace } : {}),
+  };
+}

@@ -25,7 +25,6 @@ export const OPTION_SETTINGS = [
   'permissions.write',
   'permissions.mcp',
   'permissions.mcpTools',
-  'mcpServers',
   'mcp.startupTimeout',
   'mcp.toolTimeout',
   'maxTurns',
@@ -39,12 +38,18 @@ export const OPTION_SETTINGS = [
  */
 export const COMMAND_RULES_SETTING = 'permissions.commands';
 
+/**
+ * `mcpServers`: sent as well, the user's servers apart from the workspace's, which wait
+ * for the user's consent (see commandRules.ts).
+ */
+export const MCP_SERVERS_SETTING = 'mcpServers';
+
 /** The language client's trace of the messages (read by vscode-languageclient itself, live). */
 export const TRACE_SETTING = 'trace.server';
 
 /** The settings whose change offers a restart: all but tracing, which is live. */
 export const STARTUP_SETTINGS = [
-  ...new Set(['server', ...[...OPTION_SETTINGS, COMMAND_RULES_SETTING].map((key) => key.split('.')[0])]),
+  ...new Set(['server', ...[...OPTION_SETTINGS, COMMAND_RULES_SETTING, MCP_SERVERS_SETTING].map((key) => key.split('.')[0])]),
 ];
 
 /** The full id of a setting under `seri.`, as the Settings editor opens it. */

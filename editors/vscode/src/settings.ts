@@ -4,9 +4,9 @@ import * as os from 'os';
 import * as path from 'path';
 import * as vscode from 'vscode';
 
-import { type CommandRulesOption, commandRulesOption } from './commandRules';
+import { type CommandRulesOption, commandRulesOption, mcpServersOption } from './commandRules';
 import type { KeyStoreOption } from './keyStore';
-import { COMMAND_RULES_SETTING, OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
+import { COMMAND_RULES_SETTING, MCP_SERVERS_SETTING, OPTION_SETTINGS, SECTION, STARTUP_SETTINGS, ServerSetting, settingId } from './settingKeys';
 
 /** Initialization options as the server reads them (settings it has not been given are left out). */
 export interface InitializationOptions {
@@ -25,8 +25,10 @@ export interface InitializationOptions {
     mcp?: 'allow' | 'ask' | 'deny';
     mcpTools?: Record<string, 'allow' | 'ask' | 'deny'>;
   };
-  /** MCP servers by name, as in `.mcp.json`. */
+  /** MCP servers by name, as in `.mcp.json`: the user's (global) `seri.mcpServers`. */
   mcpServers?: Record<string, unknown>;
+  /** The workspace's and folder's `seri.mcpServers`: started once the user agreed. */
+  workspaceMcpServers?: Record<string, unknown>;
   mcp?: { startupTimeout?: number; toolTimeout?: number };
   maxTurns?: number;
   resumeOnOpen?: boolean;
@@ -73,6 +75,7 @@ export function readSettings(folder: vscode.WorkspaceFolder | undefined = projec
   if (rules !== undefined) {
     placeAt(options, COMMAND_RULES_SETTING, rules);
   }
+  Object.assign(options, mcpServersOption(config.inspect<unknown>(MCP_SERVERS_SETTING)));
   const command = config.get<unknown>(ServerSetting.command);
   const python = config.get<unknown>(ServerSetting.python);
   return {

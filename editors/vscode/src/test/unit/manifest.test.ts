@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 import { Commands } from '../../ids';
-import { COMMAND_RULES_SETTING, OPTION_SETTINGS, STARTUP_SETTINGS, ServerSetting, TRACE_SETTING, settingId } from '../../settingKeys';
+import { COMMAND_RULES_SETTING, MCP_SERVERS_SETTING, OPTION_SETTINGS, STARTUP_SETTINGS, ServerSetting, TRACE_SETTING, settingId } from '../../settingKeys';
 
 /** The extension's package.json: the first above the compiled test. */
 function manifest(): { contributes: { configuration: unknown; commands: { command: string }[] } } {
@@ -31,7 +31,7 @@ suite('package.json', () => {
   });
 
   test('every contributed setting is read by the extension, and every one read is contributed', () => {
-    const read = [...Object.values(ServerSetting), ...OPTION_SETTINGS, COMMAND_RULES_SETTING, TRACE_SETTING].map(settingId);
+    const read = [...Object.values(ServerSetting), ...OPTION_SETTINGS, COMMAND_RULES_SETTING, MCP_SERVERS_SETTING, TRACE_SETTING].map(settingId);
     assert.deepStrictEqual([...contributedSettings()].sort(), [...read].sort());
   });
 
