@@ -363,15 +363,23 @@ def test_the_build_step_installs_the_server_and_a_prompt_is_answered(
 
 
 def test_seri_mcp_lists_the_mcp_servers_restarts_one_and_checkhealth_reports_them(
-    scenario, workspace: Path
+    scenario, workspace: Path, provider: ScriptedProvider
 ) -> None:
     """:SeriMcp with our test MCP server, one whose command does not exist, and the
-    workspace's .mcp.json one (awaiting consent); :checkhealth seri reports them."""
+    workspace's .mcp.json one (awaiting consent, asked in the chat); :checkhealth seri
+    reports them; a call to a tool is a card with its arguments."""
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"cloned": {"command": "true"}}})
     )
+    text = 'say [^a-z]+ and post["tags"][0]'
+    provider.script(
+        Calls([("m1", "mcp__probe__echo", {"text": text, "count": 2})]),
+        Text("It said it twice."),
+    )
     server = Path(__file__).parent / "mcp_servers" / "seri_test_server.py"
     scenario("mcp.lua", env={"SERI_TEST_MCP_SERVER": str(server)})
+    [result] = [m for m in provider.requests[-1]["messages"] if m["role"] == "tool"]
+    assert result["content"] == f"{text} {text}"
 
 
 @pytest.mark.parametrize("server", ["working", "missing"])

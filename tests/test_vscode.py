@@ -32,6 +32,9 @@ from typing import Any
 
 import pytest
 
+from seri_lsp.agent.command_gate import WorkspaceAgreements
+from seri_lsp.mcp.config import Origin, parse_servers
+from seri_lsp.mcp.servers import CONSENT_NAME, consent_lines
 from seri_lsp.profile import DB_NAME
 from seri_lsp.store.database import Database
 from seri_lsp.store.messages import Message
@@ -251,6 +254,14 @@ INTEGRATION_MCP = {
 }
 
 
+def agree_to_mcp_servers(profile: Path, workspace: Path, servers: dict[str, Any]) -> None:
+    """Keep "Allow" for the MCP servers a workspace's own settings configure."""
+    configs = parse_servers(servers, Origin.WORKSPACE, "the test", [], os.environ)
+    WorkspaceAgreements(profile, CONSENT_NAME).agree(
+        str(workspace), consent_lines(list(configs.values()))
+    )
+
+
 # The UI scenarios run in two lanes at once, each a run of its own (its code-server,
 # browser, profile and provider), so the longest chain of the suite is about half as
 # long: the scenarios of these folders in the second lane, the others (after the
@@ -398,6 +409,10 @@ def run_lane(
             latest = RESUME["latestTitle"], RESUME["latestReply"]
             seed(provider, profile, workspaces["resume"], *latest, new=True)
 
+        if "integration" in lane:
+            # Its settings' MCP servers are the workspace's own: agreed to already, as
+            # "Allow" keeps it (the UI lane's `mcp` workspace asks in the chat).
+            agree_to_mcp_servers(profile, workspaces["integration"], INTEGRATION_MCP)
         if "delete" in lane:
             for title, reply in [("otherTitle", "otherReply"), ("latestTitle", "latestReply")]:
                 seed(

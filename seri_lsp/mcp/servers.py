@@ -37,6 +37,12 @@ ALLOW, NOT_NOW, NEVER = "Allow", "Not now", "Never for this project"
 _NEVER_MARK = "never"
 
 
+def consent_lines(configs: Sequence[ServerConfig]) -> tuple[str, ...]:
+    """What an "Allow" keeps for a project: each workspace server, sorted by name, with
+    its command line (a changed one is asked about again)."""
+    return tuple(f"{c.name}: {c.spec.display()}" for c in sorted(configs, key=lambda c: c.name))
+
+
 def _place(config: ServerConfig) -> str:
     """Where a workspace's server was configured, as the consent question says it."""
     return ".mcp.json" if config.source.endswith(".mcp.json") else "editor settings"
@@ -97,7 +103,7 @@ class McpServers:
         ]
 
     def _consent_lines(self) -> tuple[str, ...]:
-        return tuple(f"{s.name}: {s.spec.display()}" for s in self._workspace_servers())
+        return consent_lines(self._workspace_servers())
 
     def _kept_answer(self) -> str | None:
         """ALLOW or NEVER where the profile keeps that answer for this project's servers."""

@@ -1,6 +1,8 @@
 -- :SeriMcp and :checkhealth seri's MCP section: a working MCP server (our test server,
 -- `probe`), one whose command does not exist (`broken`), both from the settings, and the
--- workspace's .mcp.json server (`cloned`), which waits for consent.
+-- workspace's .mcp.json server (`cloned`), which waits for consent: asked as a card in
+-- the chat (`a` Allow, `d` Not now, `gN` Never for this project), asked again from
+-- :SeriMcp (`a`) and revoked there (`x`).
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
 ---@param text string
@@ -53,6 +55,7 @@ H.run(function()
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local text = table.concat(lines, "\n")
   has(text, "r restarts the one under the cursor")
+  has(text, "a asks to start them, x revokes consent")
   local line_of = {}
   for i, line in ipairs(lines) do
     local name = line:match("^(%S+)  ")
@@ -94,4 +97,74 @@ H.run(function()
   has(report, "WARNING MCP server cloned %(workspace, [^)]*, stdio%): awaiting consent")
   has(report, "OK MCP server probe %(settings, [^)]*, stdio%): ready, 6 tools")
   has(report, "restart it from :SeriMcp")
+
+  -- The consent question asked at start-up is a card in the chat, which opened for it:
+  -- the server with its command line, and a key for each answer.
+  vim.cmd("tabclose") -- (the health report's)
+  local approve = require("seri.approve")
+  local root = vim.uv.fs_realpath(H.env.workspace)
+  H.wait(function()
+    return approve.pending(root)[1]
+  end, "the consent question")
+  H.wait_chat({ "MCP servers configured in this workspace's .mcp.json: cloned (`true`)" })
+  H.wait_chat({ "a Allow · d Not now · gN Never for this project" })
+  local chat_win = vim.fn.bufwinid(require("seri.chat").state.buf)
+  H.truthy(chat_win ~= -1, "the chat opened for the question")
+  vim.api.nvim_set_current_win(chat_win)
+  vim.cmd("normal d")
+  H.wait(function()
+    return approve.pending(root)[1] == nil
+  end, "Not now to answer the question")
+  H.eq("awaiting consent", settled().cloned.status, "cloned after Not now")
+
+  -- :SeriMcp's `a` asks again; `gN` in the chat answers Never for this project.
+  vim.cmd("SeriMcp")
+  H.wait(function()
+    return vim.bo.filetype == "seri_mcp"
+  end, "the MCP servers' buffer again")
+  local list = vim.api.nvim_get_current_buf()
+  vim.cmd("normal a")
+  H.wait(function()
+    return approve.pending(root)[1]
+  end, "the question asked again")
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(require("seri.chat").state.buf))
+  vim.cmd("normal gN")
+  H.wait(function()
+    return vim.tbl_filter(function(note)
+      return note.msg:find("MCP servers: Never for this project", 1, true)
+    end, H.notes)[1]
+  end, "the answer said")
+  local kept = vim.json.decode(table.concat(vim.fn.readfile(H.env.profile .. "/mcp-consent.json"), "\n"))
+  H.eq({ "never" }, kept[root], "Never is kept for the project")
+  -- `x` revokes what was kept.
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(list))
+  vim.cmd("normal x")
+  H.wait(function()
+    return vim.tbl_filter(function(note)
+      return note.msg:find("consent revoked", 1, true)
+    end, H.notes)[1]
+  end, "the revocation said")
+  local after = vim.json.decode(table.concat(vim.fn.readfile(H.env.profile .. "/mcp-consent.json"), "\n"))
+  H.eq(nil, after[root], "nothing kept for the project after x")
+
+  -- A call to one of probe's tools is asked about (permissions.mcp: ask) on a card with
+  -- the tool, its server and its arguments exactly, brackets and quotes included.
+  vim.cmd("SeriPrompt use the probe")
+  H.wait(function()
+    return approve.pending(root)[1]
+  end, "the call's question")
+  H.wait_chat({
+    "seri wants to call the MCP tool echo of server probe",
+    "  count: 2",
+    [[  text: "say [^a-z]+ and post[\"tags\"][0]"]],
+    "a Allow · A Allow this tool for the session · d Deny",
+  })
+  vim.o.columns = 200 -- (the whole line on one screen row)
+  vim.api.nvim_win_set_width(vim.fn.bufwinid(require("seri.chat").state.buf), 120)
+  vim.cmd("redraw")
+  H.shown_exactly(vim.fn.bufwinid(require("seri.chat").state.buf), [[text: "say [^a-z]+ and post[\"tags\"][0]"]])
+  vim.api.nvim_set_current_win(vim.fn.bufwinid(require("seri.chat").state.buf))
+  vim.cmd("normal a")
+  H.eq("done", H.wait_turn(1).status, "the allowed call")
+  H.wait_chat({ "It said it twice." })
 end)

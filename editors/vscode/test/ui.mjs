@@ -1189,12 +1189,24 @@ async function searchSessions({ page, config, shot }) {
   await pickTheme(page, 'Light Modern', 'vs');
 }
 
-async function mcpServers({ page, shot }) {
-  // The workspace's settings configure `probe` (our test MCP server) and `broken` (a
-  // command that does not exist); they start in the background, so the pick is opened
-  // again until neither is starting.
+async function mcpServers({ page, config, shot }) {
+  // The workspace's own settings (.vscode/settings.json, which come with a cloned
+  // project) configure `probe` (our test MCP server) and `broken` (a command that does
+  // not exist): they wait for the user's consent, asked as a card in the chat naming
+  // each with its command line. Allowed, they start in the background, so the pick is
+  // opened again until neither is starting.
   // (Until the language server runs, the command says it does not.)
   await openChat(page);
+  const card = chat(page).locator('.question', { hasText: 'MCP servers configured in this workspace' });
+  await card.waitFor({ timeout: 30_000 });
+  const asked = await card.innerText();
+  expect(asked.includes('probe') && asked.includes('seri_test_server.py') && asked.includes('/nonexistent/seri-mcp-server'), `the card names each server and its command (${asked})`);
+  for (const button of ['Allow', 'Not now', 'Never for this project']) {
+    expect((await card.getByRole('button', { name: button, exact: true }).count()) === 1, `the ${button} button`);
+  }
+  await shot('mcp-consent-card');
+  await card.getByRole('button', { name: 'Allow', exact: true }).click();
+  await card.waitFor({ state: 'detached', timeout: 10_000 });
   const rows = pickRows(page);
   const probe = rows.filter({ hasText: 'probe' });
   const broken = rows.filter({ hasText: 'broken' });
@@ -1211,9 +1223,9 @@ async function mcpServers({ page, shot }) {
     return false;
   }, 'both MCP servers to be started or failed', 60_000);
   const probeText = await probe.innerText();
-  expect(/ready · settings .* · stdio · 6 tools/.test(probeText), `probe's row (${probeText})`);
+  expect(/ready · workspace .* · stdio · 6 tools/.test(probeText), `probe's row (${probeText})`);
   const brokenText = await broken.innerText();
-  expect(/failed · settings .* · stdio · 0 tools/.test(brokenText), `broken's row (${brokenText})`);
+  expect(/failed · workspace .* · stdio · 0 tools/.test(brokenText), `broken's row (${brokenText})`);
   expect(brokenText.includes('seri-mcp-server'), `broken's row says why (${brokenText})`);
   await shot('mcp-servers');
   await probe.click();
@@ -1223,6 +1235,22 @@ async function mcpServers({ page, shot }) {
   await restart.click();
   await page.locator('.notifications-toasts', { hasText: 'MCP server probe is starting again' }).waitFor({ timeout: 20_000 });
   await shot('mcp-server-restarted');
+
+  // A call to one of its tools is asked about (permissions.mcp: ask) with the tool, its
+  // server and its arguments exactly as they would be sent.
+  const view = chat(page);
+  const text = 'say [^a-z]+ and post["tags"][0]';
+  await provider(config).script({ calls: [['call-mcp', 'mcp__probe__echo', { text, count: 2 }]] }, { text: 'It said it twice.' });
+  await sendPrompt(view, 'Use the probe to echo something');
+  const call = view.locator('.question-mcp');
+  await call.waitFor({ timeout: 30_000 });
+  const title = await call.locator('.question-title').innerText();
+  expect(/seri wants to call echo of the MCP server probe/.test(title), `the call card's title (${title})`);
+  const args = JSON.parse(await call.locator('.question-arguments').innerText());
+  expect(args.text === text && args.count === 2, `the arguments exactly (${JSON.stringify(args)})`);
+  await shot('mcp-call-card');
+  await call.getByRole('button', { name: 'Allow', exact: true }).click();
+  await view.locator('.row.assistant', { hasText: 'It said it twice.' }).waitFor({ timeout: 30_000 });
 }
 
 async function selectModel({ page, shot }) {
@@ -1543,7 +1571,7 @@ const SCENARIOS = [
   ['Search Sessions... searches as you type, and picking a hit in an earlier page shows that message', 'search', searchSessions],
   ['Rename Session... shows the new title in the chat header', 'search', renameSession, { continues: true }],
   ['Export Session... to a .json file, then Import Session... opens a new session with the conversation', 'search', exportThenImport, { continues: true }],
-  ['Seri: MCP Servers lists the servers with their status and restarts the one chosen', 'mcp', mcpServers],
+  ['Seri: MCP Servers: the workspace’s servers start once allowed in the chat, the pick lists them with their status and restarts the one chosen', 'mcp', mcpServers],
   ["Delete Session... and the picker's delete button ask first, then delete; the open one is replaced by a new session", 'delete', deleteSessions],
 ];
 

@@ -42,7 +42,7 @@ local function changed(root)
 end
 
 ---@class seri.Answer
----@field name "allow"|"allow_session"|"deny"
+---@field name "allow"|"allow_session"|"deny"|"never"
 ---@field choice string
 ---@field label string
 
@@ -53,9 +53,12 @@ local NAMES = {
   ["Remember"] = "allow",
   ["Use these rules"] = "allow",
   ["Allow for this session"] = "allow_session",
+  ["Allow this tool for the session"] = "allow_session",
   ["Deny"] = "deny",
   ["Don't remember"] = "deny",
   ["Don't use them"] = "deny",
+  ["Not now"] = "deny",
+  ["Never for this project"] = "never",
 }
 
 ---The name of the answer `choice` gives: a command's "Allow `npm test` for this session"
@@ -188,7 +191,7 @@ function M.answer(q, answer)
   end)
 end
 
----Answer `q` by the name of its answer (`allow`, `allow_session`, `deny`); false when
+---Answer `q` by the name of its answer (`allow`, `allow_session`, `deny`, `never`); false when
 ---the question has no such answer.
 ---@param q seri.Question
 ---@param name string

@@ -20,6 +20,7 @@
 ---@field allow string|false chat and diff key: allow what seri asks (write, memory)
 ---@field allow_session string|false chat and diff key: allow it for the rest of the session
 ---@field deny string|false chat and diff key: deny it (a write asks for a note for the model)
+---@field never string|false chat key: never for this project (the question about a workspace's MCP servers)
 ---@field diff string|false chat key: show the change seri asks to make, in a diff
 ---@field retry string|false chat key: send the last prompt again (`:SeriRetry`)
 ---@field fork string|false chat key: fork the session at the message under the cursor (`:SeriFork`)
@@ -71,6 +72,7 @@ M.defaults = {
     allow = "a",
     allow_session = "A",
     deny = "d",
+    never = "gN",
     diff = "D",
     retry = "gr",
     fork = "gb",

@@ -1,7 +1,9 @@
 -- `:SeriMcp`: the project's MCP servers (`seri.info`'s `mcpServers`) in a scratch
 -- buffer, a line each: name, status, origin (and where it was configured), transport,
 -- tool count, and why it failed or waits. `r` restarts the server under the cursor
--- (`seri.mcp.restart`), `R` reads the list again, `q` closes.
+-- (`seri.mcp.restart`); `a` asks again whether the workspace's own servers may start
+-- (the question shows in the chat) and `x` revokes that consent (`seri.mcp.consent`);
+-- `R` reads the list again, `q` closes.
 
 local client = require("seri.client")
 local notice = require("seri.notice")
@@ -18,7 +20,7 @@ local M = {}
 ---@field reason string?
 
 -- The buffer's header lines, before the first server's.
-local HEADER = 2
+local HEADER = 3
 
 ---The buffer's lines for `servers`; the line of the i-th server is HEADER + i.
 ---@param servers seri.McpServer[]
@@ -26,6 +28,7 @@ local HEADER = 2
 function M.lines(servers)
   local lines = {
     "MCP servers: r restarts the one under the cursor, R reads again, q closes",
+    "The workspace's own servers: a asks to start them, x revokes consent",
     "",
   }
   if #servers == 0 then
@@ -116,6 +119,34 @@ function M.restart(buf, done)
   end)
 end
 
+---Ask again whether the workspace's servers may start (the question is a card in the
+---chat, which opens for it), or revoke the consent kept (`revoke`); the list is read again.
+---@param buf integer
+---@param revoke boolean
+---@param done fun()?
+function M.consent(buf, revoke, done)
+  local state = shown[buf]
+  if not state then
+    return
+  end
+  local args = revoke and { revoke = true } or vim.empty_dict()
+  client.execute(state.project, "seri.mcp.consent", args, function(err, result)
+    if err or type(result) ~= "table" then
+      notice.say("MCP servers: " .. (err and err.message or "no answer"), vim.log.levels.ERROR)
+    elseif revoke then
+      notice.say(
+        result.revoked and "MCP servers: consent revoked; the workspace's servers are stopped"
+          or "MCP servers: no consent was kept for this workspace"
+      )
+    elseif result.answer == vim.NIL or result.answer == nil then
+      notice.say("MCP servers: none of the workspace's servers waits for consent")
+    else
+      notice.say(("MCP servers: %s"):format(result.answer))
+    end
+    M.refresh(buf, done)
+  end)
+end
+
 ---Open the list of `project`'s MCP servers in a scratch buffer (in a split).
 ---@param project seri.Project
 ---@param done fun(buf: integer?)? called once shown (nil: it failed)
@@ -147,6 +178,18 @@ function M.open(project, done)
     local keys = {
       r = { M.restart, "Restart the MCP server under the cursor" },
       R = { M.refresh, "Read the MCP servers again" },
+      a = {
+        function(b)
+          M.consent(b, false)
+        end,
+        "Ask whether the workspace's MCP servers may start",
+      },
+      x = {
+        function(b)
+          M.consent(b, true)
+        end,
+        "Revoke consent for the workspace's MCP servers",
+      },
       q = {
         function()
           vim.cmd("close")

@@ -703,6 +703,14 @@ function M.card(question, keys)
     line("  -> " .. tostring(question.path), "SeriNotice")
   elseif question.kind == "command" then
     command_details(question, line)
+  elseif question.kind == "mcp" and type(question.arguments) == "table" then
+    -- The arguments exactly as they would be sent: one line per argument, its value as
+    -- JSON (nothing concealed, nothing cut).
+    local names = vim.tbl_keys(question.arguments)
+    table.sort(names)
+    for _, name in ipairs(names) do
+      line(("  %s: %s"):format(name, vim.json.encode(question.arguments[name])), "SeriNotice")
+    end
   end
   local hints = vim.tbl_map(function(k)
     return k.key .. " " .. k.label

@@ -879,6 +879,12 @@ function answered(question: ApproveParams, choice: string, note: string | undefi
     case 'checks':
       about = `run the checks (${question.checks.map((c) => c.name).join(', ')})`;
       break;
+    case 'mcp':
+      about = `call ${question.tool} of the MCP server ${question.server}`;
+      break;
+    case 'mcpServers':
+      about = `start this workspace’s MCP servers (${question.servers.map((s) => s.name).join(', ')})`;
+      break;
     default:
       about = (question as { message: string }).message;
   }

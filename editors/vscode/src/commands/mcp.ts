@@ -1,10 +1,12 @@
 // Seri: MCP Servers: the configured MCP servers (`seri.info`'s `mcpServers`) in a
 // QuickPick with their status, origin, tool count and why one failed; choosing one
-// offers to restart it (`seri.mcp.restart`).
+// offers to restart it (`seri.mcp.restart`), and for the workspace's own servers (which
+// start once the user agreed) to start them, asking again, or to revoke the agreement
+// (`seri.mcp.consent`).
 
 import * as vscode from 'vscode';
 
-import { McpRestarted, McpServerInfo, McpStatus, ServerCommand, ServerInfo } from '../protocol';
+import { McpConsented, McpRestarted, McpServerInfo, McpStatus, ServerCommand, ServerInfo } from '../protocol';
 import type { CommandContext } from './commandContext';
 
 export interface McpPickItem extends vscode.QuickPickItem {
@@ -36,10 +38,25 @@ export function mcpItems(servers: readonly McpServerInfo[]): McpPickItem[] {
 }
 
 export const RESTART = 'Restart';
+export const ALLOW_WORKSPACE = 'Start the Workspace’s Servers…';
+export const REVOKE_WORKSPACE = 'Revoke Consent for the Workspace’s Servers';
+
+/** What can be done with a server: restart it; for the workspace's own, consent. */
+export function mcpActions(entry: McpServerInfo): vscode.QuickPickItem[] {
+  if (entry.status === 'awaiting consent') {
+    return [{ label: ALLOW_WORKSPACE, description: 'asks whether this workspace’s MCP servers may start (.mcp.json, its settings)' }];
+  }
+  const actions: vscode.QuickPickItem[] = [{ label: RESTART, description: `stop ${entry.name} and start it again` }];
+  if (entry.origin === 'workspace') {
+    actions.push({ label: REVOKE_WORKSPACE, description: 'stops them; the next start asks again' });
+  }
+  return actions;
+}
 
 /**
- * List the MCP servers; the one chosen (or `name`, given) is offered a restart. Answers
- * the name of the server restarted, or undefined when none was.
+ * List the MCP servers; the one chosen (or `name`, given) is offered a restart (or, for
+ * the workspace's servers, consent). Answers the name of the server restarted, or
+ * undefined when none was.
  */
 export async function mcpServers(ctx: CommandContext, name?: string): Promise<string | undefined> {
   let chosen = name;
@@ -62,9 +79,16 @@ export async function mcpServers(ctx: CommandContext, name?: string): Promise<st
       return undefined;
     }
     const entry = servers.find((server) => server.name === picked.server);
-    const action = await vscode.window.showQuickPick([{ label: RESTART, description: `stop ${picked.server} and start it again` }], {
-      title: `Seri: MCP server ${picked.server} (${entry?.status ?? 'unknown'})`,
+    if (entry === undefined) {
+      return undefined;
+    }
+    const action = await vscode.window.showQuickPick(mcpActions(entry), {
+      title: `Seri: MCP server ${picked.server} (${entry.status})`,
     });
+    if (action?.label === ALLOW_WORKSPACE || action?.label === REVOKE_WORKSPACE) {
+      await workspaceConsent(ctx, action.label === REVOKE_WORKSPACE);
+      return undefined;
+    }
     if (action?.label !== RESTART) {
       return undefined;
     }
@@ -75,4 +99,20 @@ export async function mcpServers(ctx: CommandContext, name?: string): Promise<st
     `Seri: MCP server ${result.restarted} is starting again; its tools reach the sessions started after it is ready.`,
   );
   return result.restarted;
+}
+
+/**
+ * Ask again whether the workspace's servers may start (the question shows in the chat,
+ * which opens for it), or revoke the answer kept; says what came of it.
+ */
+async function workspaceConsent(ctx: CommandContext, revoke: boolean): Promise<void> {
+  const result = await ctx.server.execute<McpConsented>(ServerCommand.mcpConsent, revoke ? { revoke: true } : {});
+  const workspace = result.servers.filter((server) => server.origin === 'workspace').map((server) => server.name);
+  if (revoke) {
+    void vscode.window.showInformationMessage(
+      `Seri: consent revoked; this workspace’s MCP servers (${workspace.join(', ')}) are stopped and are asked about at the next start.`,
+    );
+  } else if (result.answer === 'Allow') {
+    void vscode.window.showInformationMessage(`Seri: this workspace’s MCP servers (${workspace.join(', ')}) are starting.`);
+  }
 }

@@ -1,8 +1,9 @@
-// `seri/approve`: the questions a task waits on (a write, a memory line, the checks).
+// `seri/approve`: the questions a task waits on (a write, a memory line, the checks, a
+// command, an MCP tool call), and whether a workspace's MCP servers may start.
 
 interface ApproveBase {
-  /** The top-level session whose task asks (a subagent's question carries its parent's). */
-  sessionId: string;
+  /** The top-level session whose task asks (a subagent's question carries its parent's); null for none (`mcpServers`). */
+  sessionId: string | null;
   message: string;
   choices: string[];
 }
@@ -50,8 +51,23 @@ export interface CommandQuestion extends ApproveBase {
   reason?: string;
 }
 
+/** A call to an MCP server's tool (`permissions.mcp` is `ask`), with its arguments. */
+export interface McpToolQuestion extends ApproveBase {
+  kind: 'mcp';
+  server: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Whether the workspace's own MCP servers may start (asked at start-up, no session). */
+export interface McpServersQuestion extends ApproveBase {
+  kind: 'mcpServers';
+  /** Each server with its command line (or URL). */
+  servers: { name: string; transport: 'stdio' | 'http'; command: string }[];
+}
+
 /** `seri/approve` params: a question a task waits on (docs/protocol.md, Approvals). */
-export type ApproveParams = WriteQuestion | MemoryQuestion | ChecksQuestion | CommandQuestion;
+export type ApproveParams = WriteQuestion | MemoryQuestion | ChecksQuestion | CommandQuestion | McpToolQuestion | McpServersQuestion;
 
 export interface ApproveResult {
   choice: string;

@@ -1,4 +1,4 @@
-// `seri.info`'s `mcpServers` rows and `seri.mcp.restart` (docs/protocol.md "MCP servers").
+// `seri.info`'s `mcpServers` rows, `seri.mcp.restart` and `seri.mcp.consent` (docs/protocol.md "MCP servers").
 
 export type McpStatus = 'starting' | 'ready' | 'failed' | 'stopped' | 'awaiting consent';
 
@@ -23,4 +23,11 @@ export interface ServerInfo {
 
 export interface McpRestarted {
   restarted: string;
+}
+
+/** `seri.mcp.consent`'s answer: asked again (`answer`) or revoked (`revoked`). */
+export interface McpConsented {
+  answer?: string | null;
+  revoked?: boolean;
+  servers: McpServerInfo[];
 }

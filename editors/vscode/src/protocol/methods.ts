@@ -36,6 +36,8 @@ export const ServerCommand = {
   info: 'seri.info',
   /** Stop one MCP server and start it again. */
   mcpRestart: 'seri.mcp.restart',
+  /** Ask again whether the workspace's MCP servers may start, or revoke the answer kept. */
+  mcpConsent: 'seri.mcp.consent',
 } as const;
 
 export const Notification = {

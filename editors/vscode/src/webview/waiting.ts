@@ -86,6 +86,11 @@ function renderQuestion(question: Question, project: string, post: Post): HTMLEl
   } else if (params.kind === 'command') {
     card.append(...commandDetails(params));
     withNote = true;
+  } else if (params.kind === 'mcp') {
+    // The arguments exactly as they would be sent, in monospace (no markdown).
+    card.append(h('pre', { class: 'question-arguments', 'aria-label': 'Arguments' }, JSON.stringify(params.arguments, null, 2)));
+  } else if (params.kind === 'mcpServers') {
+    card.append(h('ul', { class: 'question-servers' }, ...params.servers.map((server) => h('li', {}, h('strong', {}, server.name), ' ', h('code', {}, server.command)))));
   } else if (params.kind === 'checks') {
     card.append(
       h('div', { class: 'question-detail' }, `in ${shortPath(params.cwd, project)}`),
@@ -135,6 +140,12 @@ function title(question: Question): (Node | string)[] {
   }
   if (params.kind === 'command') {
     return ['seri wants to run a command'];
+  }
+  if (params.kind === 'mcp') {
+    return ['seri wants to call ', h('code', {}, params.tool), ' of the MCP server ', h('strong', {}, params.server)];
+  }
+  if (params.kind === 'mcpServers') {
+    return [params.message.replace(/:.*$/s, ':')];
   }
   return [(params as { message: string }).message];
 }

@@ -55,7 +55,7 @@ local function answer_key(name)
     if q and require("seri.approve").answer_by_name(q, name) then
       return
     end
-    if name ~= "deny" and not q then
+    if (name == "allow" or name == "allow_session") and not q then
       input.focus_input(true)
     end
   end
@@ -231,7 +231,15 @@ M.list = {
     buffers = { "chat" },
     run = answer_key("deny"),
     desc = "seri: deny what is asked",
-    help = "deny it (a write asks for a note for the model)",
+    help = "deny it (a write asks for a note for the model; Not now for MCP servers)",
+  },
+  {
+    option = "never",
+    modes = "n",
+    buffers = { "chat" },
+    run = answer_key("never"),
+    desc = "seri: never for this project",
+    help = "never ask again for this project (a workspace's MCP servers)",
   },
   {
     option = "diff",
