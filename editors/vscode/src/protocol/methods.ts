@@ -36,6 +36,8 @@ export const ServerCommand = {
   info: 'seri.info',
   /** Stop one MCP server and start it again. */
   mcpRestart: 'seri.mcp.restart',
+  /** Where a code block goes in a file (Apply to File): the file's new text. */
+  codeMerge: 'seri.code.merge',
 } as const;
 
 export const Notification = {
