@@ -140,6 +140,40 @@ def test_imports_the_reply_repeats_are_not_doubled() -> None:
     assert FIXED_SLUGIFY in result.text
 
 
+def test_a_block_with_two_functions_replaces_from_the_first_through_the_last() -> None:
+    current = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\ndef c():\n    return 3\n"
+
+    result = merge(current, "def a():\n    return 10\n\n\ndef b():\n    return 20\n")
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(1, 6))
+    assert result.text == current.replace("return 1\n", "return 10\n").replace("2", "20")
+
+
+def test_a_markdown_section_is_replaced_up_to_the_next_heading_of_its_level() -> None:
+    current = "# Title\n\nintro\n\n## Install\n\npip install x\n\n## Use\n\nrun it\n"
+
+    result = merge(current, "## Install\n\npipx install x\n")
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(5, 7))
+    assert result.text == current.replace("pip install", "pipx install")
+
+
+def test_a_c_function_with_its_brace_on_the_next_line_is_replaced_up_to_its_close() -> None:
+    current = "int a()\n{\n    return 1;\n}\n\nint b()\n{\n    return 2;\n}\n"
+
+    result = merge(current, "int a()\n{\n    return 5;\n}\n")
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(1, 4))
+    assert result.text == current.replace("return 1;", "return 5;")
+
+
+def test_a_whole_file_version_with_changed_imports_replaces_the_file() -> None:
+    current = "import os\n\n\ndef a():\n    return os.getcwd()\n\n\ndef b():\n    return 2\n"
+    block = current.replace("import os", "import os, sys").replace("return 2", "return sys.argv")
+
+    assert merge(current, block) == CodeMerge(block, "whole")
+
+
 def test_a_whole_file_version_replaces_the_file(tmp_path: Path) -> None:
     block = SLUG_PY.replace("text.lower()", "text.casefold()").replace("import re", "import re\n")
 

@@ -102,7 +102,7 @@ def merge(current: str | None, block: str) -> CodeMerge:
         )
     start, end, anchor = placed
     outside = file[:start] + file[end + 1 :]
-    if _covers(code, outside):
+    if _covers(code, outside) or _restates_top(file[:start], file[end + 1 :], code[:anchor]):
         return CodeMerge(joined(code), "whole")
     fitted = _reindent(code, _indent(code[anchor]), _indent(file[start + _lead(file, start)]))
     fitted = _drop_known_preamble(fitted, anchor, outside)
@@ -155,6 +155,17 @@ def _covers(code: list[str], outside: list[str]) -> bool:
         return False
     mine = set(_significant(code))
     return sum(key in mine for key in rest) * 2 >= len(rest)
+
+
+def _restates_top(before: list[str], after: list[str], preamble: list[str]) -> bool:
+    """The block runs from the file's top (its imports, changed) to its end: what it
+    brings above its first definition is a version of what the file has above it, and
+    the file has nothing after the part it replaces."""
+    if _significant(after) or not _significant(preamble) or not _significant(before):
+        return False
+    mine = "\n".join(_significant(preamble))
+    theirs = "\n".join(_significant(before))
+    return SequenceMatcher(None, mine, theirs, autojunk=False).ratio() >= 0.6
 
 
 def _name(line: str) -> str | None:
@@ -333,9 +344,11 @@ def _drop_known_preamble(code: list[str], anchor: int, outside: list[str]) -> li
     preamble = code[:anchor]
     if not preamble or any(_decorator(line) for line in preamble):
         return code
+    if not any(line.strip() and _key(line) in known for line in preamble):
+        return code
     kept = [line for line in preamble if line.strip() and _key(line) not in known]
-    rest = code[anchor:]
-    return [*kept, *([""] if kept else []), *rest] if len(kept) < len(preamble) else code
+    gap = len(preamble) - 1 - _before_blank(preamble, 0, len(preamble) - 1)
+    return [*kept, *([""] * max(gap, 1) if kept else []), *code[anchor:]]
 
 
 def _spacing(file: list[str]) -> int:
