@@ -270,7 +270,8 @@ def test_apply_code_puts_one_function_in_its_place_after_a_diff(
             'def slugify(text, sep="-"):\n'
             "    text = text.lower().strip()\n"
             '    return re.sub(r"[^a-z0-9]+", sep, text).strip(sep)\n'
-            "```\n\nAnd:\n\n```python ../outside.py\noutside = True\n```"
+            "```\n\nAnd:\n\n```python ../outside.py\noutside = True\n```\n\n"
+            "```python lib/helper.py\ndef helper():\n    return 1\n```"
         )
     )
     scenario("apply_code.lua")

@@ -1,8 +1,8 @@
 -- Apply a code block of the chat to a file (`ga`): the block that shows one function of
 -- slug.py goes in that function's place (the server's `seri.code.merge`), shown first in
 -- a diff; `a` there writes it through the buffer (one undo takes it back) and saves. A
--- block naming a file outside the workspace is refused with the reason. The provider is
--- scripted by test_neovim.py.
+-- block naming a file outside the workspace is refused with the reason; one naming a new
+-- file creates it. The provider is scripted by test_neovim.py.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
 H.run(function()
@@ -17,7 +17,7 @@ H.run(function()
   H.wait_ready()
   vim.cmd("SeriPrompt fix slugify")
   H.eq("done", H.wait_turn(1).status, "the task")
-  H.wait_chat({ 'def slugify(text, sep="-"):', "outside = True" })
+  H.wait_chat({ 'def slugify(text, sep="-"):', "outside = True", "def helper():" })
 
   -- ga on the block: a diff tab, the file now on the left, with the block in place on the right.
   local win = vim.fn.bufwinid(chat.state.buf)
@@ -29,7 +29,8 @@ H.run(function()
   end, "the diff's tab page")
   local right = vim.api.nvim_get_current_win()
   local bar = vim.wo[right].winbar
-  H.truthy(bar:find("apply the code block to slug.py (lines 8-10)?", 1, true), "the question: " .. bar)
+  local asked = bar:find("apply the code block to slug.py (lines 8-10)?", 1, true)
+  H.truthy(asked, "the question: " .. bar)
   H.truthy(bar:find("a apply · q discard", 1, true), "the keys: " .. bar)
   local expected = vim.list_extend(vim.list_slice(before, 1, 7), {
     'def slugify(text, sep="-"):',
@@ -83,4 +84,19 @@ H.run(function()
     end
   end, "the refusal")
   H.eq(1, #vim.api.nvim_list_tabpages(), "no diff for a refused block")
+
+  -- A block naming a file not there yet: created, its folder too.
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { H.chat_line("def helper():"), 0 })
+  vim.api.nvim_feedkeys("ga", "x", false)
+  H.wait(function()
+    return #vim.api.nvim_list_tabpages() == 2
+  end, "the new file's diff")
+  local created = vim.wo[vim.api.nvim_get_current_win()].winbar
+  H.truthy(created:find("create lib/helper.py with the code block?", 1, true), created)
+  vim.api.nvim_feedkeys("a", "x", false)
+  H.wait(function()
+    return vim.fn.filereadable("lib/helper.py") == 1
+  end, "lib/helper.py to be written")
+  H.eq({ "def helper():", "    return 1" }, vim.fn.readfile("lib/helper.py"), "the new file")
 end)

@@ -45,7 +45,8 @@ local function set_changed_lines(buf, lines)
   while old_last >= first and new_last >= first and old[old_last] == lines[new_last] do
     old_last, new_last = old_last - 1, new_last - 1
   end
-  vim.api.nvim_buf_set_lines(buf, first - 1, old_last, false, vim.list_slice(lines, first, new_last))
+  local middle = vim.list_slice(lines, first, new_last)
+  vim.api.nvim_buf_set_lines(buf, first - 1, old_last, false, middle)
 end
 
 local diff_count = 0
@@ -86,7 +87,8 @@ function M.review(path, shown, merge, code_win)
   end, APPLY_KEYS)
   local escaped = shown:gsub("%%", "%%%%")
   vim.wo[left].winbar = (" %s: %s"):format(merge.mode == "create" and "new file" or "now", escaped)
-  vim.wo[right].winbar = (" seri: %s%%=%s "):format(question:gsub("%%", "%%%%"), table.concat(hints, " · "))
+  local asked = question:gsub("%%", "%%%%")
+  vim.wo[right].winbar = (" seri: %s%%=%s "):format(asked, table.concat(hints, " · "))
 
   local done = false
   local function finish(apply)
@@ -117,7 +119,8 @@ function M.review(path, shown, merge, code_win)
       vim.cmd("silent update")
     end)
     if not ok then
-      require("seri.notice").say(("Applied to %s, but not saved: %s"):format(shown, err), vim.log.levels.WARN)
+      local why = ("Applied to %s, but not saved: %s"):format(shown, err)
+      require("seri.notice").say(why, vim.log.levels.WARN)
     end
     if code_win and vim.api.nvim_win_is_valid(code_win) then
       vim.api.nvim_win_set_buf(code_win, buf)
@@ -143,7 +146,8 @@ function M.review(path, shown, merge, code_win)
       end,
     })
   end
-  local line = merge.range and merge.range.startLine or (merge.mode == "append" and #current + 1 or 1)
+  local line = merge.range and merge.range.startLine
+    or (merge.mode == "append" and #current + 1 or 1)
   vim.api.nvim_win_set_cursor(right, { math.max(1, math.min(line, #merged)), 0 })
 end
 
@@ -171,7 +175,8 @@ function M.apply(lines, file, code_win)
     client.execute(project, "seri.code.merge", { path = path, text = text }, function(err, result)
       vim.schedule(function()
         if err or type(result) ~= "table" then
-          local why = err and err.message or "Cannot apply the code block: the server did not answer."
+          local why = err and err.message
+            or "Cannot apply the code block: the server did not answer."
           require("seri.notice").say(why, vim.log.levels.WARN)
           return
         end

@@ -76,7 +76,8 @@ function M.block_at(lines, row)
   for _, fence in ipairs(render.fences(lines)) do
     local last = fence.last or (#lines + 1)
     if row >= fence.first and row <= last then
-      return vim.list_slice(lines, fence.first + 1, last - 1), fence.lang, M.named_file(fence.info or "")
+      local file = M.named_file(fence.info or "")
+      return vim.list_slice(lines, fence.first + 1, last - 1), fence.lang, file
     end
   end
   return nil, nil, nil
