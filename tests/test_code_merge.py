@@ -167,6 +167,34 @@ def test_a_c_function_with_its_brace_on_the_next_line_is_replaced_up_to_its_clos
     assert result.text == current.replace("return 1;", "return 5;")
 
 
+def test_lines_of_a_function_body_shown_without_their_indentation_replace_those_lines() -> None:
+    block = "text = text.casefold()\ntext = text.strip()\nreturn re.sub(r'\\W+', '-', text)\n"
+    current = SLUG_PY.replace("    return re.sub(", "    text = text.strip()\n    return re.sub(")
+
+    result = merge(current, block)
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(9, 11))
+    lines = result.text.split("\n")
+    assert lines[7:11] == [
+        "def slugify(text):",
+        "    text = text.casefold()",
+        "    text = text.strip()",
+        "    return re.sub(r'\\W+', '-', text)",
+    ]
+    assert result.text.replace("\n".join(lines[8:11]), "") == current.replace(
+        "\n".join(current.split("\n")[8:11]), ""
+    )
+
+
+def test_settings_lines_replace_the_entries_they_change() -> None:
+    current = "name: x\nversion: 1\ndeps:\n  - a\n  - b\nother: 2\n"
+
+    result = merge(current, "deps:\n  - a\n  - c\n")
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(3, 5))
+    assert result.text == "name: x\nversion: 1\ndeps:\n  - a\n  - c\nother: 2\n"
+
+
 def test_a_whole_file_version_with_changed_imports_replaces_the_file() -> None:
     current = "import os\n\n\ndef a():\n    return os.getcwd()\n\n\ndef b():\n    return 2\n"
     block = current.replace("import os", "import os, sys").replace("return 2", "return sys.argv")

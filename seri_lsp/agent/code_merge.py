@@ -6,15 +6,17 @@ Applied as the file's whole new content, such a block would wipe the rest of the
 down in docs/protocol.md (`seri.code.merge`) and, briefly:
 
 - no file yet: the block is the new file (`create`);
-- a block that restates the file (it starts and ends as the file does, or holds most of
-  the lines outside the part it would replace) replaces it whole (`whole`);
+- a block that restates the file (it holds most of the lines outside the part it would
+  replace, or runs from the file's top, changed, to its end) replaces it whole (`whole`);
 - otherwise the block's first definition line (`def`, `class`, `function`, a heading...,
   else its first line) is looked up in the file, ignoring surrounding whitespace (by the
   defined name when the line itself changed, the closest unit when several match), and
   the unit it starts in the file is replaced (`fragment`): to the end of its indented
   body (Python, YAML), its closing brace (C-like, JavaScript), its `end` (Lua, Ruby), or
   the next heading of its level (Markdown). A block with several definitions replaces
-  from the first through the last. The block is re-indented to the unit it replaces;
+  from the first through the last; a block with no definition (statements, settings
+  entries) replaces the run of lines it is a version of. The block is re-indented to
+  what it replaces;
 - a block whose definition is nowhere in the file is added at its end (`append`; before
   a Python `if __name__ == "__main__":` block), never in place of anything.
 
@@ -67,6 +69,8 @@ _ASSIGNED = re.compile(
     r"(?:async\s+)?(?:function\b|\([^)]*\)\s*(?:=>|\{)|[A-Za-z_$][\w$]*\s*=>)"
 )
 _HEADING = re.compile(r"^(#{1,6})\s")
+# Files longer than this are not searched line by line for a block with no definition.
+MAX_COMPARED_LINES = 20_000
 # Lines too common to tell whether a block restates the rest of a file.
 _TRIVIAL = frozenset({"", "}", "};", "{", ")", "]", "end", "pass", "else:", "else", "return"})
 
@@ -100,11 +104,11 @@ def merge(current: str | None, block: str) -> CodeMerge:
             joined([*before, *(gap if before else []), *code, *(gap if after else []), *after]),
             "append",
         )
-    start, end, anchor = placed
+    start, end, anchor, pair = placed
     outside = file[:start] + file[end + 1 :]
     if _covers(code, outside) or _restates_top(file[:start], file[end + 1 :], code[:anchor]):
         return CodeMerge(joined(code), "whole")
-    fitted = _reindent(code, _indent(code[anchor]), _indent(file[start + _lead(file, start)]))
+    fitted = _reindent(code, _indent(code[pair[0]]), _indent(file[pair[1]]))
     fitted = _drop_known_preamble(fitted, anchor, outside)
     return CodeMerge(
         joined([*file[:start], *fitted, *file[end + 1 :]]),
@@ -188,11 +192,16 @@ def _top_level(code: list[str]) -> list[int]:
     ]
 
 
-def _place(file: list[str], code: list[str]) -> tuple[int, int, int] | None:
-    """Where the block goes: the first and last file line it replaces (0-based) and the
-    block's anchor line; None when no unit of the file matches the block."""
+def _place(file: list[str], code: list[str]) -> tuple[int, int, int, tuple[int, int]] | None:
+    """Where the block goes: the first and last file line it replaces (0-based), the
+    block's anchor line (what is above it is its preamble), and a block line with the
+    file line it stands for (to re-indent by); None when no part of the file matches."""
     top = _top_level(code)
     headers = [i for i in top if _name(code[i]) is not None]
+    if not headers:
+        run = _similar_run(file, code)
+        if run is not None:
+            return run
     anchor = headers[0] if headers else top[0]
     start = _find(file, code, anchor, 0)
     if start is None:
@@ -212,7 +221,47 @@ def _place(file: list[str], code: list[str]) -> tuple[int, int, int] | None:
             and _width(file[first - 1]) == _width(file[start])
         ):
             first -= 1
-    return first, end, anchor
+    return first, end, anchor, (anchor, start)
+
+
+def _similar_run(file: list[str], code: list[str]) -> tuple[int, int, int, tuple[int, int]] | None:
+    """For a block of plain lines (no definition: statements, settings), the run of file
+    lines it is a version of: the lines it shares with the file (at least half of its
+    own), near each other, and next to them the file lines its changed first and last
+    lines replace (those that look alike). None when the block is not found so."""
+    if len(file) > MAX_COMPARED_LINES:
+        return None
+    theirs = [_key(line) for line in file]
+    mine = [_key(line) for line in code]
+    matcher = SequenceMatcher(None, theirs, mine, autojunk=False)
+    found = [
+        b
+        for b in matcher.get_matching_blocks()
+        if b.size and _significant(code[b.b : b.b + b.size])
+    ]
+    if not found:
+        return None
+    biggest = max(found, key=lambda b: b.size)
+    near = [b for b in found if abs(b.a - biggest.a) <= 2 * len(code)]
+    start, end = near[0].a, near[-1].a + near[-1].size - 1
+    before = near[0].b
+    while before > 0 and start > 0 and _alike(file[start - 1], code[before - 1]):
+        start, before = start - 1, before - 1
+    after = near[-1].b + near[-1].size
+    while after < len(code) and end + 1 < len(file) and _alike(file[end + 1], code[after]):
+        end, after = end + 1, after + 1
+    shared = sum(len(_significant(code[b.b : b.b + b.size])) for b in near)
+    changed = (near[0].b - before) + (after - near[-1].b - near[-1].size)
+    if (shared + changed) * 2 < len(_significant(code)):
+        return None
+    return start, end, 0, (near[0].b, near[0].a)
+
+
+def _alike(old: str, new: str) -> bool:
+    """A changed version of the same line: mostly the same text."""
+    if not old.strip() or not new.strip():
+        return False
+    return SequenceMatcher(None, _key(old), _key(new), autojunk=False).ratio() >= 0.6
 
 
 def _decorator(line: str) -> bool:
