@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from difflib import SequenceMatcher
+from difflib import Match, SequenceMatcher
 from pathlib import Path
 from typing import Literal
 
@@ -69,8 +69,8 @@ _ASSIGNED = re.compile(
     r"(?:async\s+)?(?:function\b|\([^)]*\)\s*(?:=>|\{)|[A-Za-z_$][\w$]*\s*=>)"
 )
 _HEADING = re.compile(r"^(#{1,6})\s")
-# Files longer than this are not searched line by line for a block with no definition.
-MAX_COMPARED_LINES = 20_000
+# How many places of a block's line are compared with the block, at most.
+MAX_CANDIDATES = 200
 # Lines too common to tell whether a block restates the rest of a file.
 _TRIVIAL = frozenset({"", "}", "};", "{", ")", "]", "end", "pass", "else:", "else", "return"})
 
@@ -196,7 +196,7 @@ def _place(file: list[str], code: list[str]) -> tuple[int, int, int, tuple[int, 
     """Where the block goes: the first and last file line it replaces (0-based), the
     block's anchor line (what is above it is its preamble), and a block line with the
     file line it stands for (to re-indent by); None when no part of the file matches."""
-    top = _top_level(code)
+    top = _top_level(code) or [0]
     headers = [i for i in top if _name(code[i]) is not None]
     if not headers:
         run = _similar_run(file, code)
@@ -229,20 +229,35 @@ def _similar_run(file: list[str], code: list[str]) -> tuple[int, int, int, tuple
     lines it is a version of: the lines it shares with the file (at least half of its
     own), near each other, and next to them the file lines its changed first and last
     lines replace (those that look alike). None when the block is not found so."""
-    if len(file) > MAX_COMPARED_LINES:
-        return None
     theirs = [_key(line) for line in file]
     mine = [_key(line) for line in code]
-    matcher = SequenceMatcher(None, theirs, mine, autojunk=False)
-    found = [
-        b
+    wanted = set(_significant(code))
+    where: dict[str, list[int]] = {}
+    for i, key in enumerate(theirs):
+        if key in wanted:
+            where.setdefault(key, []).append(i)
+    if not where:
+        return None
+    # Where the block's rarest line is found, the stretch of the file most like the block.
+    rarest = min(where, key=lambda key: len(where[key]))
+    offset = mine.index(rarest)
+
+    def stretch(at: int) -> tuple[int, list[str]]:
+        low = max(0, at - offset - 2)
+        return low, theirs[low : at - offset + len(code) + 2]
+
+    def likeness(at: int) -> float:
+        return SequenceMatcher(None, stretch(at)[1], mine, autojunk=False).ratio()
+
+    low, lines = stretch(max(where[rarest][:MAX_CANDIDATES], key=likeness))
+    matcher = SequenceMatcher(None, lines, mine, autojunk=False)
+    near = [
+        Match(low + b.a, b.b, b.size)
         for b in matcher.get_matching_blocks()
         if b.size and _significant(code[b.b : b.b + b.size])
     ]
-    if not found:
+    if not near:
         return None
-    biggest = max(found, key=lambda b: b.size)
-    near = [b for b in found if abs(b.a - biggest.a) <= 2 * len(code)]
     start, end = near[0].a, near[-1].a + near[-1].size - 1
     before = near[0].b
     while before > 0 and start > 0 and _alike(file[start - 1], code[before - 1]):
