@@ -186,6 +186,20 @@ def test_lines_of_a_function_body_shown_without_their_indentation_replace_those_
     )
 
 
+def test_lines_that_repeat_across_the_file_go_where_their_rarest_line_is() -> None:
+    current = "".join(
+        f"def f{i}(x):\n    y = x + {i}\n    if y > 3:\n        return y\n    return 0\n\n\n"
+        for i in range(50)
+    )
+
+    result = merge(current, "y = x + 20\nif y > 4:\n    return y\n")
+
+    assert (result.mode, result.range) == ("fragment", LineSpan(142, 144))
+    assert result.text == current.replace(
+        "    y = x + 20\n    if y > 3:\n", "    y = x + 20\n    if y > 4:\n"
+    )
+
+
 def test_settings_lines_replace_the_entries_they_change() -> None:
     current = "name: x\nversion: 1\ndeps:\n  - a\n  - b\nother: 2\n"
 
