@@ -111,7 +111,9 @@ class McpManager:
         state.stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         state.deadline = loop.time() + self.startup_timeout
-        state.task = loop.create_task(self._run(state), name=f"mcp server {state.config.name}")
+        state.task = loop.create_task(
+            self._run(state), name=f"mcp server {state.config.name}"
+        )
 
     def start_held(self, names: Sequence[str]) -> None:
         """Start those of `names` awaiting consent (the user agreed)."""
