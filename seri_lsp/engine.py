@@ -23,11 +23,12 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from seri_lsp import __version__
-from seri_lsp.agent.workspace import Workspace
+from seri_lsp.agent.code_merge import CodeMerge, merge_into
+from seri_lsp.agent.workspace import PathDenied, Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.compaction import keep_note
 from seri_lsp.context.session_manager import Deleted, SessionManager, SessionView
-from seri_lsp.errors import InvalidArgument, SettingsBlocked
+from seri_lsp.errors import InvalidArgument, SeriError, SettingsBlocked
 from seri_lsp.host import Host
 from seri_lsp.limits import (
     DEFAULT_SEARCH_LIMIT,
@@ -586,6 +587,21 @@ class Engine:
         task runs (Busy), one open in another seri process too (SessionHeld)."""
         check_session_id("sessionId", session_id)
         return await self.sessions.delete(session_id, self._ensure_idle)
+
+    async def merge_code(self, path: str, block: str) -> CodeMerge:
+        """Where a code block from a reply goes in `path` (`seri.code.merge`, Apply to
+        File): the file's new text, read from the editor's open document or the disk."""
+        try:
+            target = await asyncio.to_thread(self.workspace.resolve, path)
+        except PathDenied as exc:
+            raise InvalidArgument("path", f"Cannot apply the code block: {exc}.") from None
+        open_text = self.host.document_text(target.real)
+        try:
+            return await asyncio.to_thread(
+                merge_into, target.real, target.display, open_text, block
+            )
+        except ValueError as exc:
+            raise SeriError(str(exc)) from None
 
     async def models(self) -> ModelList:
         """The provider's models (`GET /models`, read now, with their context windows)

@@ -35,6 +35,8 @@ MAX_CHOICE_CHARS = 100
 MAX_TITLE_CHARS = 200
 # A model id (`seri.session.model`).
 MAX_MODEL_CHARS = 300
+# A file path a command names (`seri.code.merge`).
+MAX_PATH_CHARS = 4_096
 # What a search may hold (seri.session.search {query}), and how many hits one page has
 # (`limit`, 50 unless told) and may skip (`offset`).
 MAX_QUERY_CHARS = 1_000

@@ -24,6 +24,7 @@ import seri_lsp
 from tests.ending_seeds import seed_turn_endings
 from tests.harness import server_env
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
+from tests.test_code_merge import SLUG_PY
 
 PLUGIN = Path(__file__).resolve().parent.parent / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests"
@@ -257,6 +258,25 @@ def test_message_actions_insert_code_and_rewind_to_a_prompt(
     assert not (workspace / "notes.txt").exists()
     # The inserted block is in the buffer only: gp never saves.
     assert (workspace / "app.txt").read_text() == "app: v1\n"
+
+
+def test_apply_code_puts_one_function_in_its_place_after_a_diff(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "slug.py").write_text(SLUG_PY)
+    provider.script(
+        Text(
+            "The fixed one:\n\n```python slug.py\n"
+            'def slugify(text, sep="-"):\n'
+            "    text = text.lower().strip()\n"
+            '    return re.sub(r"[^a-z0-9]+", sep, text).strip(sep)\n'
+            "```\n\nAnd:\n\n```python ../outside.py\noutside = True\n```\n\n"
+            "```python lib/helper.py\ndef helper():\n    return 1\n```"
+        )
+    )
+    scenario("apply_code.lua")
+    assert "def title(post):" in (workspace / "slug.py").read_text()
+    assert not (workspace.parent / "outside.py").exists()
 
 
 def test_rewind_to_here_asks_to_overwrite_a_file_changed_since(

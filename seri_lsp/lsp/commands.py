@@ -27,6 +27,7 @@ from seri_lsp.limits import (
     MAX_MESSAGE_ID,
     MAX_MODEL_CHARS,
     MAX_PAGE_LIMIT,
+    MAX_PATH_CHARS,
     MAX_PROMPT_CHARS,
     MAX_QUERY_CHARS,
     MAX_REWIND_STEPS,
@@ -127,6 +128,12 @@ async def session_model(engine: Engine, args: dict[str, Any]) -> Any:
         raise InvalidArgument("model", "model is required: a model id, or null for the setting's")
     model = optional_text(args, "model", MAX_MODEL_CHARS)
     return await engine.set_session_model(session_id or None, model)
+
+
+async def code_merge(engine: Engine, args: dict[str, Any]) -> Any:
+    path = required_text(args, "path", MAX_PATH_CHARS)
+    # A code block from a reply: no longer than a prompt may be.
+    return await engine.merge_code(path, required_text(args, "text", MAX_PROMPT_CHARS))
 
 
 async def models(engine: Engine, args: dict[str, Any]) -> Any:
@@ -263,6 +270,7 @@ COMMANDS: dict[str, Handler] = {
     "seri.mcp.restart": mcp_restart,
     "seri.mcp.consent": mcp_consent,
     "seri.models": models,
+    "seri.code.merge": code_merge,
     "seri.commands": commands,
 }
 

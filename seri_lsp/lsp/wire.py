@@ -13,6 +13,7 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
 
+from seri_lsp.agent.code_merge import CodeMerge
 from seri_lsp.context.compaction import CompactionResult
 from seri_lsp.engine import PromptOutcome
 from seri_lsp.events import Activity, Delta, TurnEnded
@@ -46,6 +47,7 @@ OPTIONAL: dict[type, frozenset[str]] = {
     ModelList: frozenset({"error"}),
     ModelChoice: frozenset({"warning"}),
     Recorded: frozenset({"trajectory_id"}),
+    CodeMerge: frozenset({"range"}),
 }
 # Fields the contract does not carry: a recording's header is listed by its model only.
 UNSENT: dict[type, frozenset[str]] = {RecordingInfo: frozenset({"header"})}

@@ -1403,31 +1403,54 @@ async function exportThenImport({ page, config, shot }) {
 
 /**
  * The actions on a message: a code block's Insert (into the editor used last) and Apply
- * (a diff, then Apply writes the file the block names), one tab stop per message with the
+ * (a diff, then Apply writes the file the block names; a block that shows one function
+ * replaces only that function), one tab stop per message with the
  * arrow keys inside it, and Rewind to here on a prompt (a confirmation, then the prompt
  * is back in the input).
  */
 async function messageActions({ page, config, shot }) {
   const words = 'Write a greeting helper';
   await provider(config).script({
-    text: ['Two blocks:', '', '```python src/greet.py', 'def greet():', '    return "hi"', '```', '', '```python', '# inserted by seri', '```'].join('\n'),
+    text: [
+      'Three blocks:',
+      '',
+      '```python src/greet.py',
+      'def greet():',
+      '    return "hi"',
+      '',
+      '',
+      'def farewell():',
+      '    return "bye"',
+      '```',
+      '',
+      '```python',
+      '# inserted by seri',
+      '```',
+      '',
+      'And the fixed greeting:',
+      '',
+      '```python src/greet.py',
+      'def greet(name):',
+      '    return f"hi {name}"',
+      '```',
+    ].join('\n'),
   });
   await openFile(page, 'src/app.py');
   await openChat(page);
   const view = chat(page);
   await sendPrompt(view, words);
-  const reply = view.locator('.row.assistant:not(.streaming)', { hasText: 'Two blocks' });
+  const reply = view.locator('.row.assistant:not(.streaming)', { hasText: 'Three blocks' });
   await reply.waitFor({ timeout: 20_000 });
   const prompt = view.locator('.row.user', { hasText: words });
 
-  // One tab stop per message: the prompt's Rewind and Fork, the reply's Fork and both
+  // One tab stop per message: the prompt's Rewind and Fork, the reply's Fork and the
   // code blocks' Copy, Insert, Apply; the arrow keys move inside.
   const rewind = prompt.locator('.rewind-here');
   const fork = prompt.locator('.fork-here');
   await waitUntil(async () => (await rewind.getAttribute('tabindex')) === '0', 'the prompt’s first action to be its tab stop');
   expect((await fork.getAttribute('tabindex')) === '-1', 'Fork is reached with the arrow keys, not Tab');
-  expect((await reply.locator('button[tabindex="0"]').count()) === 1, 'the reply’s seven buttons are one tab stop');
-  expect((await reply.locator('button').count()) === 7, 'Fork, and Copy, Insert, Apply on each block');
+  expect((await reply.locator('button[tabindex="0"]').count()) === 1, 'the reply’s ten buttons are one tab stop');
+  expect((await reply.locator('button').count()) === 10, 'Fork, and Copy, Insert, Apply on each block');
   await rewind.focus();
   await page.keyboard.press('ArrowRight');
   expect(await fork.evaluate((b) => b === document.activeElement), 'ArrowRight moved to Fork');
@@ -1452,11 +1475,25 @@ async function messageActions({ page, config, shot }) {
   const greet = path.join(config.workspaces.tools, 'src', 'greet.py');
   await waitUntil(() => {
     try {
-      return readFileSync(greet, 'utf8') === 'def greet():\n    return "hi"\n';
+      return readFileSync(greet, 'utf8') === 'def greet():\n    return "hi"\n\n\ndef farewell():\n    return "bye"\n';
     } catch {
       return false;
     }
   }, 'src/greet.py to be written');
+  await page.locator('.tab', { hasText: 'code block from the chat' }).waitFor({ state: 'detached', timeout: 10_000 });
+
+  // Apply a block that shows one function: that function is replaced, the rest stays.
+  await reply.locator('.code-block').nth(2).locator('.code-apply').click();
+  await page.locator('.tab', { hasText: 'code block from the chat' }).waitFor({ timeout: 10_000 });
+  const fragment = page.locator('.notifications-toasts', { hasText: 'apply the code block to src/greet.py (lines 1-2)' });
+  await fragment.waitFor({ timeout: 10_000 });
+  await page.locator('.monaco-diff-editor .view-line', { hasText: 'def farewell' }).first().waitFor({ timeout: 10_000 });
+  await shot('code-apply-fragment-diff');
+  await fragment.getByRole('button', { name: 'Apply' }).click();
+  await waitUntil(
+    () => readFileSync(greet, 'utf8') === 'def greet(name):\n    return f"hi {name}"\n\n\ndef farewell():\n    return "bye"\n',
+    'the fragment to replace greet and keep farewell',
+  );
   await page.locator('.tab', { hasText: 'code block from the chat' }).waitFor({ state: 'detached', timeout: 10_000 });
 
   // Rewind to here: asked first, then the prompt leaves the chat and is back in the input.

@@ -206,6 +206,7 @@ function M.answer_by_name(q, name)
   return false
 end
 
+---The lines of `text`, without the empty one after a final newline.
 ---@param text string?
 ---@return string[]
 local function text_lines(text)
@@ -216,6 +217,7 @@ local function text_lines(text)
   return lines
 end
 
+---A read-only scratch buffer holding `lines` (one side of a diff), wiped once hidden.
 ---@param name string
 ---@param lines string[]
 ---@param filetype string?
@@ -233,6 +235,9 @@ local function view_buffer(name, lines, filetype)
   end
   return buf
 end
+
+M.text_lines = text_lines
+M.view_buffer = view_buffer
 
 local diff_count = 0
 

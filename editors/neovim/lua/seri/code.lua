@@ -1,5 +1,5 @@
 -- Fenced code blocks in the chat: a frame with the language around each, and the
--- block under the cursor for `gy`.
+-- block under the cursor for `gy`, `gp` and `ga`.
 
 local render = require("seri.render")
 
@@ -53,19 +53,34 @@ function M.draw_frame(buf, ns, frame, stop, highlighted)
   end
 end
 
+---The file a fence's info string names (```python src/app.py, or ```src/app.py): a word
+---with a dot and an extension, no scheme.
+---@param info string
+---@return string?
+function M.named_file(info)
+  for word in info:gmatch("%S+") do
+    if not word:match("^%a[%w+.-]*:") and word:match("^[%w./\\_-]*[%w_-]%.%w+$") then
+      return word
+    end
+  end
+  return nil
+end
+
 ---The fenced code block around `row` (1-based) of `lines`: its code lines.
 ---@param lines string[]
 ---@param row integer
 ---@return string[]? lines
 ---@return string? lang
+---@return string? file the file its fence names
 function M.block_at(lines, row)
   for _, fence in ipairs(render.fences(lines)) do
     local last = fence.last or (#lines + 1)
     if row >= fence.first and row <= last then
-      return vim.list_slice(lines, fence.first + 1, last - 1), fence.lang
+      local file = M.named_file(fence.info or "")
+      return vim.list_slice(lines, fence.first + 1, last - 1), fence.lang, file
     end
   end
-  return nil, nil
+  return nil, nil, nil
 end
 
 return M

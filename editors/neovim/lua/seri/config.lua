@@ -26,6 +26,7 @@
 ---@field fork string|false chat key: fork the session at the message under the cursor (`:SeriFork`)
 ---@field yank_code string|false chat key: yank the code block under the cursor
 ---@field insert_code string|false chat key: put the code block under the cursor below the cursor of the last code window
+---@field apply_code string|false chat key: apply the code block under the cursor to its file (a diff to approve first)
 ---@field rewind_here string|false chat key: rewind to before the prompt under the cursor (it returns to the input)
 ---@field next_turn string|false chat key: the next heading (prompt, reply, recap)
 ---@field prev_turn string|false chat key: the previous heading
@@ -78,6 +79,7 @@ M.defaults = {
     fork = "gb",
     yank_code = "gy",
     insert_code = "gp",
+    apply_code = "ga",
     rewind_here = "gR",
     next_turn = "]]",
     prev_turn = "[[",

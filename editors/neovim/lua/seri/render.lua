@@ -108,7 +108,7 @@ end
 ---The fenced code blocks of `lines` (CommonMark fences of three or more backticks or
 ---tildes, indented by at most three spaces); a block still open at the end has no `last`.
 ---@param lines string[]
----@return {first: integer, last: integer?, lang: string}[] 1-based lines
+---@return {first: integer, last: integer?, lang: string, info: string}[] 1-based lines; `info` the whole info string
 function M.fences(lines)
   local found, open = {}, nil
   for i, line in ipairs(lines) do
@@ -123,7 +123,7 @@ function M.fences(lines)
       local char = fence and fence:sub(1, 1)
       local same = fence and not fence:find(char == "`" and "~" or "`", 1, true)
       if same and not (char == "`" and info:find("`", 1, true)) then
-        local frame = { first = i, lang = vim.trim(info):match("^(%S*)") or "" }
+        local frame = { first = i, lang = vim.trim(info):match("^(%S*)") or "", info = vim.trim(info) }
         table.insert(found, frame)
         open = { char = char, length = #fence, frame = frame }
       end

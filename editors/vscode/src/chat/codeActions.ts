@@ -1,13 +1,19 @@
 // What a code block of a reply offers besides Copy: Insert at Cursor (into the text
 // editor used last, since the chat has the focus when its button is pressed) and Apply to
-// File: the block as the file's new content, shown in VS Code's diff editor (the file as
-// it is on the left, the block on the right) and written only once the user applies it,
-// as a write the task asks about is reviewed.
+// File: the server places the block in the file (`seri.code.merge`: a block that shows one
+// function replaces that function, not the file), VS Code's diff editor shows the result
+// (the file as it is on the left, merged on the right), and it is written only once the
+// user applies it, as a write the task asks about is reviewed.
 
 import * as path from 'path';
 import * as vscode from 'vscode';
 
+import { describe } from '../errors';
+import type { CodeMerge } from '../protocol';
 import { projectFolder } from '../settings';
+
+/** Asks the server where `text` goes in `file` (a path the server reads as given). */
+export type MergeCode = (file: string, text: string) => Promise<CodeMerge>;
 
 export const APPLY_SCHEME = 'seri-apply';
 export const APPLY = 'Apply';
@@ -18,7 +24,7 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
   private serial = 0;
   private readonly disposables: vscode.Disposable[];
 
-  constructor() {
+  constructor(private readonly mergeCode: MergeCode) {
     this.disposables = [
       vscode.window.onDidChangeActiveTextEditor((editor) => {
         if (editor && editor.document.uri.scheme !== APPLY_SCHEME) {
@@ -58,9 +64,9 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
   }
 
   /**
-   * Offer `text` as the whole new content of `file` (asked for when the block names
-   * none): a diff to look at, then Apply writes it through the editor (undo works).
-   * True when it was applied.
+   * Apply `text` to `file` (asked for when the block names none): the server places it
+   * (one function of the file replaced, or the whole file, or a new one), a diff shows
+   * the result, then Apply writes it through the editor (undo works). True when applied.
    */
   async apply(text: string, file?: string): Promise<boolean> {
     const folder = projectFolder();
@@ -68,7 +74,7 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
       file ??
       (await vscode.window.showInputBox({
         title: 'Seri: Apply Code to File',
-        prompt: 'The file the code block replaces (workspace-relative; a new file is created)',
+        prompt: 'The file the code block goes into (workspace-relative; a new file is created)',
         value: this.relative(this.target()?.document.uri),
         ignoreFocusOut: true,
       }));
@@ -76,14 +82,16 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
       return false;
     }
     const uri = path.isAbsolute(named) ? vscode.Uri.file(named) : vscode.Uri.joinPath(folder.uri, named.trim());
-    let exists = true;
+    let merged: CodeMerge;
     try {
-      await vscode.workspace.fs.stat(uri);
-    } catch {
-      exists = false;
+      merged = await this.mergeCode(uri.fsPath, text);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Seri: ${describe(error)}`);
+      return false;
     }
+    const exists = merged.mode !== 'create';
     const proposed = vscode.Uri.from({ scheme: APPLY_SCHEME, path: uri.path, query: `n=${++this.serial}` });
-    this.texts.set(proposed.toString(), text);
+    this.texts.set(proposed.toString(), merged.text);
     let left = uri;
     if (!exists) {
       left = vscode.Uri.from({ scheme: APPLY_SCHEME, path: uri.path, query: `n=${this.serial}&empty` });
@@ -91,11 +99,10 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
     }
     const name = path.basename(uri.path);
     await vscode.commands.executeCommand('vscode.diff', left, proposed, `${name} ↔ code block from the chat`, { preview: true });
-    const answer = await vscode.window.showInformationMessage(
-      exists ? `Seri: replace ${named} with the code block?` : `Seri: create ${named} with the code block?`,
-      APPLY,
-      'Discard',
-    );
+    if (merged.range) {
+      await this.reveal(proposed, merged.range.startLine);
+    }
+    const answer = await vscode.window.showInformationMessage(question(named.trim(), merged), APPLY, 'Discard');
     await this.closeDiff(proposed);
     this.texts.delete(proposed.toString());
     this.texts.delete(left.toString());
@@ -105,16 +112,23 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
     const edit = new vscode.WorkspaceEdit();
     if (exists) {
       const document = await vscode.workspace.openTextDocument(uri);
-      edit.replace(uri, new vscode.Range(0, 0, document.lineCount, 0), text);
+      edit.replace(uri, new vscode.Range(0, 0, document.lineCount, 0), merged.text);
     } else {
       edit.createFile(uri, { ignoreIfExists: true });
-      edit.insert(uri, new vscode.Position(0, 0), text);
+      edit.insert(uri, new vscode.Position(0, 0), merged.text);
     }
     const applied = await vscode.workspace.applyEdit(edit);
     if (applied) {
       await (await vscode.workspace.openTextDocument(uri)).save();
     }
     return applied;
+  }
+
+  /** Scroll the diff to where the block went in (1-based `line` of the merged text). */
+  private async reveal(proposed: vscode.Uri, line: number): Promise<void> {
+    const editor = vscode.window.visibleTextEditors.find((shown) => shown.document.uri.toString() === proposed.toString());
+    const at = new vscode.Position(Math.max(0, line - 1), 0);
+    editor?.revealRange(new vscode.Range(at, at), vscode.TextEditorRevealType.AtTop);
   }
 
   private relative(uri: vscode.Uri | undefined): string {
@@ -132,6 +146,23 @@ export class CodeActions implements vscode.TextDocumentContentProvider, vscode.D
 
   dispose(): void {
     this.disposables.forEach((disposable) => disposable.dispose());
+  }
+}
+
+/** What the user is asked, saying where the block goes. */
+function question(file: string, merged: CodeMerge): string {
+  switch (merged.mode) {
+    case 'create':
+      return `Seri: create ${file} with the code block?`;
+    case 'whole':
+      return `Seri: replace ${file} with the code block?`;
+    case 'append':
+      return `Seri: add the code block to the end of ${file}?`;
+    case 'fragment': {
+      const range = merged.range;
+      const lines = !range ? '' : range.startLine === range.endLine ? ` (line ${range.startLine})` : ` (lines ${range.startLine}-${range.endLine})`;
+      return `Seri: apply the code block to ${file}${lines}?`;
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { compactionSummary, inEditorWords, rewindProblems } from '../format';
 import {
   ApproveParams,
   ApproveResult,
+  CodeMerge,
   CompactedParams,
   ContextBreakdown,
   DeltaParams,
@@ -453,6 +454,11 @@ export class ChatModel {
   async compactedRecord(): Promise<TrajectoryRecord> {
     const args = this.session ? { sessionId: this.session.id, compacted: true } : { compacted: true };
     return this.requireServer().execute<TrajectoryRecord>(ServerCommand.trajectoryGet, args);
+  }
+
+  /** `text` (a reply's code block) placed in `file` by the server: the file's new text. */
+  async mergeCode(file: string, text: string): Promise<CodeMerge> {
+    return this.requireServer().execute<CodeMerge>(ServerCommand.codeMerge, { path: file, text });
   }
 
   async fork(messageId?: number): Promise<ForkResult> {

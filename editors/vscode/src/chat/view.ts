@@ -56,7 +56,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private readonly unsubscribe: () => void;
   private viewDisposables: vscode.Disposable[] = [];
   /** The code blocks' Insert at Cursor and Apply to File (tests drive them too). */
-  readonly code = new CodeActions();
+  readonly code: CodeActions;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -66,6 +66,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     private readonly proposals: Proposals,
   ) {
     this.unsubscribe = model.onDidChange((change) => this.forward(change));
+    this.code = new CodeActions((file, text) => model.mergeCode(file, text));
   }
 
   /** True while the chat is on screen (read by the tests). */

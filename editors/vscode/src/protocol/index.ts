@@ -3,6 +3,7 @@
 // One module per part of the contract; this one gathers them.
 
 export * from './approvals';
+export * from './code';
 export * from './context';
 export * from './mcp';
 export * from './messages';

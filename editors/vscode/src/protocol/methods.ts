@@ -38,6 +38,8 @@ export const ServerCommand = {
   mcpRestart: 'seri.mcp.restart',
   /** Ask again whether the workspace's MCP servers may start, or revoke the answer kept. */
   mcpConsent: 'seri.mcp.consent',
+  /** Where a code block goes in a file (Apply to File): the file's new text. */
+  codeMerge: 'seri.code.merge',
 } as const;
 
 export const Notification = {

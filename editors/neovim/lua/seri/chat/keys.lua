@@ -83,7 +83,8 @@ local function yank_code()
   vim.api.nvim_echo({ { ("seri: yanked %s of %scode"):format(yanked, what) } }, false, {})
 end
 
--- The window of a file (no chat, no float) the user was in last: where `gp` puts code.
+-- The window of a file (no chat, no float) the user was in last: where `gp` puts code
+-- and `ga` shows the file it applied code to.
 local last_code_win = nil ---@type integer?
 vim.api.nvim_create_autocmd("WinLeave", {
   group = vim.api.nvim_create_augroup("seri_last_code_window", { clear = true }),
@@ -118,6 +119,19 @@ local function insert_code()
   vim.api.nvim_buf_set_lines(buf, at, at, false, lines)
   vim.api.nvim_set_current_win(win)
   vim.api.nvim_win_set_cursor(win, { at + 1, 0 })
+end
+
+---Apply the code block under the cursor to the file its fence names (else one asked
+---for, the last code window's by default): a diff to approve, then written.
+local function apply_code()
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  local lines, _, file = code.block_at(draw.lines(), row)
+  if not lines then
+    require("seri.notice").say("No code block under the cursor.")
+    return
+  end
+  local win = last_code_win
+  require("seri.apply").apply(lines, file, win and vim.api.nvim_win_is_valid(win) and win or nil)
 end
 
 ---Rewind to before the prompt under the cursor, once confirmed: the conversation and
@@ -285,6 +299,14 @@ M.list = {
     run = insert_code,
     desc = "seri: put the code block under the cursor into the last code window",
     help = "put the code block under the cursor into the last code window",
+  },
+  {
+    option = "apply_code",
+    modes = "n",
+    buffers = { "chat" },
+    run = apply_code,
+    desc = "seri: apply the code block under the cursor to its file (a diff first)",
+    help = "apply the code block under the cursor to its file: a diff, then `a` writes it",
   },
   {
     option = "rewind_here",

@@ -65,4 +65,77 @@ suite('Code block actions', () => {
     assert.strictEqual(diffTitle, 'asked_for.py ↔ code block from the chat', 'the diff shown while asking');
     assert.strictEqual(fs.readFileSync(target, 'utf8'), 'def asked():\n    return 1\n');
   });
+
+  test('Apply to File with a block that shows one function replaces that function and keeps the rest of the file', async () => {
+    const api = await activated();
+    const before = [
+      'import re',
+      '',
+      '',
+      'def title(post):',
+      '    return post["title"].strip()',
+      '',
+      '',
+      'def slugify(text):',
+      '    text = text.lower()',
+      '    return re.sub(r"[^a-z0-9]+", "-", text)',
+      '',
+      '',
+      'def tags(post):',
+      '    return post["tags"][0]',
+      '',
+    ].join('\n');
+    const fixed = 'def slugify(text, sep="-"):\n    text = text.lower().strip()\n    return re.sub(r"[^a-z0-9]+", sep, text).strip(sep)\n';
+    const editor = await editorWith('fragment.py', before);
+    const window = vscode.window as unknown as Record<string, unknown>;
+    const saved = { showInformationMessage: window.showInformationMessage };
+    const offered: string[] = [];
+    let shown = '';
+    window.showInformationMessage = async (message: string) => {
+      offered.push(message);
+      const tab = vscode.window.tabGroups.activeTabGroup.activeTab;
+      if (tab?.input instanceof vscode.TabInputTextDiff) {
+        shown = (await vscode.workspace.openTextDocument(tab.input.modified)).getText();
+      }
+      return 'Apply';
+    };
+    let applied = false;
+    try {
+      applied = await api.chatView.code.apply(fixed, 'fragment.py');
+    } finally {
+      Object.assign(window, saved);
+    }
+    const after = before.replace('def slugify(text):\n    text = text.lower()\n    return re.sub(r"[^a-z0-9]+", "-", text)\n', fixed);
+    assert.strictEqual(applied, true);
+    assert.deepStrictEqual(offered, ['Seri: apply the code block to fragment.py (lines 8-10)?']);
+    assert.strictEqual(shown, after, 'the diff shows the merged file, not the block alone');
+    assert.strictEqual(editor.document.getText(), after);
+    assert.strictEqual(fs.readFileSync(editor.document.uri.fsPath, 'utf8'), after);
+    assert.ok(after.includes('def title(post):') && after.includes('def tags(post):'), 'the rest of the file survives');
+
+    // One undo takes the whole apply back.
+    await vscode.window.showTextDocument(editor.document);
+    await vscode.commands.executeCommand('undo');
+    assert.strictEqual(editor.document.getText(), before);
+  });
+
+  test('Apply to File refuses a path outside the workspace, saying why, and writes nothing', async () => {
+    const api = await activated();
+    const window = vscode.window as unknown as Record<string, unknown>;
+    const saved = { showErrorMessage: window.showErrorMessage };
+    const errors: string[] = [];
+    window.showErrorMessage = async (message: string) => {
+      errors.push(message);
+      return undefined;
+    };
+    let applied = true;
+    try {
+      applied = await api.chatView.code.apply('x = 1\n', '../outside.py');
+    } finally {
+      Object.assign(window, saved);
+    }
+    assert.strictEqual(applied, false);
+    assert.strictEqual(errors.length, 1);
+    assert.match(errors[0], /^Seri: Cannot apply the code block: the (absolute )?path .* is outside the workspace/);
+  });
 });
