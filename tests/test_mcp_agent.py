@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from tests.agent_helpers import messages, prompt, tool_results
-from tests.harness import alive, approval_capabilities, command, stop_server, wait_until
+from tests.harness import (
+    alive,
+    approval_capabilities,
+    command,
+    shown_messages,
+    stop_server,
+    wait_until,
+)
 from tests.scripted_provider import Calls, ScriptedProvider, Text
 
 pytestmark = pytest.mark.slow
@@ -212,3 +219,33 @@ async def test_a_streamable_http_server_through_the_language_server(
 def _listening(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def test_a_changed_tool_list_is_offered_from_the_next_session_and_said_once(
+    agent: Any, provider: ScriptedProvider
+) -> None:
+    # `grow` adds a tool `extra` and sends notifications/tools/list_changed.
+    provider.script(
+        Calls([("g1", "mcp__test__grow", {})]),
+        Calls([("g2", "mcp__test__grow", {})]),
+        Text("grown twice"),
+        Text("a new session"),
+    )
+    client = await agent(init_options=servers())
+    await prompt(client, "grow the server")
+    said = "MCP server 'test' changed its tools: its tools are offered from the next session"
+    await wait_until(lambda: shown_messages(client, containing=said), timeout=20)
+    # The session keeps the list it started with (its cached prefix holds) ...
+    first = [tool["function"]["name"] for tool in provider.requests[0]["tools"]]
+    assert "mcp__test__extra" not in first
+    assert all(r["tools"] == provider.requests[0]["tools"] for r in provider.requests[:3])
+    # ... and says so once, however often the list changes.
+    assert len(shown_messages(client, containing="changed its tools")) == 1
+    # A new session is offered the new list.
+    await command(client, "seri.session.new")
+    await prompt(client, "and now")
+    last = [tool["function"]["name"] for tool in provider.requests[-1]["tools"]]
+    assert "mcp__test__extra" in last
+    assert last[-len([n for n in last if n.startswith("mcp__")]) :] == sorted(
+        n for n in last if n.startswith("mcp__")
+    )

@@ -60,14 +60,16 @@ async def test_a_stdio_server_lists_its_tools_with_schemas_and_answers_calls() -
 
 async def test_a_server_hanging_at_start_is_failed_with_its_stderr_and_others_start() -> None:
     t0 = time.monotonic()
-    manager = await started(stdio("hang", "--hang-at-start"), stdio("ok"), startup_timeout=4)
+    # (8 s: the other server, a Python process importing the SDK, must start within it
+    # on a loaded machine too)
+    manager = await started(stdio("hang", "--hang-at-start"), stdio("ok"), startup_timeout=8)
     try:
-        assert time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 < 15
         hang = manager.states["hang"]
         assert hang.status == "failed"
-        assert "did not finish its handshake within 4 s" in (hang.reason or "")
+        assert "did not finish its handshake within 8 s" in (hang.reason or "")
         assert "hanging before the handshake" in (hang.reason or "")
-        assert manager.states["ok"].status == "ready"
+        assert manager.states["ok"].status == "ready", manager.states["ok"].reason
         answer = await manager.call("hang", "echo", {"text": "x"})
         assert answer.is_error and "'hang' is not available: it is failed" in answer.text
     finally:

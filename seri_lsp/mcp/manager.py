@@ -19,15 +19,21 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from seri_lsp.mcp.config import HttpServer, ServerConfig, StdioServer
+
+if TYPE_CHECKING:  # (the SDK itself is imported only when a server starts)
+    from mcp.client.session import MessageHandlerFnT
 
 log = logging.getLogger(__name__)
 
 Status = Literal["starting", "ready", "failed", "stopped", "awaiting consent"]
+# What happened to a server that its users may need to know: it became ready, or it
+# announced a changed tool list (and its tools were listed again).
+Change = Literal["ready", "tools changed"]
 # Restarts after a crash, per server and language-server session, before it is failed.
 MAX_RESTARTS = 3
 # How much of a server's stderr is kept for the reason it failed.
@@ -93,6 +99,9 @@ class McpManager:
         self.startup_timeout = startup_timeout
         self.tool_timeout = tool_timeout
         self.states: dict[str, ServerState] = {s.name: ServerState(s) for s in servers}
+        # Told of each server's changes (seri_lsp/mcp/servers.py tells the user).
+        self.on_change: Callable[[ServerState, Change], None] | None = None
+        self._relisting: set[asyncio.Task[None]] = set()
 
     # --- life cycle ----------------------------------------------------------------
 
@@ -188,7 +197,9 @@ class McpManager:
                         from mcp import ClientSession
 
                         read, write = await self._connect(state, stack)
-                        session = await stack.enter_async_context(ClientSession(read, write))
+                        session = await stack.enter_async_context(
+                            ClientSession(read, write, message_handler=self._messages(state))
+                        )
                         await self._handshake(state, session)
                 except TimeoutError:
                     self._fail(
@@ -199,6 +210,7 @@ class McpManager:
                 state.session = session
                 state.status = "ready"
                 state.ready.set()
+                self._changed(state, "ready")
                 await state.stop.wait()
         except asyncio.CancelledError:
             raise
@@ -213,6 +225,47 @@ class McpManager:
 
     async def _handshake(self, state: ServerState, session: Any) -> None:
         await session.initialize()
+        await self._list_tools(state, session)
+
+    def _messages(self, state: ServerState) -> MessageHandlerFnT:
+        """The session's handler of what the server sends unasked: a changed tool list
+        is listed again, in a task of its own (the handler must not wait on the
+        session it is called from)."""
+
+        async def handle(message: Any) -> None:
+            from mcp import types
+
+            if isinstance(message, types.ToolListChangedNotification):
+                task = asyncio.get_running_loop().create_task(self._relist(state))
+                self._relisting.add(task)
+                task.add_done_callback(self._relisting.discard)
+
+        return handle
+
+    async def _relist(self, state: ServerState) -> None:
+        session = state.session
+        if state.status != "ready" or session is None:
+            return
+        try:
+            await asyncio.wait_for(self._list_tools(state, session), self.tool_timeout)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:
+            log.info(
+                "MCP server %s: listing its changed tools failed: %s", state.config.name, error
+            )
+            return
+        self._changed(state, "tools changed")
+
+    def _changed(self, state: ServerState, change: Change) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change(state, change)
+            except Exception:
+                log.exception("MCP server %s: telling of its change failed", state.config.name)
+
+    async def _list_tools(self, state: ServerState, session: Any) -> None:
+        """List the server's tools (every page) into `state.tools`, sorted."""
         tools: list[McpTool] = []
         cursor = None
         while True:

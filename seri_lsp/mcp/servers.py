@@ -24,7 +24,7 @@ from seri_lsp.agent.command_gate import WorkspaceAgreements
 from seri_lsp.events import Activity
 from seri_lsp.host import Host, Question
 from seri_lsp.mcp.config import Origin, ServerConfig, load_servers
-from seri_lsp.mcp.manager import McpManager, ServerState
+from seri_lsp.mcp.manager import Change, McpManager, ServerState
 from seri_lsp.mcp.tools import McpAgentTool, McpGate, agent_tools
 from seri_lsp.settings import Settings
 from seri_lsp.store.messages import tokens_for_chars
@@ -64,6 +64,8 @@ class McpServers:
         # Session id -> the MCP tools it was offered at its first turn.
         self._fixed: dict[str, list[McpAgentTool]] = {}
         self._watch: asyncio.Task[None] | None = None
+        # (server, change) already told (`_server_changed`: once each).
+        self._told: set[tuple[str, Change]] = set()
 
     async def start(self, workspace_root: Path | None, project: str = "") -> None:
         """Read the configuration and start the servers in the background (returns once
@@ -82,11 +84,7 @@ class McpServers:
             self.host.show("warning", problem)
         if not servers:
             return
-        self.manager = McpManager(
-            servers,
-            startup_timeout=self.settings.mcp_startup_timeout,
-            tool_timeout=self.settings.mcp_tool_timeout,
-        )
+        self.manager = self._new_manager(servers)
         held = frozenset(s.name for s in servers if s.origin is Origin.WORKSPACE)
         answer = await asyncio.to_thread(self._kept_answer) if held else None
         self.manager.start_all(frozenset() if answer == ALLOW else held)
@@ -94,6 +92,35 @@ class McpServers:
             self._asking = asyncio.get_running_loop().create_task(
                 self._ask_consent(), name="mcp consent"
             )
+
+    def _new_manager(self, servers: Sequence[ServerConfig]) -> McpManager:
+        manager = McpManager(
+            servers,
+            startup_timeout=self.settings.mcp_startup_timeout,
+            tool_timeout=self.settings.mcp_tool_timeout,
+        )
+        manager.on_change = self._server_changed
+        return manager
+
+    def _server_changed(self, state: ServerState, change: Change) -> None:
+        """A server became ready, or changed its tools, after a session fixed its list
+        without them: say once that they are offered from the next session (the
+        session's list stays as it is, so its cached prompt prefix holds)."""
+        name = state.config.name
+        now = sorted(tool.name for tool in state.tools)
+        missed = any(
+            sorted(tool.tool.name for tool in tools if tool.server == name) != now
+            for tools in self._fixed.values()
+        )
+        if not missed or (name, change) in self._told:
+            return
+        self._told.add((name, change))
+        what = "is ready now" if change == "ready" else "changed its tools"
+        self.host.show(
+            "info",
+            f"MCP server {name!r} {what}: its tools are offered from the next session "
+            "(a session keeps the tool list it started with).",
+        )
 
     def _workspace_servers(self) -> list[ServerConfig]:
         if self.manager is None:
@@ -168,11 +195,7 @@ class McpServers:
         if not servers:
             return
         if self.manager is None:
-            self.manager = McpManager(
-                [],
-                startup_timeout=self.settings.mcp_startup_timeout,
-                tool_timeout=self.settings.mcp_tool_timeout,
-            )
+            self.manager = self._new_manager([])
         started: list[ServerState] = []
         for config in servers:
             if config.name in self.manager.states:

@@ -1,7 +1,8 @@
 """Our own MCP test server, built with the official SDK: `python seri_test_server.py
 [--hang-at-start] [--http PORT]`. Tools: `echo` (a schema with a required string and an
 optional count), `fail` (an isError result), `picture` (an image), `big` (a long text),
-`sleep` (waits, for timeouts and cancel), `crash` (the process exits mid-call)."""
+`sleep` (waits, for timeouts and cancel), `crash` (the process exits mid-call), `grow`
+(adds a tool `extra` and tells the client its list changed)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+if "--hang-at-start" in sys.argv:
+    # (before the SDK's import, which takes a second or more on a loaded machine: the
+    # start-up timeout's tests read this line)
+    print(f"seri-test pid {os.getpid()}", file=sys.stderr, flush=True)
+    print("hanging before the handshake", file=sys.stderr, flush=True)
+    time.sleep(3600)
+
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ImageContent, TextContent
 
 server = MCPServer("seri-test")
@@ -52,11 +60,19 @@ def crash() -> str:
     os._exit(3)
 
 
+def extra() -> str:
+    return "the extra tool"
+
+
+@server.tool(description="Add a tool and tell the client the tool list changed.")
+async def grow(ctx: Context) -> str:
+    server.add_tool(extra, name="extra", description="A tool added by grow.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
 if __name__ == "__main__":
     print(f"seri-test pid {os.getpid()}", file=sys.stderr, flush=True)
-    if "--hang-at-start" in sys.argv:
-        print("hanging before the handshake", file=sys.stderr, flush=True)
-        time.sleep(3600)
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)

@@ -63,7 +63,7 @@ H.run(function()
       line_of[name] = i
     end
   end
-  has(lines[line_of.probe], "^probe  ready  settings %(.+%)  stdio  6 tools$")
+  has(lines[line_of.probe], "^probe  ready  settings %(.+%)  stdio  7 tools$")
   has(lines[line_of.broken], "^broken  failed  settings %(.+%)  stdio  0 tools  %S")
   has(lines[line_of.broken], "seri%-mcp%-server")
   has(lines[line_of.cloned], "^cloned  awaiting consent  workspace %(.*%.mcp%.json%)  stdio  0 tools")
@@ -95,7 +95,7 @@ H.run(function()
   local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
   has(report, "ERROR MCP server broken %(settings, [^)]*, stdio%): failed: ")
   has(report, "WARNING MCP server cloned %(workspace, [^)]*, stdio%): awaiting consent")
-  has(report, "OK MCP server probe %(settings, [^)]*, stdio%): ready, 6 tools")
+  has(report, "OK MCP server probe %(settings, [^)]*, stdio%): ready, 7 tools")
   has(report, "restart it from :SeriMcp")
 
   -- The consent question asked at start-up is a card in the chat, which opened for it:

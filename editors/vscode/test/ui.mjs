@@ -1223,7 +1223,7 @@ async function mcpServers({ page, config, shot }) {
     return false;
   }, 'both MCP servers to be started or failed', 60_000);
   const probeText = await probe.innerText();
-  expect(/ready · workspace .* · stdio · 6 tools/.test(probeText), `probe's row (${probeText})`);
+  expect(/ready · workspace .* · stdio · 7 tools/.test(probeText), `probe's row (${probeText})`);
   const brokenText = await broken.innerText();
   expect(/failed · workspace .* · stdio · 0 tools/.test(brokenText), `broken's row (${brokenText})`);
   expect(brokenText.includes('seri-mcp-server'), `broken's row says why (${brokenText})`);

@@ -38,7 +38,7 @@ suite('Seri: MCP Servers', () => {
     const rows = Object.fromEntries(picked.items.map((item) => [item.label.replace(/^\$\([^)]*\) /, ''), item]));
     assert.deepStrictEqual(Object.keys(rows).sort(), ['broken', 'probe']);
     assert.match(rows.probe.label, /^\$\(pass\) probe$/);
-    assert.match(rows.probe.description ?? '', /^ready · workspace \(the workspace's mcpServers setting\) · stdio · 6 tools$/);
+    assert.match(rows.probe.description ?? '', /^ready · workspace \(the workspace's mcpServers setting\) · stdio · 7 tools$/);
     assert.strictEqual(rows.probe.detail, undefined);
     assert.match(rows.broken.label, /^\$\(error\) broken$/);
     assert.match(rows.broken.description ?? '', /^failed · workspace .* · stdio · 0 tools$/);
