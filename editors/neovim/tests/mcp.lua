@@ -167,4 +167,12 @@ H.run(function()
   vim.cmd("normal a")
   H.eq("done", H.wait_turn(1).status, "the allowed call")
   H.wait_chat({ "It said it twice." })
+
+  -- /context names each server's tool definitions (sent with every request).
+  local context = H.call("seri.session.context")
+  local parts = vim.tbl_filter(function(part)
+    return part.kind == "mcpTools"
+  end, context.parts)
+  H.eq("probe", parts[1] and parts[1].name, "probe's tool definitions among the parts")
+  H.eq("MCP tools of probe", require("seri.context").label(parts[1], root), "their label")
 end)

@@ -61,6 +61,8 @@ function M.label(part, root)
     return known[1]:lower() .. ": " .. short_path(part.name, root)
   elseif part.kind == "toolResult" then
     return part.name .. " results"
+  elseif part.kind == "mcpTools" then
+    return "MCP tools of " .. part.name
   end
   return known and known[1] or part.name
 end

@@ -49,6 +49,8 @@ export function partLabel(part: ContextPart, project: string): string {
       return `${KIND_LABELS[part.kind]}: ${shortPath(part.name, project)}`;
     case 'toolResult':
       return `${part.name} results`;
+    case 'mcpTools':
+      return `MCP tools of ${part.name}`;
     default:
       return KIND_LABELS[part.kind] ?? part.name;
   }

@@ -13,6 +13,8 @@ export type ContextPartKind =
   | 'assistant'
   | 'toolCalls'
   | 'toolResult'
+  /** An MCP server's tool definitions, sent with every request (`name`: the server). */
+  | 'mcpTools'
   | (string & {});
 
 export interface ContextPart {

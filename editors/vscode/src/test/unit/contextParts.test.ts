@@ -75,6 +75,7 @@ suite('spend, context and forks', () => {
     assert.strictEqual(partLabel({ kind: 'rule', name: '/home/me/app/.seri/rules/style.md', tokens: 1 }, project), 'Rule: .seri/rules/style.md');
     assert.strictEqual(partLabel({ kind: 'memory', name: '/home/me/.config/seri/memory.md', tokens: 1 }, project), 'Memory: /home/me/.config/seri/memory.md');
     assert.strictEqual(partLabel({ kind: 'toolResult', name: 'read_file', tokens: 1 }, project), 'read_file results');
+    assert.strictEqual(partLabel({ kind: 'mcpTools', name: 'git', tokens: 1 }, project), 'MCP tools of git');
     assert.strictEqual(partLabel({ kind: 'user', name: 'user text', tokens: 1 }, project), 'Your prompts');
     assert.strictEqual(partLabel({ kind: 'someday', name: 'a new kind', tokens: 1 }, project), 'a new kind');
   });
