@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.agent import process
-from seri_lsp.agent.commands import omitted_line, parse_args
+from seri_lsp.agent.commands import model_output_bound, omitted_line, parse_args
 from tests.agent_helpers import prompt
 from tests.harness import alive, command, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
@@ -243,3 +243,21 @@ async def test_seri_tool_stop_of_an_unknown_call_is_a_clear_error(agent) -> None
         assert "No command is running as tool call 'x'" in str(exc)
     else:
         raise AssertionError("seri.tool.stop of an unknown call answered")
+
+
+async def test_in_a_small_window_the_output_bound_is_an_eighth_of_it(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    # 16,000 tokens: 8,000 characters of output, so one command cannot fill the half of
+    # the window compaction leaves (30,000 characters would be 7,500 tokens of it).
+    provider.script(run("seq 1 300000"), Text("long"))
+    options = {"permissions": {"write": "allow", "run": "allow"}}
+    client = await agent(init_options=options, provider_extra={"contextWindow": 16_000})
+    outcome = await prompt(client, "go")
+    assert outcome["status"] == "done", outcome
+    content = result_of(provider)
+    assert content.startswith("exit code 0\n1\n2\n3\n") and content.endswith("\n300000\n")
+    assert 8_000 < len(content) < 8_200
+    assert model_output_bound(16_000) == 8_000
+    assert model_output_bound(128_000) == model_output_bound(60_000) == 30_000
+    assert model_output_bound(2_000) == 4_000

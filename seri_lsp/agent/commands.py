@@ -15,7 +15,7 @@ import asyncio
 import codecs
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,9 +40,19 @@ from seri_lsp.agent.workspace import FileChanges, PathDenied, Workspace
 from seri_lsp.errors import InvalidArgument
 from seri_lsp.events import Event, ToolOutput
 
-# What the model is given of the output: its first and last bytes.
-MODEL_HEAD = 15_000
-MODEL_TAIL = 15_000
+# What the model is given of the output: its first and last bytes, half each, about
+# 30,000 in all; less in a small context window (an eighth of it, at 4 characters a
+# token, but at least 4,000), so that one command's output never fills the half of the
+# window that compaction leaves free (`seq 1 3000` took 43% of a 16k window).
+MODEL_OUTPUT = 30_000
+MIN_MODEL_OUTPUT = 4_000
+
+
+def model_output_bound(window_tokens: int) -> int:
+    """How much of a command's output the model is given in a window of that size."""
+    return max(MIN_MODEL_OUTPUT, min(MODEL_OUTPUT, window_tokens * 4 // 8))
+
+
 # What the trajectory keeps whole; past it, only the size (as a recording elides).
 RECORD_LIMIT = 4 * 1024 * 1024
 
@@ -201,8 +211,10 @@ class CommandRunner:
         env: dict[str, str] | None = None,
         shell: str = "cmd",
         snapshots: Snapshots | None = None,
+        window: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self.snapshots = snapshots  # what each command changed, for the result and rewind
+        self.window = window  # the session's context window (tokens), for the bound
         self.workspace = workspace
         self.gate = gate
         self.threads = threads
@@ -243,6 +255,7 @@ class CommandRunner:
         call_id: str,
         changes: FileChanges,
     ) -> ToolOutcome:
+        bound = model_output_bound(await self.window()) if self.window else MODEL_OUTPUT
         snapshot = None
         if self.snapshots is not None:
             root = self.workspace.real_root_of(folder) or folder
@@ -252,7 +265,7 @@ class CommandRunner:
             started = await process.start(argv, folder, command_env(self.env))
         except OSError as exc:
             raise ToolError(f"the command could not be started: {exc.strerror or exc}") from exc
-        model = process.BoundedOutput(MODEL_HEAD, MODEL_TAIL)
+        model = process.BoundedOutput(bound // 2, bound - bound // 2)
         whole = process.BoundedOutput(RECORD_LIMIT, 0)
         stream = OutputStream(self.emit, self.session_id, call_id)
         try:

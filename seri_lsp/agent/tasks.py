@@ -354,6 +354,7 @@ class Tasks:
                 running=self.commands,
                 shell=self.run_shell,
                 snapshots=self.snapshots,
+                window=self.provider.context_window,
             ).run,
             # (a subagent is offered its parent's list: its own session has none yet)
             external=self._external_for(conversation),
