@@ -230,3 +230,53 @@ async def test_a_file_a_tool_edited_before_the_command_goes_back_to_before_the_e
     finally:
         io.shutdown()
         db.close()
+
+
+async def test_files_the_user_s_info_exclude_ignores_are_not_snapshotted(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (workspace / ".git" / "info").mkdir(exist_ok=True)
+    (workspace / ".git" / "info" / "exclude").write_text("scratch/\n*.tmp\n")
+    snapshots = Snapshots(tmp_path / "snapshots")
+    snapshot = await snapshots.before(workspace)
+    (workspace / "scratch").mkdir()
+    (workspace / "scratch" / "data.csv").write_text("1,2\n")
+    (workspace / "notes.tmp").write_text("x\n")
+    (workspace / "changed.txt").write_text("after\n")
+    changes = await snapshots.after(snapshot, Workspace([workspace]))
+    assert changes.paths == ("changed.txt",)
+
+
+def loose_objects(git_dir: Path) -> int:
+    return sum(
+        1
+        for folder in (git_dir / "objects").iterdir()
+        if len(folder.name) == 2
+        for _ in folder.iterdir()
+    )
+
+
+async def test_the_first_snapshot_of_a_run_prunes_what_no_snapshot_needs(
+    tmp_path: Path, workspace: Path
+) -> None:
+    home = tmp_path / "snapshots"
+    first = Snapshots(home)
+    for n in range(5):  # each version of the file is an object nothing needs later
+        snapshot = await first.before(workspace)
+        (workspace / "changed.txt").write_text(f"version {n}\n" * 1000)
+        await first.after(snapshot, Workspace([workspace]))
+    await first.settled()
+    git_dir = first.git_dir(workspace.resolve())
+    piled = loose_objects(git_dir)
+
+    # The next run (objects of any age expire in the test): the index's objects stay,
+    # so the next snapshot still compares against what the files are now.
+    later = Snapshots(home, prune_expire="now")
+    snapshot = await later.before(workspace)
+    await later.settled()
+    assert loose_objects(git_dir) < piled - 5
+    (workspace / "changed.txt").write_text("last\n")
+    changes = await later.after(snapshot, Workspace([workspace]))
+    assert [(f.display, f.before, f.after) for f in changes.files] == [
+        ("changed.txt", b"version 4\n" * 1000, b"last\n")
+    ]

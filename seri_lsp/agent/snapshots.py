@@ -24,7 +24,8 @@ two trees. We chose it over our own content-addressed store because git already 
 the `.gitignore` rules (nested ones, negations) exactly and keeps the stat cache; the
 bench row `snapshot` measures it against `git status` (docs/performance.md).
 
-- The user's `.git` is never read or written: git always skips a work tree's `.git`,
+- The user's `.git` is never written, and only its `info/exclude` is read (its
+  patterns are honoured, as `git status` does): git always skips a work tree's `.git`,
   and our `GIT_DIR` lies in the profile. A nested repository (a folder with its own
   `.git`) is kept as a gitlink by git, so its files are not snapshotted; such entries,
   and symbolic links (their target text is not a file to put back), are left out.
@@ -39,14 +40,18 @@ bench row `snapshot` measures it against `git status` (docs/performance.md).
   note (`Snapshot.note` / `CommandChanges.note`) and never fails the command.
 - Two commands running at once in one workspace (parallel subagents) each see the
   other's changes as their own; both are recorded, so a rewind still restores them.
-  Files excluded only by the user's `.git/info/exclude` are snapshotted (it is not read).
-  The shadow repository's objects are not pruned yet (`gc.auto` 0).
+- Objects pile up as files change (each snapshot stores the changed files' content;
+  `gc.auto` is 0 so no command waits on a collection). The first snapshot of a
+  workspace in each language-server run prunes, in the background, what no snapshot
+  can still need: objects the index does not hold that are older than `PRUNE_EXPIRE`
+  (a command's tree before it ran is needed only until it ends).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -56,10 +61,15 @@ from pathlib import Path
 from seri_lsp.agent.workspace import FileChanges, Workspace, WorkspacePath
 from seri_lsp.store.messages import COMMAND_CHANGES_HEADING
 
-# Seconds one git call may take before the snapshot is given up.
+log = logging.getLogger(__name__)
+
 # The folder of the profile that holds the shadow repositories.
 SNAPSHOTS_NAME = "snapshots"
+# Seconds one git call may take before the snapshot is given up.
 GIT_TIMEOUT = 20.0
+# How old an object no index holds must be before a prune drops it: far longer than any
+# command runs (another seri process may be running one in the same workspace).
+PRUNE_EXPIRE = "2.hours.ago"
 # A changed file bigger than this is listed but its content not kept for rewind.
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # Changed files whose content is kept, per command.
@@ -112,16 +122,46 @@ class Snapshots:
 
     home: Path
     timeout: float = GIT_TIMEOUT
+    prune_expire: str = PRUNE_EXPIRE
     _locks: dict[Path, asyncio.Lock] = field(default_factory=dict)
+    # Shadow repositories pruned in this run, and the prunes under way.
+    _pruned: set[Path] = field(default_factory=set)
+    _pruning: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def before(self, root: Path) -> Snapshot:
         """Snapshot `root` before a command; never raises (a failure gives a note)."""
         try:
             root = await asyncio.to_thread(root.resolve)
             async with self._locks.setdefault(root, asyncio.Lock()):
-                return await asyncio.to_thread(self._take, root)
+                snapshot = await asyncio.to_thread(self._take, root)
         except Exception as exc:  # any failure: the command runs, its changes unknown
             return Snapshot(root, None, None, _unknown(exc))
+        if snapshot.git_dir is not None and snapshot.git_dir not in self._pruned:
+            self._pruned.add(snapshot.git_dir)
+            task = asyncio.get_running_loop().create_task(self._prune(snapshot))
+            self._pruning.add(task)
+            task.add_done_callback(self._pruning.discard)
+        return snapshot
+
+    async def _prune(self, snapshot: Snapshot) -> None:
+        """Drop the objects no snapshot can need any more (see the module's docstring);
+        a failure only leaves them."""
+        assert snapshot.git_dir is not None
+        try:
+            await asyncio.to_thread(
+                self._git,
+                snapshot.git_dir,
+                snapshot.root,
+                "prune",
+                f"--expire={self.prune_expire}",
+            )
+        except Exception as exc:
+            log.info("Pruning the snapshots of %s failed: %s", snapshot.root, exc)
+
+    async def settled(self) -> None:
+        """Wait for the prunes under way (tests, and a clean stop)."""
+        if self._pruning:
+            await asyncio.gather(*self._pruning, return_exceptions=True)
 
     async def after(self, snapshot: Snapshot, workspace: Workspace) -> CommandChanges:
         """What changed in `snapshot.root` since it was taken; never raises."""
@@ -168,8 +208,11 @@ class Snapshots:
 
     def _tree(self, git_dir: Path, root: Path) -> str:
         # --ignore-errors: an unreadable file is skipped, not the snapshot; anything
-        # fatal (a locked index: another seri on this workspace) fails it.
-        self._git(git_dir, root, "add", "-A", "--ignore-errors", ".", check=False)
+        # fatal (a locked index: another seri on this workspace) fails it. The user's
+        # own `.git/info/exclude` counts as their `.gitignore` files do.
+        exclude = root / ".git" / "info" / "exclude"
+        also = ("-c", f"core.excludesFile={exclude}") if exclude.is_file() else ()
+        self._git(git_dir, root, *also, "add", "-A", "--ignore-errors", ".", check=False)
         return self._git(git_dir, root, "write-tree").decode().strip() or _EMPTY_TREE
 
     def _compare(self, snapshot: Snapshot, workspace: Workspace) -> CommandChanges:
@@ -239,17 +282,24 @@ class Snapshots:
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise SnapshotFailed(f"git {args[0]} took over {self.timeout:g} s") from exc
+            raise SnapshotFailed(f"git {_verb(args)} took over {self.timeout:g} s") from exc
         except FileNotFoundError as exc:
             raise SnapshotFailed("git is not installed") from exc
         why = done.stderr.decode(errors="replace").strip().splitlines()
         if done.returncode != 0 and (check or any(line.startswith("fatal:") for line in why)):
             fatal = [line for line in why if line.startswith("fatal:")] or why[-1:]
-            raise SnapshotFailed(f"git {args[0]} failed: {fatal[0] if fatal else done.returncode}")
+            raise SnapshotFailed(
+                f"git {_verb(args)} failed: {fatal[0] if fatal else done.returncode}"
+            )
         return done.stdout
 
 
 _TOO_BIG = b"\0seri: too big\0"
+
+
+def _verb(args: tuple[str, ...]) -> str:
+    """The git command of `args` (`add` in `-c core.excludesFile=... add -A`)."""
+    return next((a for a in args if not a.startswith("-") and "=" not in a), "")
 
 
 def _is_file(mode: bytes) -> bool:
