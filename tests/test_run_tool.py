@@ -4,6 +4,8 @@ limit, cancel, cwd boundary and `permissions.run`."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -261,3 +263,22 @@ async def test_in_a_small_window_the_output_bound_is_an_eighth_of_it(
     assert model_output_bound(16_000) == 8_000
     assert model_output_bound(128_000) == model_output_bound(60_000) == 30_000
     assert model_output_bound(2_000) == 4_000
+
+
+async def test_the_windows_tree_kill_runs_off_the_event_loop(monkeypatch) -> None:
+    called: list[tuple[list[str], bool]] = []
+    loop_thread = threading.current_thread()
+
+    def taskkill(argv: list[str], **_: object) -> subprocess.CompletedProcess[bytes]:
+        called.append((argv, threading.current_thread() is loop_thread))
+        return subprocess.CompletedProcess(argv, 0)
+
+    monkeypatch.setattr(process, "is_windows", lambda: True)
+    monkeypatch.setattr(process.subprocess, "run", taskkill)
+    child = await asyncio.create_subprocess_exec("sleep", "5")
+    try:
+        await process.stop_group(child, force=True)
+    finally:
+        child.kill()
+        await child.wait()
+    assert called == [(["taskkill", "/T", "/F", "/PID", str(child.pid)], False)]

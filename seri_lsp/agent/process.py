@@ -141,13 +141,18 @@ def kill_tree_argv(pid: int) -> list[str]:
     return ["taskkill", "/T", "/F", "/PID", str(pid)]
 
 
-def stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
-    """SIGTERM the process group (SIGKILL with `force`); on Windows, end the tree."""
+async def stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
+    """SIGTERM the process group (SIGKILL with `force`); on Windows, end the tree (with
+    `taskkill`, off the event loop)."""
     if is_windows():
         if process.returncode is None or force:
-            with contextlib.suppress(OSError):
-                subprocess.run(
-                    kill_tree_argv(process.pid), capture_output=True, timeout=10, check=False
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                await asyncio.to_thread(
+                    subprocess.run,
+                    kill_tree_argv(process.pid),
+                    capture_output=True,
+                    timeout=10,
+                    check=False,
                 )
         return
     killpg = getattr(os, "killpg", None)
@@ -160,11 +165,11 @@ def stop_group(process: asyncio.subprocess.Process, *, force: bool) -> None:
 
 async def kill_group(process: asyncio.subprocess.Process, waiter: asyncio.Future[Any]) -> None:
     """SIGTERM the process group, then SIGKILL what is left after a grace."""
-    stop_group(process, force=False)
+    await stop_group(process, force=False)
     deadline = time.monotonic() + KILL_GRACE
     while process.returncode is None and time.monotonic() < deadline:
         await asyncio.wait({waiter}, timeout=_POLL)
-    stop_group(process, force=True)
+    await stop_group(process, force=True)
     deadline = time.monotonic() + KILL_GRACE
     while process.returncode is None and time.monotonic() < deadline:
         await asyncio.wait({waiter}, timeout=_POLL)
@@ -204,7 +209,7 @@ async def run(
         if process.returncode is None:
             await kill_group(process, waiter)
         else:
-            stop_group(process, force=True)  # what it left running in the background
+            await stop_group(process, force=True)  # what it left running in the background
         await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
     except BaseException:
         # Cancelled (seri.cancel): the command and everything it started go too.
