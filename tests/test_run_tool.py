@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from seri_lsp.agent import process
-from seri_lsp.agent.commands import model_output_bound, omitted_line, parse_args
+from seri_lsp.agent.commands import (
+    STREAM_BATCH_CHARS,
+    model_output_bound,
+    omitted_line,
+    parse_args,
+)
 from tests.agent_helpers import prompt
 from tests.harness import alive, command, wait_until
 from tests.scripted_provider import Calls, ScriptedProvider, Text
@@ -212,6 +217,26 @@ async def test_output_streams_batched_while_it_runs(
     # At most ~10 a second (one more for the last flush).
     assert len(streamed) <= seconds * 10 + 2, (len(streamed), seconds)
     assert len(streamed) >= 3
+
+
+async def test_a_flood_of_output_is_streamed_in_bounded_batches_newest_kept(
+    agent, provider: ScriptedProvider, workspace: Path
+) -> None:
+    # About 6.9 MB in well under a second: far more than a batch may carry.
+    provider.script(run("seq 1 1000000"), Text("ok"))
+    client = await start(agent)
+    await prompt(client, "go")
+    streamed = [n["text"] for n in client.seri["seri/toolOutput"]]
+    assert all(len(text) <= STREAM_BATCH_CHARS + 60 for text in streamed)
+    skipped = [text for text in streamed if text.startswith("[... ")]
+    assert skipped and " characters not shown live ...]\n" in skipped[0]
+    # What was left out is said, and the newest output always arrives.
+    assert streamed[-1].endswith("999999\n1000000\n")
+    shown = sum(
+        len(text.split("\n", 1)[1]) if text.startswith("[... ") else len(text) for text in streamed
+    )
+    left_out = sum(int(t[5 : t.index(" characters")].replace(",", "")) for t in skipped)
+    assert shown + left_out == len("".join(f"{n}\n" for n in range(1, 1000001)))
 
 
 async def test_seri_tool_stop_stops_just_that_command(

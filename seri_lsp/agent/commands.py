@@ -125,11 +125,20 @@ def _resolve_folder(workspace: Workspace, raw: str, *, stop: Stop) -> tuple[Path
 
 # The streamed output: at most one `seri/toolOutput` per call this often (seconds).
 STREAM_INTERVAL = 0.1
+# The most characters one `seri/toolOutput` carries: of a command that prints faster,
+# the newest, after a line saying how much was left out (the editor is not flooded;
+# the model's and the record's output are bounded apart).
+STREAM_BATCH_CHARS = 64_000
+
+
+def skipped_line(chars: int) -> str:
+    return f"[... {chars:,} characters not shown live ...]\n"
 
 
 class OutputStream:
     """Batches a running command's output into `ToolOutput` events, at most one each
-    `STREAM_INTERVAL` seconds; `close` sends what is left."""
+    `STREAM_INTERVAL` seconds and `STREAM_BATCH_CHARS` characters; `close` sends what
+    is left."""
 
     def __init__(self, emit: Callable[[Event], None], session_id: str, call_id: str) -> None:
         self._emit = emit
@@ -137,6 +146,8 @@ class OutputStream:
         self._call_id = call_id
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._pending: list[str] = []
+        self._size = 0  # characters pending
+        self._skipped = 0  # characters left out of the batch being gathered
         self._last = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -144,6 +155,9 @@ class OutputStream:
         text = self._decoder.decode(chunk)
         if text:
             self._pending.append(text)
+            self._size += len(text)
+            if self._size > 2 * STREAM_BATCH_CHARS:  # (memory stays bounded too)
+                self._trim()
         if self._timer is None and self._pending:
             delay = max(0.0, self._last + STREAM_INTERVAL - time.monotonic())
             self._timer = asyncio.get_running_loop().call_later(delay, self._flush)
@@ -156,12 +170,24 @@ class OutputStream:
             self._pending.append(tail)
         self._flush()
 
+    def _trim(self) -> None:
+        """Keep the newest `STREAM_BATCH_CHARS` characters pending."""
+        text = "".join(self._pending)
+        self._skipped += len(text) - STREAM_BATCH_CHARS
+        self._pending = [text[-STREAM_BATCH_CHARS:]]
+        self._size = STREAM_BATCH_CHARS
+
     def _flush(self) -> None:
         self._timer = None
         if not self._pending:
             return
+        if self._size > STREAM_BATCH_CHARS:
+            self._trim()
         text = "".join(self._pending)
+        if self._skipped:
+            text = skipped_line(self._skipped) + text
         self._pending.clear()
+        self._size = self._skipped = 0
         self._last = time.monotonic()
         self._emit(ToolOutput(self._session_id, self._call_id, text))
 
