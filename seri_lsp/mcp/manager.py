@@ -144,17 +144,22 @@ class McpManager:
         self._start(state)
 
     async def wait_started(self, timeout: float | None = None) -> list[str]:
-        """Wait until no server is starting (at most `timeout`, by default the start-up
-        timeout); the names of those still starting after it."""
-        starting = [s for s in self.states.values() if s.status == "starting"]
-        if starting:
+        """Wait until no server is starting (at most `timeout`, by default a little past
+        the last one's deadline, so that it has failed by then); the names of those
+        still starting after it."""
+        loop = asyncio.get_running_loop()
+        end = None if timeout is None else loop.time() + timeout
+        while starting := [s for s in self.states.values() if s.status == "starting"]:
+            # (a deadline moves once the SDK is imported: see `_run`)
+            limit = self._until_last_deadline() + 1
+            if end is not None:
+                limit = min(limit, end - loop.time())
+            if limit <= 0:
+                break
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    asyncio.gather(*(s.ready.wait() for s in starting)),
-                    # (a little past the last server's own deadline, so that it has
-                    # failed by then)
-                    self._until_last_deadline() + 1 if timeout is None else timeout,
-                )
+                await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in starting)), limit)
+            if end is None and self._until_last_deadline() <= 0:
+                break
         return [s.config.name for s in self.states.values() if s.status == "starting"]
 
     def _until_last_deadline(self) -> float:
@@ -188,14 +193,17 @@ class McpManager:
         stopped. Any failure marks it failed with the reason."""
         try:
             async with contextlib.AsyncExitStack() as stack:
-                try:
-                    # The whole start counts, from the moment it was asked for: importing
-                    # the SDK, spawning or connecting, then the handshake.
-                    async with asyncio.timeout_at(state.deadline):
-                        # The SDK, only now and off the event loop (module docstring).
-                        await asyncio.to_thread(importlib.import_module, "mcp")
-                        from mcp import ClientSession
+                # The SDK, only now and off the event loop (module docstring); the
+                # server's own start-up timeout counts from when it is imported (a
+                # loaded machine takes seconds over it, which are not the server's).
+                await asyncio.to_thread(importlib.import_module, "mcp")
+                from mcp import ClientSession
 
+                loop = asyncio.get_running_loop()
+                state.deadline = loop.time() + self.startup_timeout
+                try:
+                    # Spawning or connecting, then the handshake.
+                    async with asyncio.timeout_at(state.deadline):
                         read, write = await self._connect(state, stack)
                         session = await stack.enter_async_context(
                             ClientSession(read, write, message_handler=self._messages(state))
