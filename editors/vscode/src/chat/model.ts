@@ -31,6 +31,7 @@ import {
 } from '../protocol';
 import type { Activity, Cancellation, ChatChange, ChatSnapshot, Notice, NoticeExtras, PromptRequest, Question, QueuedPrompt, ServerLink, ServerState } from './chatState';
 import { ForkOrigin } from './fork';
+import { placeOf } from './messageOrder';
 import { reportView } from './reports';
 
 type Listener = (change: ChatChange) => void;
@@ -189,6 +190,7 @@ export class ChatModel {
     this.streamingTask = false;
     this.streaming = '';
     this.loading = undefined;
+    this.arrivedWhileLoading = [];
     this.olderLoading = undefined;
     this.activity = null;
     this.cancelUsageRefresh();
@@ -231,15 +233,17 @@ export class ChatModel {
   }
 
   message(params: MessageParams): void {
+    // While a page is read, every message waits for it, also one of a session the chat
+    // does not show yet: the page may open that session (the first read, a switch).
+    if (this.loading) {
+      this.arrivedWhileLoading.push(params);
+      return;
+    }
     // Subagents' sessions carry their own ids: only the open session is shown.
     if (this.session === null || params.sessionId !== this.session.id) {
       return;
     }
     const message = params.message;
-    if (this.loading) {
-      this.arrivedWhileLoading.push(params);
-      return;
-    }
     if (message.kind === 'recap') {
       // A compaction replaced the start of the history: read it again.
       void this.load();
@@ -801,11 +805,13 @@ export class ChatModel {
       return;
     }
     this.ids.add(message.id);
-    this.messages.push(message);
+    const at = placeOf(this.messages, message.id);
+    this.messages.splice(at, 0, message);
     if (message.role === 'tool' && message.tool_call_id) {
       this.toolOutputs.delete(message.tool_call_id); // its result holds the output now
     }
-    this.emit({ kind: 'append', message });
+    // One that arrived after a later one is drawn in its place (a call before its result).
+    this.emit(at === this.messages.length - 1 ? { kind: 'append', message } : { kind: 'reset' });
   }
 
   private clearTranscript(): void {
@@ -815,7 +821,7 @@ export class ChatModel {
     this.streaming = '';
     this.notices = [];
     this.toolOutputs.clear();
-    this.arrivedWhileLoading = [];
+    // Messages waiting for a read under way stay: those of the session now open follow it.
     this.context = null;
     this.forkOrigin = null;
   }

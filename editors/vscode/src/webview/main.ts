@@ -200,7 +200,9 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     }
     case 'append':
       messageCount++;
-      transcript.append(message.message);
+      if (transcript.append(message.message)) {
+        placeForkMark(); // drawn again: the fork's line too
+      }
       if (message.message.role === 'tool') {
         paths.forgetMisses();
       }

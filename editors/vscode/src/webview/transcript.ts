@@ -5,6 +5,7 @@
 // here" (a button on hover, and the view's context menu through `data-vscode-context`).
 
 import type { Notice } from '../chat/chatState';
+import { placeOf, resultsShown } from '../chat/messageOrder';
 import type { ToolCall, WireMessage } from '../protocol';
 import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';
@@ -118,18 +119,30 @@ export class Transcript {
     this.render();
   }
 
-  append(message: WireMessage): void {
+  /**
+   * Show a message that arrived. Returns true when the transcript was drawn again: one
+   * that arrived after a later one goes in its place, and a call whose result is shown
+   * already takes that result into its row (never "tool result" on its own).
+   */
+  append(message: WireMessage): boolean {
+    const at = placeOf(this.messages, message.id);
+    if (at < this.messages.length || resultsShown(this.messages, message)) {
+      this.messages.splice(at, 0, message);
+      this.render();
+      return true;
+    }
     this.messages.push(message);
     if (message.role === 'tool' && message.tool_call_id && this.callRows.has(message.tool_call_id)) {
       this.results.set(message.tool_call_id, message);
       this.liveOutput.delete(message.tool_call_id);
       this.refreshCall(message.tool_call_id);
-      return;
+      return false;
     }
     const row = this.renderMessage(message);
     if (row) {
       this.root.append(row);
     }
+    return false;
   }
 
   addNotice(notice: Notice): void {
