@@ -885,6 +885,9 @@ function answered(question: ApproveParams, choice: string, note: string | undefi
     case 'checks':
       about = `run the checks (${question.checks.map((c) => c.name).join(', ')})`;
       break;
+    case 'command':
+      about = `run \`${question.command}\` in ${question.cwd === '.' ? 'the workspace root' : question.cwd}`;
+      break;
     default:
       about = (question as { message: string }).message;
   }

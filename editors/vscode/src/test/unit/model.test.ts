@@ -438,6 +438,27 @@ suite('ChatModel', () => {
     assert.strictEqual(model.answer(question.id, 'Allow'), false, 'answered once');
   });
 
+  test('the line kept after a command is answered names the command once, in one sentence', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const command = 'for i in $(seq 1 3); do echo $i; done';
+    const asked = model.ask({
+      kind: 'command',
+      sessionId: 's1',
+      message: `seri wants to run \`${command}\` in the workspace root.`,
+      choices: ['Allow once', 'Deny'],
+      command,
+      cwd: '.',
+    });
+    const [question] = model.snapshot().questions;
+    assert.strictEqual(model.answer(question.id, 'Allow once'), true);
+    await asked;
+    const other = model.ask({ kind: 'command', sessionId: 's1', message: 'seri wants to run `ls` in src.', choices: ['Deny'], command: 'ls', cwd: 'src' });
+    model.answer(model.snapshot().questions[0].id, 'Deny', 'no');
+    await other;
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), [`“Allow once”: run \`${command}\` in the workspace root.`, '“Deny”: run `ls` in src (no).']);
+  });
+
   test('a question withdrawn by the server (its task was cancelled) goes away unanswered', async () => {
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, [])));
