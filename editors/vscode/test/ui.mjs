@@ -1495,6 +1495,12 @@ async function runCommandLive({ page, config, shot }) {
   // The long one: stopped by its row's button; the task goes on.
   const second = view.locator('.question', { hasText: 'seri wants to run a command' });
   await second.locator('pre.question-line', { hasText: 'sleep 60' }).waitFor({ timeout: 20_000 });
+  // "Allow `echo begun`, `sleep 60`, `echo never` for this session" wraps inside the card.
+  const overflow = await second.evaluate((card) => {
+    const edge = card.getBoundingClientRect().right;
+    return [...card.querySelectorAll('button')].filter((b) => b.getBoundingClientRect().right > edge + 0.5 || b.scrollWidth > b.clientWidth + 1).map((b) => b.textContent);
+  });
+  expect(overflow.length === 0, `every choice fits in the card (${overflow.join(' | ')})`);
   await second.getByRole('button', { name: 'Allow once', exact: true }).click();
   const sleeper = view.locator('details.tool[data-call-id="call-sleep"]');
   await sleeper.locator('pre.tool-live', { hasText: 'begun' }).waitFor({ timeout: 20_000 });

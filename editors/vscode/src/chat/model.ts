@@ -85,6 +85,9 @@ export class ChatModel {
   // `/cost` and `/context` sent and not answered: the server also shows their text as a
   // message, which the chat shows already.
   private reportsPending = 0;
+  // `/compact` sent from the chat and not answered: why nothing was compacted is said in
+  // the chat, so the server's message saying it too is not a toast.
+  private compactsPending = 0;
   private slashCommands: SlashCommand[] = [];
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
@@ -344,6 +347,9 @@ export class ChatModel {
     if (this.reportsPending > 0 && /^(Spend|Context): /.test(message)) {
       return true; // the report of a `/cost` or `/context` the chat prints
     }
+    if (this.compactsPending > 0 && message.startsWith(NOTHING_TO_COMPACT)) {
+      return true; // the chat says it when the `/compact` is answered
+    }
     return this.endedWith.delete(message);
   }
 
@@ -517,7 +523,9 @@ export class ChatModel {
   async send(text: string, context?: PromptContext[]): Promise<PromptResult> {
     const server = this.requireServer();
     const generation = this.generation;
+    const compacting = /^\/compact(\s|$)/i.test(text.trim());
     this.promptsInFlight++;
+    this.compactsPending += compacting ? 1 : 0;
     this.emit({ kind: 'state' });
     let status: TaskStatus | undefined;
     try {
@@ -527,6 +535,7 @@ export class ChatModel {
       this.noteOutcome(result, { text, context });
       return result;
     } finally {
+      this.compactsPending -= compacting ? 1 : 0;
       // After a restart the count started again from zero.
       if (generation === this.generation) {
         this.promptsInFlight = Math.max(0, this.promptsInFlight - 1);
@@ -831,6 +840,10 @@ export class ChatModel {
       this.noteRewind(result as PromptResult & Partial<RewindResult>);
       return;
     }
+    if (result.command === 'compact' && result.compacted === false && typeof result.message === 'string') {
+      this.addNotice('info', result.message);
+      return;
+    }
     // `/trajectory` and the other commands: the server says what it did (showMessage).
     if (result.command !== undefined) {
       return;
@@ -893,6 +906,9 @@ function answered(question: ApproveParams, choice: string, note: string | undefi
   }
   return `“${choice}”: ${about}${note ? ` (${note})` : ''}.`;
 }
+
+/** How the server's reason for not compacting starts (seri_lsp/context/compaction.py). */
+const NOTHING_TO_COMPACT = 'Not enough history to compact';
 
 /** `/cost` or `/context`: a slash command that prints a report and runs no task. */
 function isReport(text: string): boolean {

@@ -459,6 +459,26 @@ suite('ChatModel', () => {
     assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), [`“Allow once”: run \`${command}\` in the workspace root.`, '“Deny”: run `ls` in src (no).']);
   });
 
+  test('a /compact typed in the chat that has nothing to compact says why in the chat, not in a toast', async () => {
+    const why = 'Not enough history to compact: the newest 4000 tokens are kept as they are';
+    let shown: boolean | undefined;
+    let model: ChatModel | undefined = undefined;
+    const server = new FakeServer((command, args) => {
+      if (command === 'seri.prompt' && args.text === '/compact') {
+        // The server's own message arrives before its answer.
+        shown = model!.showsInChat(why);
+        return { status: 'done', command: 'compact', compacted: false, evicted: 0, message: why };
+      }
+      return view(open, []);
+    });
+    model = new ChatModel();
+    await model.attach(server);
+    await model.submit({ text: '/compact' });
+    assert.strictEqual(shown, true, 'the toast is held back');
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), [why]);
+    assert.strictEqual(model.showsInChat(why), false, 'only while the /compact runs');
+  });
+
   test('a question withdrawn by the server (its task was cancelled) goes away unanswered', async () => {
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, [])));
