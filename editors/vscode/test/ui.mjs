@@ -502,6 +502,10 @@ async function questionWithdrawn({ page, config, shot }) {
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   await view.locator('.notice', { hasText: 'Stopped.' }).waitFor({ timeout: 10_000 });
   await page.locator(STATUS_ITEM, { hasText: 'approve?' }).waitFor({ state: 'detached', timeout: 10_000 });
+  // The call the Stop cut short is the user's choice too: "stopped", not a red "failed".
+  const cut = view.locator('details.tool[data-call-id="call-stop"]');
+  await cut.locator('summary .tool-denied', { hasText: 'stopped' }).waitFor({ timeout: 10_000 });
+  expect((await cut.locator('.tool-failed').count()) === 0, 'a call cut by the Stop is not said to have failed');
   await shot('question-withdrawn');
 }
 
@@ -1245,6 +1249,13 @@ async function selectModel({ page, shot }) {
   // The window is read again for the new model.
   await view.locator('#context-use', { hasText: '/ 4.1k tokens' }).waitFor({ timeout: 20_000 });
   await shot('model-done');
+  // `/model` typed in the chat opens the same picker (not a toast listing the models).
+  await sendPrompt(view, '/model');
+  await rows.filter({ hasText: 'test/model' }).waitFor({ timeout: 20_000 });
+  expect(/in use/.test(await rows.filter({ hasText: 'other/model' }).innerText()), 'the picker marks the model in use');
+  await shot('model-slash-picker');
+  await page.keyboard.press('Escape');
+  await view.locator('#session-model').filter({ hasText: 'other/model' }).waitFor();
 }
 
 async function renameSession({ page, config, shot }) {
