@@ -472,6 +472,8 @@ async function denyWithNote({ page, config, shot }) {
   await shot('deny-note');
   await card.locator('.question-note').press('Enter');
   await card.waitFor({ state: 'detached', timeout: 10_000 });
+  // The focus was in the card that went away: it goes to the chat input, not to the page.
+  await waitUntil(() => view.locator('#prompt-input').evaluate((input) => document.activeElement === input), 'the focus in the chat input after the answer');
   await view.locator('.notice', { hasText: '“Deny”: edit src/app.py (keep the greeting as it is)' }).waitFor();
   // A refusal is the user's choice: a neutral "denied" row, not a red "failed" one.
   const refused = view.locator('details.tool.status-denied[data-tool="edit"]');
@@ -501,6 +503,8 @@ async function questionWithdrawn({ page, config, shot }) {
   await view.locator('#stop-button').click();
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   await view.locator('.notice', { hasText: 'Stopped.' }).waitFor({ timeout: 10_000 });
+  // The Stop hides once the task ended: the focus goes to the chat input.
+  await waitUntil(() => view.locator('#prompt-input').evaluate((input) => document.activeElement === input), 'the focus in the chat input after the Stop');
   await page.locator(STATUS_ITEM, { hasText: 'approve?' }).waitFor({ state: 'detached', timeout: 10_000 });
   // The call the Stop cut short is the user's choice too: "stopped", not a red "failed".
   const cut = view.locator('details.tool[data-call-id="call-stop"]');
@@ -940,6 +944,31 @@ async function bundledServer({ page, config, shot }) {
   await view.locator('.row.assistant', { hasText: 'from the server the extension carries' }).waitFor({ timeout: 30_000 });
   expect((await statusPercent(page)) >= 1, 'the status bar shows the context use');
   await shot('bundled-server');
+  await lateCallBeforeResult(view);
+}
+
+/**
+ * Under load this scenario once showed "tool result {}": a result drawn without its call.
+ * The chat page is sent a tool result before the message with its call, as a late read
+ * once delivered them: the result is drawn inside its call's row, never on its own.
+ */
+async function lateCallBeforeResult(view) {
+  const last = Math.max(...(await view.locator('#messages [data-id]').evaluateAll((rows) => rows.map((row) => Number(row.dataset.id)))));
+  const at = new Date().toISOString();
+  const call = { id: 'call-late', name: 'read_file', arguments: JSON.stringify({ path: 'src/late.py' }) };
+  await view.locator('body').evaluate(
+    (_body, messages) => messages.forEach((message) => window.dispatchEvent(new MessageEvent('message', { data: { type: 'append', message } }))),
+    [
+      { id: last + 2, createdAt: at, role: 'tool', content: 'late = True', tool_call_id: call.id },
+      { id: last + 1, createdAt: at, role: 'assistant', content: 'Reading the late file.', tool_calls: [call] },
+    ],
+  );
+  const row = view.locator('details.tool[data-call-id="call-late"]');
+  await row.locator('.tool-target', { hasText: 'src/late.py' }).waitFor({ timeout: 5_000 });
+  expect((await row.getAttribute('class')).includes('status-ok'), 'the call shows its result (not still running)');
+  expect((await view.locator('details.tool[data-tool="tool result"]').count()) === 0, 'no result drawn without its call');
+  const order = await view.locator('#messages > .row').evaluateAll((rows) => rows.map((r) => r.dataset.id ?? ''));
+  expect(order.indexOf(String(last + 1)) === order.length - 1, `the late call's reply comes last (${order.slice(-3)})`);
 }
 
 /** The id of the open session, from the title's tooltip ("Title (id)"). */
