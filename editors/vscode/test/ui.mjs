@@ -944,7 +944,30 @@ async function bundledServer({ page, config, shot }) {
   await view.locator('.row.assistant', { hasText: 'from the server the extension carries' }).waitFor({ timeout: 30_000 });
   expect((await statusPercent(page)) >= 1, 'the status bar shows the context use');
   await shot('bundled-server');
-  await lateCallBeforeResult(view);
+  await lateCallBeforeResult(page, view);
+  await reusedCallId(config, view, shot);
+}
+
+/**
+ * Some providers number their tool calls per reply ("call_0" in every turn): a later call
+ * with an earlier call's id gets its own row and result, and the earlier row keeps its own.
+ */
+async function reusedCallId(config, view, shot) {
+  await provider(config).script(
+    { calls: [['call-read', 'read_file', { path: 'src/missing.py' }]], usage: 340 },
+    { text: 'There is no src/missing.py.', usage: 360 },
+  );
+  await sendPrompt(view, 'And src/missing.py?');
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'There is no src/missing.py.' }).waitFor({ timeout: 30_000 });
+  const rows = view.locator('details.tool[data-tool="read_file"][data-call-id="call-read"]');
+  const shown = await rows.evaluateAll((found) =>
+    found.map((row) => [row.querySelector('.tool-target')?.textContent ?? '', row.className.includes('status-ok') ? 'ok' : 'not ok', row.textContent.includes('print') ? 'app' : 'other']),
+  );
+  expect(
+    JSON.stringify(shown) === JSON.stringify([['src/app.py', 'ok', 'app'], ['src/missing.py', 'not ok', 'other']]),
+    `each call with its own target and result (${JSON.stringify(shown)})`,
+  );
+  await shot('bundled-reused-call-id');
 }
 
 /**
@@ -952,7 +975,7 @@ async function bundledServer({ page, config, shot }) {
  * The chat page is sent a tool result before the message with its call, as a late read
  * once delivered them: the result is drawn inside its call's row, never on its own.
  */
-async function lateCallBeforeResult(view) {
+async function lateCallBeforeResult(page, view) {
   const last = Math.max(...(await view.locator('#messages [data-id]').evaluateAll((rows) => rows.map((row) => Number(row.dataset.id)))));
   const at = new Date().toISOString();
   const call = { id: 'call-late', name: 'read_file', arguments: JSON.stringify({ path: 'src/late.py' }) };
@@ -969,6 +992,10 @@ async function lateCallBeforeResult(view) {
   expect((await view.locator('details.tool[data-tool="tool result"]').count()) === 0, 'no result drawn without its call');
   const order = await view.locator('#messages > .row').evaluateAll((rows) => rows.map((r) => r.dataset.id ?? ''));
   expect(order.indexOf(String(last + 1)) === order.length - 1, `the late call's reply comes last (${order.slice(-3)})`);
+  // Shown again, the page is drawn from the extension's model, without these two.
+  await runCommand(page, 'View: Show Explorer');
+  await openChat(page);
+  await view.locator('details.tool[data-call-id="call-late"]').waitFor({ state: 'detached', timeout: 20_000 });
 }
 
 /** The id of the open session, from the title's tooltip ("Title (id)"). */

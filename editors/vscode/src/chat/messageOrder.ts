@@ -16,9 +16,3 @@ export function placeOf(messages: readonly WireMessage[], id: number): number {
   }
   return index;
 }
-
-/** Whether a result of one of `message`'s tool calls is among `messages` already. */
-export function resultsShown(messages: readonly WireMessage[], message: WireMessage): boolean {
-  const calls = new Set((message.tool_calls ?? []).map((call) => call.id));
-  return calls.size > 0 && messages.some((m) => m.role === 'tool' && m.tool_call_id !== undefined && calls.has(m.tool_call_id));
-}
