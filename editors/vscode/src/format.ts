@@ -198,6 +198,9 @@ export function describeActivity(activity: ActivityLine | null, waitingForApprov
       return `Retry${count}${delay}${detail ? `: ${detail}` : ''}`;
     }
     case 'tool':
+      if (detail.startsWith('run ')) {
+        return `Running \`${detail.slice(4)}\`…`; // the command line, not "run" twice
+      }
       return detail ? `Running ${detail}…` : 'Running a tool…';
     case 'compacting':
       return 'Compacting the conversation…';

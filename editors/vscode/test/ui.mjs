@@ -472,6 +472,8 @@ async function denyWithNote({ page, config, shot }) {
   await shot('deny-note');
   await card.locator('.question-note').press('Enter');
   await card.waitFor({ state: 'detached', timeout: 10_000 });
+  // The focus was in the card that went away: it goes to the chat input, not to the page.
+  await waitUntil(() => view.locator('#prompt-input').evaluate((input) => document.activeElement === input), 'the focus in the chat input after the answer');
   await view.locator('.notice', { hasText: '“Deny”: edit src/app.py (keep the greeting as it is)' }).waitFor();
   // A refusal is the user's choice: a neutral "denied" row, not a red "failed" one.
   const refused = view.locator('details.tool.status-denied[data-tool="edit"]');
@@ -501,7 +503,13 @@ async function questionWithdrawn({ page, config, shot }) {
   await view.locator('#stop-button').click();
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   await view.locator('.notice', { hasText: 'Stopped.' }).waitFor({ timeout: 10_000 });
+  // The Stop hides once the task ended: the focus goes to the chat input.
+  await waitUntil(() => view.locator('#prompt-input').evaluate((input) => document.activeElement === input), 'the focus in the chat input after the Stop');
   await page.locator(STATUS_ITEM, { hasText: 'approve?' }).waitFor({ state: 'detached', timeout: 10_000 });
+  // The call the Stop cut short is the user's choice too: "stopped", not a red "failed".
+  const cut = view.locator('details.tool[data-call-id="call-stop"]');
+  await cut.locator('summary .tool-denied', { hasText: 'stopped' }).waitFor({ timeout: 10_000 });
+  expect((await cut.locator('.tool-failed').count()) === 0, 'a call cut by the Stop is not said to have failed');
   await shot('question-withdrawn');
 }
 
@@ -936,6 +944,58 @@ async function bundledServer({ page, config, shot }) {
   await view.locator('.row.assistant', { hasText: 'from the server the extension carries' }).waitFor({ timeout: 30_000 });
   expect((await statusPercent(page)) >= 1, 'the status bar shows the context use');
   await shot('bundled-server');
+  await lateCallBeforeResult(page, view);
+  await reusedCallId(config, view, shot);
+}
+
+/**
+ * Some providers number their tool calls per reply ("call_0" in every turn): a later call
+ * with an earlier call's id gets its own row and result, and the earlier row keeps its own.
+ */
+async function reusedCallId(config, view, shot) {
+  await provider(config).script(
+    { calls: [['call-read', 'read_file', { path: 'src/missing.py' }]], usage: 340 },
+    { text: 'There is no src/missing.py.', usage: 360 },
+  );
+  await sendPrompt(view, 'And src/missing.py?');
+  await view.locator('.row.assistant:not(.streaming)', { hasText: 'There is no src/missing.py.' }).waitFor({ timeout: 30_000 });
+  const rows = view.locator('details.tool[data-tool="read_file"][data-call-id="call-read"]');
+  const shown = await rows.evaluateAll((found) =>
+    found.map((row) => [row.querySelector('.tool-target')?.textContent ?? '', row.className.includes('status-ok') ? 'ok' : 'not ok', row.textContent.includes('print') ? 'app' : 'other']),
+  );
+  expect(
+    JSON.stringify(shown) === JSON.stringify([['src/app.py', 'ok', 'app'], ['src/missing.py', 'not ok', 'other']]),
+    `each call with its own target and result (${JSON.stringify(shown)})`,
+  );
+  await shot('bundled-reused-call-id');
+}
+
+/**
+ * Under load this scenario once showed "tool result {}": a result drawn without its call.
+ * The chat page is sent a tool result before the message with its call, as a late read
+ * once delivered them: the result is drawn inside its call's row, never on its own.
+ */
+async function lateCallBeforeResult(page, view) {
+  const last = Math.max(...(await view.locator('#messages [data-id]').evaluateAll((rows) => rows.map((row) => Number(row.dataset.id)))));
+  const at = new Date().toISOString();
+  const call = { id: 'call-late', name: 'read_file', arguments: JSON.stringify({ path: 'src/late.py' }) };
+  await view.locator('body').evaluate(
+    (_body, messages) => messages.forEach((message) => window.dispatchEvent(new MessageEvent('message', { data: { type: 'append', message } }))),
+    [
+      { id: last + 2, createdAt: at, role: 'tool', content: 'late = True', tool_call_id: call.id },
+      { id: last + 1, createdAt: at, role: 'assistant', content: 'Reading the late file.', tool_calls: [call] },
+    ],
+  );
+  const row = view.locator('details.tool[data-call-id="call-late"]');
+  await row.locator('.tool-target', { hasText: 'src/late.py' }).waitFor({ timeout: 5_000 });
+  expect((await row.getAttribute('class')).includes('status-ok'), 'the call shows its result (not still running)');
+  expect((await view.locator('details.tool[data-tool="tool result"]').count()) === 0, 'no result drawn without its call');
+  const order = await view.locator('#messages > .row').evaluateAll((rows) => rows.map((r) => r.dataset.id ?? ''));
+  expect(order.indexOf(String(last + 1)) === order.length - 1, `the late call's reply comes last (${order.slice(-3)})`);
+  // Shown again, the page is drawn from the extension's model, without these two.
+  await runCommand(page, 'View: Show Explorer');
+  await openChat(page);
+  await view.locator('details.tool[data-call-id="call-late"]').waitFor({ state: 'detached', timeout: 20_000 });
 }
 
 /** The id of the open session, from the title's tooltip ("Title (id)"). */
@@ -1273,6 +1333,13 @@ async function selectModel({ page, shot }) {
   // The window is read again for the new model.
   await view.locator('#context-use', { hasText: '/ 4.1k tokens' }).waitFor({ timeout: 20_000 });
   await shot('model-done');
+  // `/model` typed in the chat opens the same picker (not a toast listing the models).
+  await sendPrompt(view, '/model');
+  await rows.filter({ hasText: 'test/model' }).waitFor({ timeout: 20_000 });
+  expect(/in use/.test(await rows.filter({ hasText: 'other/model' }).innerText()), 'the picker marks the model in use');
+  await shot('model-slash-picker');
+  await page.keyboard.press('Escape');
+  await view.locator('#session-model').filter({ hasText: 'other/model' }).waitFor();
 }
 
 async function renameSession({ page, config, shot }) {
@@ -1560,6 +1627,12 @@ async function runCommandLive({ page, config, shot }) {
   // The long one: stopped by its row's button; the task goes on.
   const second = view.locator('.question', { hasText: 'seri wants to run a command' });
   await second.locator('pre.question-line', { hasText: 'sleep 60' }).waitFor({ timeout: 20_000 });
+  // "Allow `echo begun`, `sleep 60`, `echo never` for this session" wraps inside the card.
+  const overflow = await second.evaluate((card) => {
+    const edge = card.getBoundingClientRect().right;
+    return [...card.querySelectorAll('button')].filter((b) => b.getBoundingClientRect().right > edge + 0.5 || b.scrollWidth > b.clientWidth + 1).map((b) => b.textContent);
+  });
+  expect(overflow.length === 0, `every choice fits in the card (${overflow.join(' | ')})`);
   await second.getByRole('button', { name: 'Allow once', exact: true }).click();
   const sleeper = view.locator('details.tool[data-call-id="call-sleep"]');
   await sleeper.locator('pre.tool-live', { hasText: 'begun' }).waitFor({ timeout: 20_000 });

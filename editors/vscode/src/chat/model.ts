@@ -32,6 +32,7 @@ import {
 } from '../protocol';
 import type { Activity, Cancellation, ChatChange, ChatSnapshot, Notice, NoticeExtras, PromptRequest, Question, QueuedPrompt, ServerLink, ServerState } from './chatState';
 import { ForkOrigin } from './fork';
+import { placeOf } from './messageOrder';
 import { reportView } from './reports';
 
 type Listener = (change: ChatChange) => void;
@@ -85,6 +86,9 @@ export class ChatModel {
   // `/cost` and `/context` sent and not answered: the server also shows their text as a
   // message, which the chat shows already.
   private reportsPending = 0;
+  // `/compact` sent from the chat and not answered: why nothing was compacted is said in
+  // the chat, so the server's message saying it too is not a toast.
+  private compactsPending = 0;
   private slashCommands: SlashCommand[] = [];
 
   constructor(private readonly usageRefreshDelayMs = USAGE_REFRESH_DELAY_MS) {}
@@ -190,6 +194,7 @@ export class ChatModel {
     this.streamingTask = false;
     this.streaming = '';
     this.loading = undefined;
+    this.arrivedWhileLoading = [];
     this.olderLoading = undefined;
     this.activity = null;
     this.cancelUsageRefresh();
@@ -232,15 +237,17 @@ export class ChatModel {
   }
 
   message(params: MessageParams): void {
+    // While a page is read, every message waits for it, also one of a session the chat
+    // does not show yet: the page may open that session (the first read, a switch).
+    if (this.loading) {
+      this.arrivedWhileLoading.push(params);
+      return;
+    }
     // Subagents' sessions carry their own ids: only the open session is shown.
     if (this.session === null || params.sessionId !== this.session.id) {
       return;
     }
     const message = params.message;
-    if (this.loading) {
-      this.arrivedWhileLoading.push(params);
-      return;
-    }
     if (message.kind === 'recap') {
       // A compaction replaced the start of the history: read it again.
       void this.load();
@@ -340,6 +347,9 @@ export class ChatModel {
   showsInChat(message: string): boolean {
     if (this.reportsPending > 0 && /^(Spend|Context): /.test(message)) {
       return true; // the report of a `/cost` or `/context` the chat prints
+    }
+    if (this.compactsPending > 0 && message.startsWith(NOTHING_TO_COMPACT)) {
+      return true; // the chat says it when the `/compact` is answered
     }
     return this.endedWith.delete(message);
   }
@@ -519,7 +529,9 @@ export class ChatModel {
   async send(text: string, context?: PromptContext[]): Promise<PromptResult> {
     const server = this.requireServer();
     const generation = this.generation;
+    const compacting = /^\/compact(\s|$)/i.test(text.trim());
     this.promptsInFlight++;
+    this.compactsPending += compacting ? 1 : 0;
     this.emit({ kind: 'state' });
     let status: TaskStatus | undefined;
     try {
@@ -529,6 +541,7 @@ export class ChatModel {
       this.noteOutcome(result, { text, context });
       return result;
     } finally {
+      this.compactsPending -= compacting ? 1 : 0;
       // After a restart the count started again from zero.
       if (generation === this.generation) {
         this.promptsInFlight = Math.max(0, this.promptsInFlight - 1);
@@ -807,11 +820,13 @@ export class ChatModel {
       return;
     }
     this.ids.add(message.id);
-    this.messages.push(message);
+    const at = placeOf(this.messages, message.id);
+    this.messages.splice(at, 0, message);
     if (message.role === 'tool' && message.tool_call_id) {
       this.toolOutputs.delete(message.tool_call_id); // its result holds the output now
     }
-    this.emit({ kind: 'append', message });
+    // One that arrived after a later one is drawn in its place (a call before its result).
+    this.emit(at === this.messages.length - 1 ? { kind: 'append', message } : { kind: 'reset' });
   }
 
   private clearTranscript(): void {
@@ -821,7 +836,7 @@ export class ChatModel {
     this.streaming = '';
     this.notices = [];
     this.toolOutputs.clear();
-    this.arrivedWhileLoading = [];
+    // Messages waiting for a read under way stay: those of the session now open follow it.
     this.context = null;
     this.forkOrigin = null;
   }
@@ -829,6 +844,10 @@ export class ChatModel {
   private noteOutcome(result: PromptResult, request: PromptRequest): void {
     if (result.command === 'rewind') {
       this.noteRewind(result as PromptResult & Partial<RewindResult>);
+      return;
+    }
+    if (result.command === 'compact' && result.compacted === false && typeof result.message === 'string') {
+      this.addNotice('info', result.message);
       return;
     }
     // `/trajectory` and the other commands: the server says what it did (showMessage).
@@ -891,11 +910,17 @@ function answered(question: ApproveParams, choice: string, note: string | undefi
     case 'mcpServers':
       about = `start this workspace’s MCP servers (${question.servers.map((s) => s.name).join(', ')})`;
       break;
+    case 'command':
+      about = `run \`${question.command}\` in ${question.cwd === '.' ? 'the workspace root' : question.cwd}`;
+      break;
     default:
       about = (question as { message: string }).message;
   }
   return `“${choice}”: ${about}${note ? ` (${note})` : ''}.`;
 }
+
+/** How the server's reason for not compacting starts (seri_lsp/context/compaction.py). */
+const NOTHING_TO_COMPACT = 'Not enough history to compact';
 
 /** `/cost` or `/context`: a slash command that prints a report and runs no task. */
 function isReport(text: string): boolean {

@@ -288,6 +288,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       await vscode.commands.executeCommand(Commands.resumeSession);
       return;
     }
+    if (text === '/model') {
+      // Without a name, pick one like the header's model does.
+      await vscode.commands.executeCommand(Commands.selectModel);
+      return;
+    }
     if (text === '/rewind') {
       // Without a count, pick the prompt like "Seri: Rewind..." does.
       await vscode.commands.executeCommand(Commands.rewind);

@@ -19,7 +19,7 @@ import { markdownBody } from './replyBody';
 import { Transcript } from './transcript';
 import { rovingActions } from './roving';
 import { handleTranscriptClicks } from './transcriptActions';
-import { renderQuestions, renderQueue } from './waiting';
+import { ANSWERED, renderQuestions, renderQueue } from './waiting';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -82,6 +82,8 @@ let retrySent = false;
 
 function applyHeader(next: HeaderState): void {
   const before = state;
+  // The Stop of a task that ends is hidden: the focus it held goes to the input.
+  const stopFocused = document.activeElement?.id === 'stop-button';
   state = next;
   const session = next.session;
   header.update(next);
@@ -114,7 +116,21 @@ function applyHeader(next: HeaderState): void {
   if (next.questions.length > (before?.questions.length ?? 0) || next.queued.length > (before?.queued.length ?? 0)) {
     follower.arrived();
   }
+  if (stopFocused && !next.running) {
+    composer.focus();
+  }
 }
+
+// An answered question's card stays, disabled, until the extension takes it away: the
+// focus its buttons held goes on to the next question's first choice, else to the input.
+questions.addEventListener(ANSWERED, () => {
+  const choice = questions.querySelector<HTMLElement>('.question:not(.answered) .question-choices button');
+  if (choice) {
+    choice.focus();
+  } else {
+    composer.focus();
+  }
+});
 
 /** After a fork's copied messages: a line saying where they come from. */
 function placeForkMark(): void {
@@ -200,7 +216,9 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
     }
     case 'append':
       messageCount++;
-      transcript.append(message.message);
+      if (transcript.append(message.message)) {
+        placeForkMark(); // drawn again: the fork's line too
+      }
       if (message.message.role === 'tool') {
         paths.forgetMisses();
       }

@@ -98,8 +98,9 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
 
 /**
  * How a call ended: a refused one (the server's result starts `Denied: `, as a denied
- * write's does) and a command the user stopped (`stopped by the user`) are the user's
- * choice, not failures, and are drawn in neutral colours.
+ * write's does), a command the user stopped (`stopped by the user`) and a call the
+ * task's Stop cut short are the user's choice, not failures, and are drawn in neutral
+ * colours.
  */
 export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 'error' | 'denied' | 'stopped' {
   if (result === undefined) {
@@ -108,7 +109,8 @@ export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 
   if (!result.isError) {
     return 'ok';
   }
-  if (result.content.startsWith('stopped by the user')) {
+  // Its own Stop, or the task's Stop before it finished (seri_lsp/agent/loop.py).
+  if (result.content.startsWith('stopped by the user') || result.content.startsWith('Cancelled: the user stopped')) {
     return 'stopped';
   }
   return result.content.startsWith('Denied: ') || result.content.startsWith('not run (denied)') ? 'denied' : 'error';

@@ -5,6 +5,7 @@
 // here" (a button on hover, and the view's context menu through `data-vscode-context`).
 
 import type { Notice } from '../chat/chatState';
+import { placeOf } from '../chat/messageOrder';
 import type { ToolCall, WireMessage } from '../protocol';
 import { checksHeading } from '../format';
 import { Icons, h, icon } from './dom';
@@ -19,15 +20,36 @@ import { renderTurnEnd } from './turnEndRow';
 /** The tail of a running command's output a row keeps (its result holds the rest). */
 const MAX_LIVE_OUTPUT = 64_000;
 
+/**
+ * A tool call as shown: its reply's message id and its own id. Some providers number
+ * their calls per reply ("call_0" in every turn), so the call id alone is not enough.
+ */
+type CallKey = string;
+
+function callKey(replyId: number, callId: string): CallKey {
+  return `${replyId}/${callId}`;
+}
+
+function replyOf(key: CallKey): number {
+  return Number(key.slice(0, key.indexOf('/')));
+}
+
 export class Transcript {
   private messages: WireMessage[] = [];
   private notices: Notice[] = [];
-  private readonly results = new Map<string, WireMessage>();
-  private readonly callRows = new Map<string, HTMLElement>();
+  // Each call shown, its row and its result; a result goes with the newest call of its
+  // id before it.
+  private readonly calls = new Map<CallKey, ToolCall>();
+  private readonly callRows = new Map<CallKey, HTMLElement>();
+  private readonly results = new Map<CallKey, WireMessage>();
+  // The newest call of each id (the one a result or a running command's output is for).
+  private readonly newestCall = new Map<string, CallKey>();
+  // The call each result shown in a call's row belongs to, by the result's message id.
+  private readonly resultCall = new Map<number, CallKey>();
   // Which tool rows the user opened, so a re-render keeps them open.
-  private readonly openRows = new Set<string>();
+  private readonly openRows = new Set<CallKey>();
   // Running commands' rows the user folded: not opened again for their output.
-  private readonly closedRows = new Set<string>();
+  private readonly closedRows = new Set<CallKey>();
   // What each running command printed so far (its tail), by call id.
   private liveOutput = new Map<string, string>();
 
@@ -83,8 +105,8 @@ export class Transcript {
 
   /** The tool row of tool result `id`, when its call is shown. */
   private callRowOf(id: number): HTMLElement | undefined {
-    const message = this.messages.find((m) => m.id === id);
-    return message?.role === 'tool' && message.tool_call_id ? this.callRows.get(message.tool_call_id) : undefined;
+    const key = this.resultCall.get(id);
+    return key === undefined ? undefined : this.callRows.get(key);
   }
 
   reset(messages: WireMessage[], notices: Notice[], toolOutputs: Record<string, string> = {}): void {
@@ -101,7 +123,8 @@ export class Transcript {
   toolOutput(callId: string, text: string): void {
     const output = ((this.liveOutput.get(callId) ?? '') + text).slice(-MAX_LIVE_OUTPUT);
     this.liveOutput.set(callId, output);
-    const box = this.callRows.get(callId)?.querySelector<HTMLElement>('.tool-live');
+    const key = this.newestCall.get(callId);
+    const box = key === undefined ? null : (this.callRows.get(key)?.querySelector<HTMLElement>('.tool-live') ?? null);
     if (!box) {
       return;
     }
@@ -118,18 +141,32 @@ export class Transcript {
     this.render();
   }
 
-  append(message: WireMessage): void {
+  /**
+   * Show a message that arrived. Returns true when the transcript was drawn again: one
+   * that arrived after a later one goes in its place, and a call whose result is shown
+   * already takes that result into its row (never "tool result" on its own).
+   */
+  append(message: WireMessage): boolean {
+    const at = placeOf(this.messages, message.id);
+    if (at < this.messages.length || this.hasLooseResults(message)) {
+      this.messages.splice(at, 0, message);
+      this.render();
+      return true;
+    }
     this.messages.push(message);
-    if (message.role === 'tool' && message.tool_call_id && this.callRows.has(message.tool_call_id)) {
-      this.results.set(message.tool_call_id, message);
-      this.liveOutput.delete(message.tool_call_id);
-      this.refreshCall(message.tool_call_id);
-      return;
+    const key = message.role === 'tool' && message.tool_call_id ? this.newestCall.get(message.tool_call_id) : undefined;
+    if (key !== undefined && !this.results.has(key)) {
+      this.results.set(key, message);
+      this.resultCall.set(message.id, key);
+      this.liveOutput.delete(message.tool_call_id!);
+      this.refreshCall(key);
+      return false;
     }
     const row = this.renderMessage(message);
     if (row) {
       this.root.append(row);
     }
+    return false;
   }
 
   addNotice(notice: Notice): void {
@@ -137,21 +174,33 @@ export class Transcript {
     this.root.append(renderNotice(notice));
   }
 
+  /** Whether results of `message`'s calls are shown on their own (they arrived first). */
+  private hasLooseResults(message: WireMessage): boolean {
+    const ids = new Set((message.tool_calls ?? []).map((call) => call.id));
+    return ids.size > 0 && this.messages.some((m) => m.role === 'tool' && m.tool_call_id !== undefined && ids.has(m.tool_call_id) && !this.resultCall.has(m.id));
+  }
+
   private render(): void {
-    this.results.clear();
+    this.calls.clear();
     this.callRows.clear();
-    const calls = new Set<string>();
+    this.results.clear();
+    this.newestCall.clear();
+    this.resultCall.clear();
+    // Each result with the newest call of its id before it, in the order stored.
     for (const message of this.messages) {
-      message.tool_calls?.forEach((call) => calls.add(call.id));
-      if (message.role === 'tool' && message.tool_call_id) {
-        this.results.set(message.tool_call_id, message);
+      for (const call of message.tool_calls ?? []) {
+        this.newestCall.set(call.id, callKey(message.id, call.id));
+      }
+      const key = message.role === 'tool' && message.tool_call_id ? this.newestCall.get(message.tool_call_id) : undefined;
+      if (key !== undefined && !this.results.has(key)) {
+        this.results.set(key, message);
+        this.resultCall.set(message.id, key);
       }
     }
     const rows: Node[] = this.notices.filter((n) => n.afterId === null).map(renderNotice);
     for (const message of this.messages) {
       // A result shows inside its call's row; one whose call is not loaded stands alone.
-      const attached = message.role === 'tool' && message.tool_call_id !== undefined && calls.has(message.tool_call_id);
-      if (!attached) {
+      if (!this.resultCall.has(message.id)) {
         const row = this.renderMessage(message);
         if (row) {
           rows.push(row);
@@ -200,8 +249,14 @@ export class Transcript {
         row.append(markdownBody(message.content));
       }
       for (const call of message.tool_calls ?? []) {
-        const toolRow = this.renderCall(call);
-        this.callRows.set(call.id, toolRow);
+        const key = callKey(message.id, call.id);
+        this.calls.set(key, call);
+        const newest = this.newestCall.get(call.id);
+        if (newest === undefined || replyOf(newest) < message.id) {
+          this.newestCall.set(call.id, key);
+        }
+        const toolRow = this.renderCall(call, key);
+        this.callRows.set(key, toolRow);
         row.append(toolRow);
       }
       return row;
@@ -214,23 +269,25 @@ export class Transcript {
     );
   }
 
-  private renderCall(call: ToolCall): HTMLElement {
-    const result = this.results.get(call.id);
+  private renderCall(call: ToolCall, key: CallKey): HTMLElement {
+    const result = this.results.get(key);
     // A running command opens to show its output as it comes, unless the user folded it;
     // once it ends the row stays as the user left it.
     const running = call.name === 'run' && result === undefined;
-    const open = this.openRows.has(call.id) || (running && !this.closedRows.has(call.id));
+    const open = this.openRows.has(key) || (running && !this.closedRows.has(key));
     if (open) {
-      this.openRows.add(call.id); // opened for its output: it stays open when it ends
+      this.openRows.add(key); // opened for its output: it stays open when it ends
     }
-    const row = renderToolRow(call, result, open, running ? this.liveOutput.get(call.id) : undefined);
+    // Only the newest call of an id is running now: the output is its.
+    const output = running && this.newestCall.get(call.id) === key ? this.liveOutput.get(call.id) : undefined;
+    const row = renderToolRow(call, result, open, output);
     row.addEventListener('toggle', () => {
       if ((row as HTMLDetailsElement).open) {
-        this.openRows.add(call.id);
-        this.closedRows.delete(call.id);
+        this.openRows.add(key);
+        this.closedRows.delete(key);
       } else {
-        this.openRows.delete(call.id);
-        this.closedRows.add(call.id);
+        this.openRows.delete(key);
+        this.closedRows.add(key);
       }
     });
     if (running) {
@@ -240,14 +297,14 @@ export class Transcript {
     return row;
   }
 
-  private refreshCall(callId: string): void {
-    const old = this.callRows.get(callId);
-    const call = this.messages.flatMap((m) => m.tool_calls ?? []).find((c) => c.id === callId);
+  private refreshCall(key: CallKey): void {
+    const old = this.callRows.get(key);
+    const call = this.calls.get(key);
     if (!old || !call) {
       return;
     }
-    const fresh = this.renderCall(call);
-    this.callRows.set(callId, fresh);
+    const fresh = this.renderCall(call, key);
+    this.callRows.set(key, fresh);
     old.replaceWith(fresh);
   }
 }

@@ -28,6 +28,9 @@ function sync<T extends { id: number }>(container: HTMLElement, items: readonly 
   container.hidden = wanted.length === 0;
 }
 
+/** Sent by a question's card answered while the focus was in it (the page moves the focus on). */
+export const ANSWERED = 'seri-answered';
+
 /** `project`: the open session's folder, for showing the paths in it short. */
 export function renderQuestions(container: HTMLElement, questions: readonly Question[], project: string, post: Post): void {
   sync(container, questions, (question) => renderQuestion(question, project, post));
@@ -65,9 +68,13 @@ function renderQuestion(question: Question, project: string, post: Post): HTMLEl
   const params = question.params;
   const card = h('section', { class: `row question question-${params.kind}`, role: 'alert', 'aria-label': params.message, 'data-question-id': String(question.id) });
   const answer = (choice: string, note?: string): void => {
+    const focused = card.contains(document.activeElement);
     card.classList.add('answered');
     card.querySelectorAll('button, input').forEach((element) => ((element as HTMLButtonElement).disabled = true));
     post({ type: 'answer', id: question.id, choice, note });
+    if (focused) {
+      card.dispatchEvent(new Event(ANSWERED, { bubbles: true })); // a disabled control keeps no focus
+    }
   };
   card.append(h('div', { class: 'question-head' }, icon(Icons.question), h('span', { class: 'question-title' }, ...title(question))));
   let withNote = false;

@@ -46,6 +46,8 @@ suite('format', () => {
     assert.strictEqual(describeActivity(null), 'Working…');
     assert.strictEqual(describeActivity({ state: 'model' }), 'Waiting for the model…');
     assert.strictEqual(describeActivity({ state: 'tool', detail: 'edit src/app.py' }), 'Running edit src/app.py…');
+    // The `run` tool's detail is its command line: "Running run sleep 30…" said "run" twice.
+    assert.strictEqual(describeActivity({ state: 'tool', detail: 'run sleep 30' }), 'Running `sleep 30`…');
     assert.strictEqual(describeActivity({ state: 'compacting' }), 'Compacting the conversation…');
     assert.strictEqual(describeActivity({ state: 'checks', detail: 'tests' }), 'Running the checks (tests)…');
     assert.strictEqual(describeActivity({ state: 'approval', detail: 'write a.py' }), 'Waiting for your approval');

@@ -99,6 +99,59 @@ suite('ChatModel', () => {
     assert.deepStrictEqual(model.snapshot().toolOutputs, {});
   });
 
+  // The chat showed a tool result without its call ("tool result {}") when the call's
+  // message arrived during the first read of the session, before the chat knew which
+  // session was open, and the read's page had been taken before that message was stored.
+  test('messages that arrive while a page is read wait for it, even before the chat knows the open session', async () => {
+    const reads: ((answer: SessionView) => void)[] = [];
+    const server = new FakeServer((command) => (command === 'seri.session.get' ? new Promise<SessionView>((resolve) => reads.push(resolve)) : {}));
+    const model = new ChatModel(0);
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    const call = { id: 'c1', name: 'read_file', arguments: '{"path":"src/app.py"}' };
+    const attached = model.attach(server);
+    // Stored after the server took the page it is about to send.
+    model.message({ sessionId: 's1', message: message(2, 'assistant', '', { tool_calls: [call] }) });
+    reads.shift()!(view(open, [message(1, 'user', 'What does src/app.py do?')]));
+    await attached;
+    model.message({ sessionId: 's1', message: message(3, 'tool', 'print("hello")', { tool_call_id: 'c1' }) });
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [1, 2, 3]);
+    const appended = changes.flatMap((c) => (c.kind === 'append' ? [c.message.id] : []));
+    assert.deepStrictEqual(appended, [2, 3], 'the call is shown before its result');
+  });
+
+  test('a read that showed the session before a switch does not drop the new session’s messages', async () => {
+    const reads: ((answer: SessionView) => void)[] = [];
+    const server = new FakeServer((command) => (command === 'seri.session.get' ? new Promise<SessionView>((resolve) => reads.push(resolve)) : {}));
+    const model = new ChatModel(0);
+    const attached = model.attach(server);
+    const fresh = session('s2', 'New');
+    // A new session opens while the first read is under way: a second read follows it.
+    model.sessionChanged({ session: fresh, reason: 'new' });
+    reads.shift()!(view(open, [message(1, 'user', 'old')]));
+    await settle();
+    // Between the two reads the chat shows s1 again; s2's messages must wait, not vanish.
+    model.message({ sessionId: 's2', message: message(5, 'user', 'new prompt') });
+    model.message({ sessionId: 's2', message: message(6, 'assistant', 'new reply') });
+    reads.shift()!(view(fresh, [message(5, 'user', 'new prompt')]));
+    await attached;
+    assert.strictEqual(model.snapshot().session?.id, 's2');
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [5, 6]);
+  });
+
+  test('a message that arrives after a later one is shown in its place, not after it', async () => {
+    const model = new ChatModel(0);
+    await model.attach(new FakeServer(() => view(open, [message(1, 'user', 'look')])));
+    const changes: ChatChange[] = [];
+    model.onDidChange((change) => changes.push(change));
+    const call = { id: 'c1', name: 'read_file', arguments: '{}' };
+    model.message({ sessionId: 's1', message: message(3, 'tool', 'result', { tool_call_id: 'c1' }) });
+    model.message({ sessionId: 's1', message: message(2, 'assistant', '', { tool_calls: [call] }) });
+    assert.deepStrictEqual(model.snapshot().messages.map((m) => m.id), [1, 2, 3]);
+    // The view is drawn again from the snapshot, where the call comes before its result.
+    assert.deepStrictEqual(changes.filter((c) => c.kind === 'append' || c.kind === 'reset').map((c) => c.kind), ['append', 'reset']);
+  });
+
   test('shows only the open session’s messages', async () => {
     const model = new ChatModel();
     await model.attach(new FakeServer(() => view(open, [])));
@@ -383,6 +436,47 @@ suite('ChatModel', () => {
     assert.deepStrictEqual(model.snapshot().questions, []);
     assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), ['“Deny”: edit src/app.py (keep the spaces).']);
     assert.strictEqual(model.answer(question.id, 'Allow'), false, 'answered once');
+  });
+
+  test('the line kept after a command is answered names the command once, in one sentence', async () => {
+    const model = new ChatModel();
+    await model.attach(new FakeServer(() => view(open, [])));
+    const command = 'for i in $(seq 1 3); do echo $i; done';
+    const asked = model.ask({
+      kind: 'command',
+      sessionId: 's1',
+      message: `seri wants to run \`${command}\` in the workspace root.`,
+      choices: ['Allow once', 'Deny'],
+      command,
+      cwd: '.',
+    });
+    const [question] = model.snapshot().questions;
+    assert.strictEqual(model.answer(question.id, 'Allow once'), true);
+    await asked;
+    const other = model.ask({ kind: 'command', sessionId: 's1', message: 'seri wants to run `ls` in src.', choices: ['Deny'], command: 'ls', cwd: 'src' });
+    model.answer(model.snapshot().questions[0].id, 'Deny', 'no');
+    await other;
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), [`“Allow once”: run \`${command}\` in the workspace root.`, '“Deny”: run `ls` in src (no).']);
+  });
+
+  test('a /compact typed in the chat that has nothing to compact says why in the chat, not in a toast', async () => {
+    const why = 'Not enough history to compact: the newest 4000 tokens are kept as they are';
+    let shown: boolean | undefined;
+    let model: ChatModel | undefined = undefined;
+    const server = new FakeServer((command, args) => {
+      if (command === 'seri.prompt' && args.text === '/compact') {
+        // The server's own message arrives before its answer.
+        shown = model!.showsInChat(why);
+        return { status: 'done', command: 'compact', compacted: false, evicted: 0, message: why };
+      }
+      return view(open, []);
+    });
+    model = new ChatModel();
+    await model.attach(server);
+    await model.submit({ text: '/compact' });
+    assert.strictEqual(shown, true, 'the toast is held back');
+    assert.deepStrictEqual(model.snapshot().notices.map((n) => n.text), [why]);
+    assert.strictEqual(model.showsInChat(why), false, 'only while the /compact runs');
   });
 
   test('a question withdrawn by the server (its task was cancelled) goes away unanswered', async () => {
