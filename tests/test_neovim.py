@@ -642,3 +642,17 @@ def test_a_run_shows_its_card_its_live_output_and_stops_from_its_row(
     scenario("run_output.lua")
     assert provider.requests[1]["messages"][-1]["content"].startswith("exit code 0\nline1\n")
     assert provider.requests[3]["messages"][-1]["content"].startswith("stopped by the user")
+
+
+def test_results_of_reused_call_ids_are_drawn_under_their_own_calls(
+    scenario, provider: ScriptedProvider, workspace: Path
+) -> None:
+    (workspace / "a").write_text("alpha\n")
+    (workspace / "b").write_text("bravo\n")
+    provider.script(
+        Calls([("c1", "read_file", {"path": "a"})]),
+        Text("Read a."),
+        Calls([("c1", "read_file", {"path": "b"})]),
+        Text("Read b."),
+    )
+    scenario("reused_ids.lua")

@@ -215,11 +215,19 @@ function M.redraw()
     state.load_line = count
     count = count + #blocks[#blocks].lines
   end
-  -- Each tool result is drawn under its call, when the call is shown.
-  local results, placed = {}, {}
+  -- Each tool result is drawn under its call, when the call is shown: the newest call
+  -- of its id before it (some providers number calls per reply, so ids repeat).
+  local results, placed = {}, {} ---@type table<table, table<string, table>>, table<table, boolean>
+  local latest = {} ---@type table<string, table> call id -> the message that made it last
   for _, msg in ipairs(state.messages) do
-    if msg.role == "tool" and msg.tool_call_id then
-      results[msg.tool_call_id] = msg
+    if msg.role == "assistant" and type(msg.tool_calls) == "table" then
+      for _, call in ipairs(msg.tool_calls) do
+        latest[call.id] = msg
+      end
+    elseif msg.role == "tool" and msg.tool_call_id and latest[msg.tool_call_id] then
+      local owner = latest[msg.tool_call_id]
+      results[owner] = results[owner] or {}
+      results[owner][msg.tool_call_id] = msg
     end
   end
   -- The plugin's notices go after the message they followed; one whose message is not
@@ -250,7 +258,7 @@ function M.redraw()
   local prev = nil
   state.recap_lines = nil
   for _, msg in ipairs(state.messages) do
-    if not (msg.role == "tool" and placed[msg.tool_call_id]) then
+    if not (msg.role == "tool" and placed[msg]) then
       local divider_top = nil
       if msg.kind == "recap" and type(msg.recap) == "table" then
         -- Above the recap: what it replaced, and (on <CR>) the record of those turns.
@@ -260,9 +268,12 @@ function M.redraw()
         count = count + #divider.lines
       end
       local b
-      b, prev = render.message(msg, prev, results)
+      local own = results[msg] or {}
+      b, prev = render.message(msg, prev, own)
       for id in pairs(b.calls) do
-        placed[id] = results[id] ~= nil
+        if own[id] then
+          placed[own[id]] = true
+        end
       end
       if msg.kind == "recap" then
         -- The heading stays; what follows it, up to its blank line, folds.
