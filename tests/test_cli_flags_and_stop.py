@@ -579,3 +579,37 @@ def test_checks_nobody_could_allow_without_a_terminal_are_shown_as_not_run(
     assert not (workspace / "ran").exists()
     assert "seri-lsp: Checks not run: the user did not answer" in result.stderr
     assert "permissions.run is 'ask'" in result.stderr
+
+
+def test_a_call_running_when_seri_stops_is_stored_interrupted_not_not_run(
+    profile_root: Path, workspace: Path, provider: ScriptedProvider
+) -> None:
+    provider.script(
+        Calls(
+            [
+                ("r1", "run", {"command": "echo started > began.txt; sleep 60"}),
+                ("r2", "read_file", {"path": "began.txt"}),
+            ]
+        )
+    )
+    server = RawServer(profile_root, workspace)
+    try:
+        options = provider_options(provider)
+        options["permissions"] = {"run": "allow"}
+        server.initialize(init_options=options)
+        server.command("seri.session.new", [{}])
+        server.request(
+            "workspace/executeCommand", {"command": "seri.prompt", "arguments": [{"text": "go"}]}
+        )
+        deadline = time.monotonic() + 30
+        while not (workspace / "began.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.process.send_signal(signal.SIGTERM)
+        assert server.wait(15) == 0
+    finally:
+        server.close()
+    results = dict(
+        db_rows(profile_root, "SELECT tool_call_id, content FROM messages WHERE role = 'tool'")
+    )
+    assert results["r1"].startswith("Interrupted: seri stopped"), results
+    assert results["r2"] == "Not run: the task ended (interrupted) before this call ran."

@@ -207,6 +207,8 @@ class AgentLoop:
     ) -> None:
         self.conversation = conversation
         self.toolbox = toolbox
+        # The calls of the reply being run that have started (ids repeat across replies).
+        self._started: set[str] = set()
         self.provider = provider
         self.compactor = compactor
         self.host = host
@@ -506,10 +508,12 @@ class AgentLoop:
         """
         conversation = self.conversation
         units = tool_units(assistant.tool_calls)
+        self._started = set()
         rules: list[tuple[str, Message]] = []
         for number, unit in enumerate(units):
             self.scope.check()
             for call in unit:
+                self._started.add(call.id)
                 self.host.emit(ToolStarted(conversation.session_id, call))
             self.host.emit(Activity(conversation.session_id, "tool", describe_calls(unit)))
             if unit[0].name == "task":
@@ -621,12 +625,18 @@ class AgentLoop:
             return
         last = messages[position]
         answered = {m.tool_call_id for m in messages[position + 1 :] if m.role == "tool"}
-        reason = {
-            "cancelled": "Cancelled: the user stopped the task before this call finished.",
-        }.get(status, f"Not run: the task ended ({status}) before this call ran.")
+        not_run = f"Not run: the task ended ({status}) before this call ran."
         step = Step(label="result")
         for call in last.tool_calls:
             if call.id not in answered:
+                reason = not_run
+                if status == "cancelled":
+                    reason = "Cancelled: the user stopped the task before this call finished."
+                elif status == "interrupted" and call.id in self._started:
+                    reason = (
+                        "Interrupted: seri stopped (the editor closed or the server "
+                        "restarted) while this call ran; it may have done part of its work."
+                    )
                 step.messages.append(
                     Message(role="tool", content=reason, tool_call_id=call.id, is_error=True)
                 )

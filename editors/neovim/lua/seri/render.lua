@@ -300,12 +300,19 @@ local function recap_lines(b, recap)
   end
 end
 
+-- How the results of calls that were stopped, not failed, start (seri_lsp/agent/loop.py):
+-- a command's own stop, the task's, seri stopping while it ran.
+local STOPPED = { "stopped by the user", "Cancelled: the user stopped", "Interrupted: seri stopped" }
+
 ---@param b seri.Block
 ---@param msg seri.Message a `tool` message
 local function result(b, msg)
   local content = msg.content or ""
-  -- A command the user stopped did what was asked of it: no failure.
-  if msg.isError and not vim.startswith(content, "stopped by the user") then
+  local stopped = vim.iter(STOPPED):any(function(start)
+    return vim.startswith(content, start)
+  end)
+  -- A call that was stopped did not fail.
+  if msg.isError and not stopped then
     folded(b, M.RESULT, "failed: " .. (msg.content or ""), "SeriToolError")
   else
     folded(b, M.RESULT, msg.content or "", "SeriResult")

@@ -96,6 +96,9 @@ export function renderToolRow(call: ToolCall, result: WireMessage | undefined, o
   );
 }
 
+/** How the results of calls that were stopped, not failed, start. */
+const STOPPED = ['stopped by the user', 'Cancelled: the user stopped', 'Interrupted: seri stopped'];
+
 /**
  * How a call ended: a refused one (the server's result starts `Denied: `, as a denied
  * write's does), a command the user stopped (`stopped by the user`) and a call the
@@ -109,8 +112,9 @@ export function toolStatus(result: WireMessage | undefined): 'pending' | 'ok' | 
   if (!result.isError) {
     return 'ok';
   }
-  // Its own Stop, or the task's Stop before it finished (seri_lsp/agent/loop.py).
-  if (result.content.startsWith('stopped by the user') || result.content.startsWith('Cancelled: the user stopped')) {
+  // Its own Stop, the task's Stop before it finished, or seri stopping while it ran
+  // (seri_lsp/agent/loop.py).
+  if (STOPPED.some((start) => result.content.startsWith(start))) {
     return 'stopped';
   }
   return result.content.startsWith('Denied: ') || result.content.startsWith('not run (denied)') ? 'denied' : 'error';
