@@ -696,7 +696,7 @@ def test_export_then_import_makes_a_new_session_with_the_conversation(
 
 
 def test_mcp_servers_quick_pick_shows_status_and_restarts(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Seri: MCP Servers: the workspace’s servers start once allowed")
+    vscode_run.check_scenario("Seri: MCP Servers: the workspace")
 
 
 def test_delete_session_from_the_picker_and_the_palette(vscode_run: VSCodeRun) -> None:
