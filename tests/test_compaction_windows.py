@@ -194,4 +194,4 @@ async def test_not_enough_history_names_keep_tokens_when_the_budget_is_why(
     result = await command(client, "seri.compact", {})
     assert result["compacted"] is False
     assert result["message"].startswith(NOT_ENOUGH) and "provider.keepTokens" in result["message"]
-    assert "20000" in result["message"]
+    assert "the newest 20,000 tokens" in result["message"]

@@ -167,12 +167,13 @@ def not_enough(messages: Sequence[Message], keep_tokens: int, window: int) -> st
         return NOT_ENOUGH
     budget = keep_budget(keep_tokens, window)
     limit = (
-        f"provider.keepTokens, {keep_tokens}"
+        f"provider.keepTokens, {keep_tokens:,}"
         if budget >= keep_tokens
-        else f"provider.keepTokens ({keep_tokens}) cut to a quarter of the {window}-token window"
+        else f"provider.keepTokens ({keep_tokens:,}) cut to a quarter of the "
+        f"{window:,}-token window"
     )
     return (
-        f"{NOT_ENOUGH}: the newest {budget} tokens are kept as they are ({limit}), and too "
+        f"{NOT_ENOUGH}: the newest {budget:,} tokens are kept as they are ({limit}), and too "
         "little comes before them; lower provider.keepTokens to compact more"
     )
 

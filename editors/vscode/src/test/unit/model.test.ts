@@ -460,7 +460,7 @@ suite('ChatModel', () => {
   });
 
   test('a /compact typed in the chat that has nothing to compact says why in the chat, not in a toast', async () => {
-    const why = 'Not enough history to compact: the newest 4000 tokens are kept as they are';
+    const why = 'Not enough history to compact: the newest 4,000 tokens are kept as they are';
     let shown: boolean | undefined;
     let model: ChatModel | undefined = undefined;
     const server = new FakeServer((command, args) => {
