@@ -765,13 +765,13 @@ async function turnEndings({ page, config, shot }) {
   await openChat(page);
   const view = chat(page);
   const failed = view.locator('.turn-end-failed', { hasText: seeded.failedError });
-  const cancelled = view.locator('.turn-end-cancelled', { hasText: 'Cancelled' });
+  const cancelled = view.locator('.turn-end-cancelled', { hasText: 'Stopped.' });
   const cut = view.locator('.turn-end-interrupted', { hasText: 'The reply was cut off' });
   await cut.waitFor({ timeout: 30_000 });
   // Each under its own turn, in order: the rows of the transcript, as the user reads them.
   const texts = await view.locator('#messages > .row').allInnerTexts();
   const at = (text) => texts.findIndex((row) => row.includes(text));
-  const order = [seeded.failedPrompt, seeded.failedError, seeded.cancelledPrompt, seeded.cancelledReply, 'Cancelled', seeded.cutPrompt, seeded.cutReply, 'The reply was cut off'];
+  const order = [seeded.failedPrompt, seeded.failedError, seeded.cancelledPrompt, seeded.cancelledReply, 'Stopped.', seeded.cutPrompt, seeded.cutReply, 'The reply was cut off'];
   for (let i = 1; i < order.length; i++) {
     expect(at(order[i - 1]) >= 0 && at(order[i]) > at(order[i - 1]), `"${order[i]}" comes after "${order[i - 1]}" (${JSON.stringify(texts)})`);
   }

@@ -26,7 +26,7 @@ export function renderTurnEnd(message: WireMessage, notices: readonly Notice[]):
         ? ['warning', words || 'The task used its whole turn budget.']
         : ended.status === 'interrupted'
           ? ['warning', words || 'The reply was cut off: seri stopped before this turn ended.']
-          : ['info', 'Cancelled'];
+          : ['info', 'Stopped.'];
   return h(
     'div',
     { class: `row notice notice-${level} turn-end turn-end-${ended.status}`, role: 'note', 'data-ended-id': String(message.id) },
