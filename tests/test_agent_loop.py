@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -230,6 +231,21 @@ async def test_the_context_window_setting_wins_else_the_default(
     unlisted = await agent()
     usage = (await command(unlisted, "seri.session.get", {}))["usage"]
     assert (usage["contextWindow"], usage["contextWindowSource"]) == (128_000, "default")
+    assert [m.message for m in unlisted.log_messages if "Context window" in m.message] == [
+        "Context window of test/model: 128,000 tokens, from the default (the provider's "
+        "model list did not give one)."
+    ]
+
+
+async def test_an_unreachable_model_list_is_said_so_in_the_window_s_log_line(agent) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    client = await agent(provider_extra={"baseUrl": f"http://127.0.0.1:{port}/v1"})
+    usage = (await command(client, "seri.session.get", {}))["usage"]
+    assert usage["contextWindowSource"] == "default"
+    [line] = [m.message for m in client.log_messages if "Context window" in m.message]
+    assert "the provider's model list could not be read: it is asked again in 300 s" in line
 
 
 async def test_a_turn_reports_progress(agent, provider: ScriptedProvider) -> None:

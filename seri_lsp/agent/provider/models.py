@@ -51,6 +51,7 @@ class ContextWindow:
         self._field = ""  # the model list's field that gave the window
         self._logged: tuple[int, str] | None = None
         self._retry_at = 0.0
+        self._unread = False  # the model list could not be read (the last time it was asked)
 
     def known(self) -> int | None:
         """The window if it is known without asking the provider (None: not yet)."""
@@ -66,6 +67,7 @@ class ContextWindow:
         not known yet, `may_ask` (a call can be sent) and the last failure is old enough."""
         if self._tokens is None and time.monotonic() >= self._retry_at and may_ask:
             found = await self._from_models(client)
+            self._unread = found is None
             if found is not None:
                 self._tokens, self._field = found
                 self._source = "provider" if self._field else "default"
@@ -92,7 +94,12 @@ class ContextWindow:
         where = {
             "setting": "the provider.contextWindow setting",
             "provider": f"the provider's model list ({self._field})",
-            "default": "the default (the provider's model list did not give one)",
+            "default": (
+                "the default (the provider's model list could not be read: it is asked "
+                f"again in {MODELS_RETRY_SECONDS:g} s)"
+                if self._unread
+                else "the default (the provider's model list did not give one)"
+            ),
         }[self._source]
         self._log(
             "info", f"Context window of {self.settings.model}: {tokens:,} tokens, from {where}."
