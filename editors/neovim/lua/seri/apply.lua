@@ -49,8 +49,6 @@ local function set_changed_lines(buf, lines)
   vim.api.nvim_buf_set_lines(buf, first - 1, old_last, false, middle)
 end
 
-local diff_count = 0
-
 ---Show `merge` as a diff to approve; on `a`, write it into `path`'s buffer and save.
 ---@param path string absolute
 ---@param shown string the file as the user named it
@@ -63,24 +61,9 @@ function M.review(path, shown, merge, code_win)
   vim.fn.bufload(buf)
   local current = merge.mode == "create" and {} or vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local merged = approve.text_lines((merge.text:gsub("\r\n", "\n")))
-  local filetype = vim.filetype.match({ filename = path })
-  diff_count = diff_count + 1
-  local prefix = ("seri://apply/%d/"):format(diff_count)
-  local left_buf = approve.view_buffer(prefix .. "now/" .. shown, current, filetype)
-  local right_buf = approve.view_buffer(prefix .. "applied/" .. shown, merged, filetype)
-  vim.cmd("tabnew")
-  local tab = vim.api.nvim_get_current_tabpage()
-  local scratch = vim.api.nvim_get_current_buf()
-  local left = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(left, left_buf)
-  if vim.api.nvim_buf_is_valid(scratch) and scratch ~= left_buf then
-    pcall(vim.api.nvim_buf_delete, scratch, { force = true })
-  end
-  vim.cmd("diffthis")
-  vim.cmd("rightbelow vsplit")
-  local right = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(right, right_buf)
-  vim.cmd("diffthis")
+  local view = approve.diff_tab("apply", shown, { "now", current }, { "applied", merged })
+  local tab, left, right = view.tab, view.left, view.right
+  local left_buf, right_buf = view.bufs[1], view.bufs[2]
   local question = M.question(shown, merge)
   local hints = vim.tbl_map(function(k)
     return k.key .. " " .. k.hint

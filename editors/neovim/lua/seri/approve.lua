@@ -237,9 +237,37 @@ local function view_buffer(name, lines, filetype)
 end
 
 M.text_lines = text_lines
-M.view_buffer = view_buffer
 
 local diff_count = 0
+
+---A new tab page showing two texts of `path` side by side in diff mode, in read-only
+---scratch buffers named `seri://<kind>/<n>/<side>/<path>` (the file's filetype).
+---@param kind string `diff`, `apply`
+---@param path string
+---@param left {[1]: string, [2]: string[]} its side's name and lines
+---@param right {[1]: string, [2]: string[]}
+---@return {tab: integer, left: integer, right: integer, bufs: integer[]}
+function M.diff_tab(kind, path, left, right)
+  diff_count = diff_count + 1
+  local filetype = vim.filetype.match({ filename = path })
+  local prefix = ("seri://%s/%d/"):format(kind, diff_count)
+  local left_buf = view_buffer(prefix .. left[1] .. "/" .. path, left[2], filetype)
+  local right_buf = view_buffer(prefix .. right[1] .. "/" .. path, right[2], filetype)
+  vim.cmd("tabnew")
+  local tab = vim.api.nvim_get_current_tabpage()
+  local scratch = vim.api.nvim_get_current_buf()
+  local left_win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(left_win, left_buf)
+  if vim.api.nvim_buf_is_valid(scratch) and scratch ~= left_buf then
+    pcall(vim.api.nvim_buf_delete, scratch, { force = true })
+  end
+  vim.cmd("diffthis")
+  vim.cmd("rightbelow vsplit")
+  local right_win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(right_win, right_buf)
+  vim.cmd("diffthis")
+  return { tab = tab, left = left_win, right = right_win, bufs = { left_buf, right_buf } }
+end
 
 ---Show the change a write question proposes: a tab page with the file as it is on the
 ---left and as it would be on the right, in diff mode; the card's keys answer from
@@ -258,26 +286,15 @@ function M.show_diff(q)
     vim.api.nvim_set_current_tabpage(q.diff.tab)
     return
   end
-  diff_count = diff_count + 1
   local path = tostring(p.path or "file")
-  local filetype = vim.filetype.match({ filename = path })
-  local prefix = ("seri://diff/%d/"):format(diff_count)
-  local current = view_buffer(prefix .. "current/" .. path, text_lines(p.current), filetype)
-  local proposed = view_buffer(prefix .. "proposed/" .. path, text_lines(p.proposed), filetype)
-  vim.cmd("tabnew")
-  local tab = vim.api.nvim_get_current_tabpage()
-  local scratch = vim.api.nvim_get_current_buf()
-  local left = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(left, current)
-  if vim.api.nvim_buf_is_valid(scratch) and scratch ~= current then
-    pcall(vim.api.nvim_buf_delete, scratch, { force = true })
-  end
-  vim.cmd("diffthis")
-  vim.cmd("rightbelow vsplit")
-  local right = vim.api.nvim_get_current_win()
-  vim.api.nvim_win_set_buf(right, proposed)
-  vim.cmd("diffthis")
-  q.diff = { tab = tab, bufs = { current, proposed } }
+  local view = M.diff_tab(
+    "diff",
+    path,
+    { "current", text_lines(p.current) },
+    { "proposed", text_lines(p.proposed) }
+  )
+  local left, right, proposed = view.left, view.right, view.bufs[2]
+  q.diff = { tab = view.tab, bufs = view.bufs }
   local hints = vim.tbl_map(function(k)
     return k.key .. " " .. k.label
   end, vim.tbl_filter(function(k)
