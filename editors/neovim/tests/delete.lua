@@ -12,18 +12,6 @@ local function listed()
   end, H.call("seri.session.list").sessions)
 end
 
----Wait for a notice holding `text` (plain); returns it.
-local function wait_note(text)
-  local found
-  H.wait(function()
-    found = vim.tbl_filter(function(note)
-      return note.msg:find(text, 1, true)
-    end, H.notes)[1]
-    return found
-  end, ("a notice holding %q"):format(text))
-  return found
-end
-
 H.run(function()
   local seri = require("seri")
   local first, second = vim.env.SERI_TEST_FIRST, vim.env.SERI_TEST_SECOND
@@ -40,7 +28,7 @@ H.run(function()
     return answer
   end
   vim.cmd("SeriDelete " .. first:sub(1, 8))
-  wait_note("Not deleted.")
+  H.wait_note("Not deleted.")
   H.eq(1, #asked, "one question")
   H.truthy(asked[1].message:find("Delete the seri session “first question” (2 messages)?", 1, true),
     "the question: " .. asked[1].message)
@@ -52,7 +40,7 @@ H.run(function()
   -- Delete: gone from the list; the open session stays open.
   answer = 1
   vim.cmd("SeriDelete " .. first)
-  wait_note("Deleted the session “first question”.")
+  H.wait_note("Deleted the session “first question”.")
   H.eq({ second }, listed(), "the sessions left")
   H.truthy(H.chat_has("session " .. second), "the chat still shows the open session")
 
@@ -62,7 +50,7 @@ H.run(function()
     return H.chat_has("slow")
   end, "the task to stream")
   vim.cmd("SeriDelete " .. second)
-  local refusal = wait_note("could not delete the session")
+  local refusal = H.wait_note("could not delete the session")
   H.truthy(refusal.msg:find("A task is running", 1, true), "the refusal: " .. refusal.msg)
   H.eq(vim.log.levels.ERROR, refusal.level, "an error")
   H.wait_chat("cancel it (:SeriCancel or <C-c>) first")
@@ -82,7 +70,7 @@ H.run(function()
   end
   local changes = #H.events_named("SeriSessionChanged")
   vim.cmd("SeriDelete")
-  wait_note("A new session is open.")
+  H.wait_note("A new session is open.")
   H.eq(1, #offered, "the sessions offered")
   H.truthy(offered[1]:find("· open$"), "the open session is marked: " .. offered[1])
   H.truthy(asked[#asked].message:find("A new session opens in its place.", 1, true),
@@ -99,7 +87,7 @@ H.run(function()
 
   -- An unknown id is refused with the server's words.
   vim.cmd("SeriDelete no-such-session")
-  local unknown = wait_note("could not delete no-such-session")
+  local unknown = H.wait_note("could not delete no-such-session")
   H.truthy(unknown.msg:find("Unknown session id", 1, true), unknown.msg)
   H.eq(vim.log.levels.ERROR, unknown.level, "an error")
 

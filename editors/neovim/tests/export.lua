@@ -6,18 +6,6 @@
 -- reads the files afterwards.
 local H = dofile(vim.env.SERI_TEST_PLUGIN .. "/tests/helpers.lua")
 
----Wait for a notice holding `text`; returns it.
-local function said(text)
-  local found
-  H.wait(function()
-    found = vim.tbl_filter(function(note)
-      return note.msg:find(text, 1, true)
-    end, H.notes)[1]
-    return found
-  end, ("a notice saying %q"):format(text))
-  return found
-end
-
 H.run(function()
   local seri = require("seri")
   local chat = require("seri.chat")
@@ -32,14 +20,14 @@ H.run(function()
   local source = require("seri.client").current().session.id
 
   vim.cmd("SeriExport out.md")
-  local note = said("Exported the session to " .. root .. "/out.md (markdown); 1 secret redacted.")
+  local note = H.wait_note("Exported the session to " .. root .. "/out.md (markdown); 1 secret redacted.")
   H.eq(vim.log.levels.INFO, note.level, "an export is news, not a problem")
   vim.cmd("SeriExport " .. root .. "/bundle.json")
-  said("Exported the session to " .. root .. "/bundle.json (json); 1 secret redacted.")
+  H.wait_note("Exported the session to " .. root .. "/bundle.json (json); 1 secret redacted.")
 
   -- An existing file needs the bang.
   vim.cmd("SeriExport out.md")
-  note = said("out.md exists; :SeriExport! out.md replaces it")
+  note = H.wait_note("out.md exists; :SeriExport! out.md replaces it")
   H.eq(vim.log.levels.ERROR, note.level, "refused")
   vim.fn.writefile({ "old" }, "out.md")
   vim.cmd("SeriExport! out.md")
@@ -49,14 +37,14 @@ H.run(function()
 
   -- An extension that names no format, a folder that is not there.
   vim.cmd("SeriExport notes.txt")
-  note = said("cannot export to notes.txt: the extension names the format, .md for a transcript")
+  note = H.wait_note("cannot export to notes.txt: the extension names the format, .md for a transcript")
   H.eq(vim.log.levels.ERROR, note.level, "refused")
   vim.cmd("SeriExport missing/out.md")
-  said("cannot export to missing/out.md: there is no folder " .. root .. "/missing")
+  H.wait_note("cannot export to missing/out.md: there is no folder " .. root .. "/missing")
 
   -- Import: a new session with the conversation, open in the chat.
   vim.cmd("SeriImport bundle.json")
-  said("bundle.json is now session")
+  H.wait_note("bundle.json is now session")
   H.wait(function()
     local session = chat.state.session
     return session and session.id ~= source and H.chat_has("Noted.")
@@ -69,17 +57,17 @@ H.run(function()
   vim.cmd("SeriResume " .. source)
   H.wait_chat("remember test-key-not-a-secret for later")
   vim.cmd("SeriImport bundle.json")
-  said("bundle.json was imported before, as session " .. imported:sub(1, 8) .. "; opened it")
+  H.wait_note("bundle.json was imported before, as session " .. imported:sub(1, 8) .. "; opened it")
   H.wait(function()
     return chat.state.session and chat.state.session.id == imported
   end, "the imported session open again")
 
   -- Refused: a missing file, a file that is no bundle.
   vim.cmd("SeriImport nowhere.json")
-  note = said("cannot import nowhere.json: there is no such file")
+  note = H.wait_note("cannot import nowhere.json: there is no such file")
   H.eq(vim.log.levels.ERROR, note.level, "refused")
   vim.cmd("SeriImport out.md")
-  note = said("could not import out.md: ")
+  note = H.wait_note("could not import out.md: ")
   H.eq(vim.log.levels.ERROR, note.level, "refused")
   H.eq(imported, require("seri.client").current().session.id, "the open session stays")
 end)

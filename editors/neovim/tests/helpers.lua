@@ -72,6 +72,20 @@ function H.wait(cond, what, ms)
   end
 end
 
+---Wait for a notification holding `text` (plain); returns it.
+---@param text string
+---@return table note {msg, level}
+function H.wait_note(text)
+  local found
+  H.wait(function()
+    found = vim.tbl_filter(function(note)
+      return note.msg:find(text, 1, true)
+    end, H.notes)[1]
+    return found
+  end, ("a notification holding %q"):format(text))
+  return found
+end
+
 ---Run a `seri.*` command and wait for its answer (one request at a time, so a polling
 ---loop never floods the server).
 ---@param name string

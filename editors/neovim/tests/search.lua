@@ -123,10 +123,6 @@ H.run(function()
 
   -- No hits: said, and the list stays as it was.
   vim.cmd("SeriSearch xyzzy plugh")
-  H.wait(function()
-    return vim.tbl_filter(function(note)
-      return note.msg:find("Nothing in this project's sessions matches \"xyzzy plugh\"", 1, true)
-    end, H.notes)[1]
-  end, "the notice of no hits")
+  H.wait_note("Nothing in this project's sessions matches \"xyzzy plugh\"")
   H.eq(other_title, vim.fn.getqflist({ title = 0 }).title, "the quickfix list is unchanged")
 end)
