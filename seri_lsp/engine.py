@@ -23,7 +23,6 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from seri_lsp import __version__
-from seri_lsp.agent.code_merge import CodeMerge, merge_into
 from seri_lsp.agent.workspace import PathDenied, Workspace
 from seri_lsp.context.attachments import Attachment, with_attachments
 from seri_lsp.context.compaction import keep_note
@@ -61,6 +60,7 @@ from seri_lsp.trajectory.recording import Recordings, public_url
 
 if TYPE_CHECKING:
     from seri_lsp.agent.checkpoints import CheckpointKeeper
+    from seri_lsp.agent.code_merge import CodeMerge
     from seri_lsp.agent.provider import Provider
     from seri_lsp.agent.rewind import Checkpoints, Rewinder
     from seri_lsp.agent.tasks import Tasks
@@ -328,7 +328,7 @@ class Engine:
 
     async def start(self) -> None:
         """What happens once the face is connected: legacy import, then resume on open."""
-        await self.mcp.start(self.workspace.root, self.project)  # (in the background: never waits)
+        self.mcp.begin(self.workspace.root, self.project)  # (in the background: never waits)
         await self.import_legacy()
         self._start_indexing()
         if self.settings.resume_on_open:
@@ -446,6 +446,7 @@ class Engine:
         if session_id is not None:
             check_session_id("sessionId", session_id)
         answer = await self.sessions.context(session_id, self.settings.provider.keep_tokens)
+        await self.mcp.loaded()
         answer["parts"] += self.mcp.context_parts(answer["sessionId"])
         return answer
 
@@ -504,6 +505,7 @@ class Engine:
             },
             "contextWindow": {"tokens": tokens, "source": self._window_source()},
         }
+        await self.mcp.loaded()
         info["mcpServers"] = self.mcp.info()
         if provider.blocking:
             info["provider"]["problems"] = list(provider.blocking)
@@ -591,6 +593,8 @@ class Engine:
     async def merge_code(self, path: str, block: str) -> CodeMerge:
         """Where a code block from a reply goes in `path` (`seri.code.merge`, Apply to
         File): the file's new text, read from the editor's open document or the disk."""
+        from seri_lsp.agent.code_merge import merge_into  # (only for Apply)
+
         try:
             target = await asyncio.to_thread(self.workspace.resolve, path)
         except PathDenied as exc:

@@ -606,7 +606,7 @@ class SeriAgent:
         servers, problems = client_servers(mcp_servers)
         for problem in problems:
             host.show("warning", problem)
-        engine.mcp.start_client(servers)
+        await engine.mcp.start_client(servers)
         return session
 
     async def _full_id(self, requested: str) -> str:

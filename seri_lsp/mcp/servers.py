@@ -14,6 +14,7 @@ servers start at once, in the background.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -64,8 +65,27 @@ class McpServers:
         # Session id -> the MCP tools it was offered at its first turn.
         self._fixed: dict[str, list[McpAgentTool]] = {}
         self._watch: asyncio.Task[None] | None = None
+        self._loading: asyncio.Task[None] | None = None  # `begin`'s start
         # (server, change) already told (`_server_changed`: once each).
         self._told: set[tuple[str, Change]] = set()
+
+    def begin(self, workspace_root: Path | None, project: str = "") -> None:
+        """`start` in the background (the language server's start waits for nothing);
+        whatever needs the servers waits for it (`loaded`)."""
+        self._loading = asyncio.get_running_loop().create_task(
+            self.start(workspace_root, project), name="mcp start"
+        )
+
+    async def loaded(self) -> None:
+        """Wait for `begin`'s start (a failure of it is logged, never raised)."""
+        if self._loading is not None and not self._loading.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading)
+        if self._loading is not None and self._loading.done() and not self._loading.cancelled():
+            error = self._loading.exception()
+            if error is not None:
+                log.error("The MCP servers could not be started: %s", error)
+                self._loading = None
 
     async def start(self, workspace_root: Path | None, project: str = "") -> None:
         """Read the configuration and start the servers in the background (returns once
@@ -172,6 +192,7 @@ class McpServers:
     async def consent_command(self, revoke: bool) -> dict[str, Any]:
         """`seri.mcp.consent`: revoke the kept answer for this project's servers (and
         stop them), or ask again now; the servers' rows after."""
+        await self.loaded()
         names = [c.name for c in self._workspace_servers()]
         if revoke:
             forgotten = await asyncio.to_thread(self.consent.forget, self.project)
@@ -187,13 +208,14 @@ class McpServers:
                 answer = await self._asking
         return {"answer": answer, "servers": self.info()}
 
-    def start_client(self, servers: Sequence[ServerConfig]) -> None:
+    async def start_client(self, servers: Sequence[ServerConfig]) -> None:
         """Start the servers an ACP client passed for its session, in the background
         (no consent: the user configured them in the client). One that fails to start
         is told once (`host.show`); it never fails the session. A name already here
         keeps the server already here."""
         if not servers:
             return
+        await self.loaded()
         if self.manager is None:
             self.manager = self._new_manager([])
         started: list[ServerState] = []
@@ -226,6 +248,7 @@ class McpServers:
         most until its start-up timeout), then fix the session's list of tools."""
         if session_id in self._fixed:
             return
+        await self.loaded()
         if self.manager is not None and self.manager.starting():
             names = ", ".join(self.manager.starting())
             log.info("First turn waits for MCP servers: %s", names)
@@ -259,6 +282,7 @@ class McpServers:
         ]
 
     async def restart(self, name: str) -> None:
+        await self.loaded()
         if self.manager is None or name not in self.manager.states:
             raise KeyError(name)
         if self.manager.states[name].status == "awaiting consent":
@@ -266,6 +290,10 @@ class McpServers:
         await self.manager.restart(name)
 
     async def close(self) -> None:
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+            with contextlib.suppress(BaseException):
+                await self._loading
         if self._asking is not None and not self._asking.done():
             self._asking.cancel()  # (withdraws the question)
         if self._watch is not None:
