@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 _MAX_REQUEST = 1 << 20
+# What the warm process imports before it forks: what `python -m seri_lsp` imports first,
+# the LSP face, and the ACP SDK (for `seri-lsp acp`).
+PRELOADED = ("seri_lsp.cli", "seri_lsp.lsp.server", "acp.stdio")
 
 
 # --- the warm process ------------------------------------------------------------------
@@ -47,12 +50,10 @@ def _serve(path: str) -> None:
     """Accept requests for servers on the Unix socket `path`, for as long as the test
     worker that started this process lives (its end of stdin closing ends it)."""
     import gc
+    import importlib
 
-    import acp.stdio  # noqa: F401  (the ACP SDK, for `seri-lsp acp`)
-
-    import seri_lsp.cli  # what `python -m seri_lsp` imports first
-    import seri_lsp.lsp.server  # noqa: F401  (then, to serve LSP)
-
+    for name in PRELOADED:
+        importlib.import_module(name)
     gc.freeze()
     # Reapers are never waited for here: they go as soon as they end.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
