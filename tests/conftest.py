@@ -32,7 +32,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     tiers.check_group(item)
-    tiers.yield_to_shared_runs(item)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -56,9 +56,6 @@ PROCESS_NAMES = frozenset(
 # second each.
 HEAVY_PROGRAMS = ("python", "nvim", "node", "code-server", "chromium")
 FIXTURE_SCOPES_SHARED = frozenset({"module", "class", "package"})
-# How far a worker that runs other tests steps back (0 to 19; 10 leaves the shared runs
-# about nine tenths of a contended core).
-YIELD_NICENESS = 10
 
 
 def starts_processes(function: Callable[..., Any]) -> bool:
@@ -156,27 +153,6 @@ def _rank(item: pytest.Item) -> int:
     if item.get_closest_marker("early") is not None:
         return 0
     return 2 if item.get_closest_marker("fast") is not None else 1
-
-
-_YIELDED: list[bool] = []  # whether this worker lowered its priority already
-
-
-def yield_to_shared_runs(item: pytest.Item) -> None:
-    """In a parallel run, before a worker's first test that belongs to no module-scoped
-    fixture's group, lower the worker's priority (`nice`, which the servers, editors and
-    warm process it starts from then on inherit). The runs behind those fixtures (the
-    VS Code lanes, each in a worker of its own) are the run's longest chain, and their
-    scenarios watch a workbench through timeouts: the other tests take the cores only
-    when the lanes leave them idle, instead of slowing the lanes down to the end."""
-    if _YIELDED or not os.environ.get("PYTEST_XDIST_WORKER") or not hasattr(os, "nice"):
-        return
-    if any(
-        scope in FIXTURE_SCOPES_SHARED and _in_suite(func)
-        for _, scope, func in fixture_functions(item)
-    ):
-        return
-    _YIELDED.append(True)
-    os.nice(YIELD_NICENESS)
 
 
 def check_group(item: pytest.Item) -> None:
