@@ -36,14 +36,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores this process may use, so that while one
-    waits (a test for a timeout) the cores stay busy, and one more for each VS Code lane
-    the run makes: a lane's worker only waits for its run (code-server and Chromium do
-    the work) for minutes, and without them the other tests had one worker meanwhile.
+    waits (a test for a timeout) the cores stay busy. With VS Code lanes in the run, one
+    worker per core and one per lane instead: a lane's worker only waits for its run
+    (code-server and Chromium do the work, and wait a lot themselves) for minutes, and
+    with two lanes on three workers the other tests had one worker meanwhile; the lanes
+    are the extra work that keeps the cores busy, and a worker more would only crowd the
+    workbenches, whose scenarios wait with timeouts.
     None for the fast tier alone: its tests take less time than workers take to start and
     collect the suite (twice the CPU, and longer)."""
     if config.getoption("markexpr") == "fast":
         return 0
-    return tiers.usable_cores() + 1 + _vscode_lanes(config)
+    lanes = _vscode_lanes(config)
+    return tiers.usable_cores() + (lanes or 1)
 
 
 def _vscode_lanes(config: pytest.Config) -> int:
