@@ -10,6 +10,13 @@ import os
 import sys
 import time
 
+if __name__ == "__main__" and "--hang-at-start" in sys.argv:
+    # Before the SDK is imported (a second or more on a busy machine): the line has to
+    # reach the client while it still waits for the handshake.
+    print(f"seri-test pid {os.getpid()}", file=sys.stderr, flush=True)
+    print("hanging before the handshake", file=sys.stderr, flush=True)
+    time.sleep(3600)
+
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ImageContent, TextContent
 
@@ -54,9 +61,6 @@ def crash() -> str:
 
 if __name__ == "__main__":
     print(f"seri-test pid {os.getpid()}", file=sys.stderr, flush=True)
-    if "--hang-at-start" in sys.argv:
-        print("hanging before the handshake", file=sys.stderr, flush=True)
-        time.sleep(3600)
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--http") + 1])
         server.run("streamable-http", host="127.0.0.1", port=port)
