@@ -1,7 +1,8 @@
 """Driving `seri-lsp acp` as an ACP editor would: the client side of agent-client-protocol.
 
-`start_acp` spawns the real agent process (`python -m seri_lsp acp`) with
-`acp.spawn_agent_process` and initializes it. The test `EditorClient` records every
+`start_acp` starts the real agent process (`python -m seri_lsp acp`), forked from the
+test worker's warm process (tests/warm_server.py; `acp.spawn_agent_process` with
+`SERI_TEST_FORK=0`), and initializes it. The test `EditorClient` records every
 `session/update`, answers `session/request_permission` from a queue of option kinds,
 and serves `fs/read_text_file` / `fs/write_text_file` from editor buffers of its own:
 a write lands in the buffer (as an editor keeps it, undo included), not on disk, so a
@@ -20,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    connect_to_agent,
+    spawn_agent_process,
+)
+from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -33,8 +40,10 @@ from acp.schema import (
     TextContentBlock,
     WriteTextFileResponse,
 )
+from acp.transports import default_environment
 
 from tests.harness import server_env
+from tests.warm_server import warm_servers
 
 HOLD = "hold"  # a permission answer that never comes (the user walked away)
 TIMEOUT = 20.0
@@ -221,6 +230,45 @@ async def until(predicate: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
 
 
 @contextlib.asynccontextmanager
+async def agent_process(
+    client: EditorClient, args: list[str], env: dict[str, str], cwd: Path
+) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
+    """`python -m seri_lsp ARGS` as `acp.spawn_agent_process` starts an agent (its
+    environment on top of the SDK's defaults, its log on the test's stderr), and its
+    connection; ended as the SDK ends one: end of input, then SIGTERM, then SIGKILL."""
+    warm = warm_servers()
+    if warm is None:
+        async with spawn_agent_process(
+            client,
+            sys.executable,
+            "-m",
+            "seri_lsp",
+            *args,
+            env=env,
+            cwd=cwd,
+            transport_kwargs={"stderr": None},  # the agent's log goes to the test's output
+            observers=[client.received],
+        ) as started:
+            yield started
+        return
+    process = await warm.spawn(args, {**default_environment(), **env}, cwd=cwd, stderr=False)
+    conn = connect_to_agent(client, process.stdin, process.stdout, observers=[client.received])
+    try:
+        yield conn, process
+    finally:
+        await conn.close()
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+        for stop in (None, process.terminate, process.kill):
+            if stop is not None and process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    stop()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 2.0)
+                break
+
+
+@contextlib.asynccontextmanager
 async def start_acp(
     profile_root: Path,
     workspace: Path,
@@ -233,16 +281,8 @@ async def start_acp(
 ) -> AsyncIterator[Agent]:
     """`python -m seri_lsp acp` with a temporary profile, initialized as an editor would."""
     client = EditorClient(fs=fs)
-    command = ["-m", "seri_lsp", "acp", "--profile-root", str(profile_root), *args]
-    async with spawn_agent_process(
-        client,
-        sys.executable,
-        *command,
-        env=server_env(env),
-        cwd=workspace,
-        transport_kwargs={"stderr": None},  # the agent's log goes to the test's output
-        observers=[client.received],
-    ) as (conn, process):
+    command = ["acp", "--profile-root", str(profile_root), *args]
+    async with agent_process(client, command, server_env(env), workspace) as (conn, process):
         agent = Agent(conn, process, client, workspace)
         if initialize:
             capabilities = ClientCapabilities(

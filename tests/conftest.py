@@ -27,6 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tiers.classify(items)
+    tiers.order(items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -35,12 +36,34 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores this process may use, so that while one
-    waits (for the VS Code run's browser, or a test for a timeout) the cores stay busy.
+    waits (a test for a timeout) the cores stay busy. With VS Code lanes in the run, one
+    worker per core and one per lane instead: a lane's worker only waits for its run
+    (code-server and Chromium do the work, and wait a lot themselves) for minutes, and
+    with two lanes on three workers the other tests had one worker meanwhile; the lanes
+    are the extra work that keeps the cores busy, and a worker more would only crowd the
+    workbenches, whose scenarios wait with timeouts.
     None for the fast tier alone: its tests take less time than workers take to start and
     collect the suite (twice the CPU, and longer)."""
     if config.getoption("markexpr") == "fast":
         return 0
-    return tiers.usable_cores() + 1
+    lanes = _vscode_lanes(config)
+    return tiers.usable_cores() + (lanes or 1)
+
+
+def _vscode_lanes(config: pytest.Config) -> int:
+    """The VS Code lanes (runs of the workbench) this run may make: none when they are
+    skipped or no path given holds tests/test_vscode.py."""
+    if os.environ.get("SERI_SKIP_VSCODE_TESTS"):
+        return 0
+    here = Path(__file__).parent
+    vscode = here / "test_vscode.py"
+    for arg in config.args or [str(here)]:
+        path = (config.invocation_params.dir / arg.partition("::")[0]).resolve()
+        if path == vscode or path in vscode.parents:
+            from tests.test_vscode import LANES
+
+            return LANES
+    return 0
 
 
 _FAST_TEST_RUNNING: list[str] = []  # the node id of the fast test running, if one is

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -185,6 +186,7 @@ def every_string(value: Any) -> list[str]:
 PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.early  # 50 examples, several seconds
 @PROPERTY
 @given(conversations())
 def test_exporting_an_imported_bundle_gives_the_same_conversation(
@@ -204,6 +206,7 @@ def test_exporting_an_imported_bundle_gives_the_same_conversation(
     assert import_bundle(store, read_bundle(first), elsewhere) == (info, False)
 
 
+@pytest.mark.early  # 50 examples, several seconds
 @PROPERTY
 @given(conversations())
 def test_no_secret_and_no_absolute_path_of_the_workspace_leaves_in_an_export(

@@ -362,6 +362,7 @@ def test_trajectory_toggle_with_and_without_the_environment_variable(
     assert json.loads((profile_root / "config.json").read_text())["trajectory"] is False
 
 
+@pytest.mark.early  # pip installs the server into a new environment: the longest test
 def test_the_build_step_installs_the_server_and_a_prompt_is_answered(
     scenario, provider: ScriptedProvider
 ) -> None:

@@ -51,6 +51,15 @@ def compiled(source: str) -> Callable[..., Any]:
         ("def f():\n    return Server().start()\n", True),
         ("def f():\n    return [lambda: runs_a_command()]\n", True),
         ("def f():\n    import multiprocessing\n    return multiprocessing.Pool\n", True),
+        # Through decorated helpers (a decorator's wrapper has its own module's globals).
+        (
+            "import contextlib\n"
+            "@contextlib.asynccontextmanager\n"
+            "async def g():\n    yield await starts_the_server()\n"
+            "@contextlib.asynccontextmanager\n"
+            "async def f():\n    async with g() as server:\n        yield server\n",
+            True,
+        ),
     ],
 )
 def test_a_process_start_is_found_through_the_suites_own_calls(source: str, starts: bool) -> None:

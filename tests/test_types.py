@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 # A group of its own: one worker runs mypy (a few seconds, one core) while the others
-# go on with the suite.
+# go on with the suite; early, so it is not the last test still running.
+@pytest.mark.early
 @pytest.mark.xdist_group("mypy")
 def test_mypy_finds_no_type_errors_in_seri_lsp() -> None:
     checked = subprocess.run(

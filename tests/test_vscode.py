@@ -5,9 +5,10 @@ node modules when missing, saying so) packages the extension, runs its unit suit
 integration suites inside code-server's extension host, and its UI scenarios through
 Playwright, against `python -m seri_lsp` and the scripted provider started here. The
 tests below read that run's results, and check on this side what the provider received.
-The UI scenarios are split in two lanes, two runs at once (`vscode_run`, which also
-packages and runs the unit and integration suites, and `vscode_ui`): in a parallel run
-each lane's tests share one worker (tests/tiers.py groups the tests of a module-scoped
+The work is split in three lanes, three runs at once (`vscode_run`, which packages the
+extension and runs the unit and integration suites and a few UI scenarios, and
+`vscode_ui` and `vscode_ui3`, the rest of the UI scenarios): in a parallel run each
+lane's tests share one worker (tests/tiers.py groups the tests of a module-scoped
 fixture), so each run happens once, first, beside the other tests.
 Set SERI_SKIP_VSCODE_TESTS=1 to leave them out while working on the server alone, or
 SERI_VSCODE_SUITES=ui (a comma-separated choice of unit, integration, ui) to run fewer;
@@ -262,12 +263,39 @@ def agree_to_mcp_servers(profile: Path, workspace: Path, servers: dict[str, Any]
     )
 
 
-# The UI scenarios run in two lanes at once, each a run of its own (its code-server,
-# browser, profile and provider), so the longest chain of the suite is about half as
-# long: the scenarios of these folders in the second lane, the others (after the
-# package, unit and integration suites) in the first. A scenario that searches every
-# project finds `stored`'s session, so the two share a lane.
-SECOND_LANE = frozenset({"stored", "long", "tools", "compact", "resume", "ask", "deny", "search"})
+# The UI scenarios run in three lanes at once, each a run of its own (its code-server,
+# browser, profile and provider), so the longest chain of the suite is about a third as
+# long. The first lane also packages the extension and runs the unit and integration
+# suites (about as long as the UI scenarios of one lane), so it keeps only the folders in
+# neither set below. A scenario that searches every project finds `stored`'s session, so
+# the two share a lane. Balanced by the scenarios' durations (each lane's ui.json).
+SECOND_LANE = frozenset(
+    {"stored", "long", "tools", "compact", "resume", "ask", "deny", "search", "context"}
+)
+THIRD_LANE = frozenset(
+    {
+        "run",
+        "status",
+        "attach",
+        "links",
+        "follow",
+        "retry",
+        "endings",
+        "keys",
+        "questions",
+        "bundled",
+        "fork",
+        "delete",
+    }
+)
+
+
+LANES = 3  # (tests/conftest.py starts a worker more for each)
+
+
+def lane_of(folder: str) -> int:
+    """The lane (1, 2 or 3) that runs the UI scenarios of `folder`."""
+    return 2 if folder in SECOND_LANE else 3 if folder in THIRD_LANE else 1
 
 
 @pytest.fixture(scope="module")
@@ -275,8 +303,8 @@ def vscode_run(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VSCodeRun]:
     """The first lane: the package, the unit and integration suites, and the UI scenarios
-    of the folders not in SECOND_LANE."""
-    yield from run_lane(request, tmp_path_factory, second=False)
+    of the folders in no other lane."""
+    yield from run_lane(request, tmp_path_factory, number=1)
 
 
 @pytest.fixture(scope="module")
@@ -284,7 +312,15 @@ def vscode_ui(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[VSCodeRun]:
     """The second lane: the UI scenarios of the SECOND_LANE folders."""
-    yield from run_lane(request, tmp_path_factory, second=True)
+    yield from run_lane(request, tmp_path_factory, number=2)
+
+
+@pytest.fixture(scope="module")
+def vscode_ui3(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VSCodeRun]:
+    """The third lane: the UI scenarios of the THIRD_LANE folders."""
+    yield from run_lane(request, tmp_path_factory, number=3)
 
 
 def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -295,7 +331,7 @@ def shared_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_lane(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *, second: bool
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, *, number: int
 ) -> Iterator[VSCodeRun]:
     """One run of the runner; the lanes share the .vsix (the first to need it packages it)."""
     if os.environ.get("SERI_SKIP_VSCODE_TESTS"):
@@ -303,11 +339,11 @@ def run_lane(
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("The VS Code tests need Node.js 20 and npm on PATH.")
     suites = os.environ.get("SERI_VSCODE_SUITES", "unit,integration,ui").split(",")
-    if second:
+    if number != 1:
         suites = [suite for suite in suites if suite == "ui"]
         if not suites:
             pytest.skip("SERI_VSCODE_SUITES leaves out ui")
-    work = Path(os.path.realpath(tmp_path_factory.mktemp("vscode-ui" if second else "vscode")))
+    work = Path(os.path.realpath(tmp_path_factory.mktemp(f"vscode-lane{number}")))
     provider = ScriptedProvider().start()
     control = ProviderControl(provider).start()
     try:
@@ -372,7 +408,7 @@ def run_lane(
                 {"AGENTS.md": AGENTS, "docs/notes.md": NOTES},
             ),
         }
-        lane = {name for name in workspaces if (name in SECOND_LANE) == second}
+        lane = {name for name in workspaces if lane_of(name) == number}
         if "stored" in lane:
             seed(
                 provider, profile, workspaces["stored"], STORED["prompt"], STORED["reply"], new=True
@@ -571,84 +607,84 @@ def test_a_question_whose_task_is_stopped_leaves_the_chat(vscode_ui: VSCodeRun) 
     assert not (vscode_ui.work / "workspaces" / "deny" / "notes.md").exists()
 
 
-def test_the_working_line_says_what_the_task_waits_for(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the working line says what the task waits for")
+def test_the_working_line_says_what_the_task_waits_for(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("the working line says what the task waits for")
 
 
-def test_attached_context_reaches_the_prompt(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the selection, a picked file and the buffer")
+def test_attached_context_reaches_the_prompt(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("the selection, a picked file and the buffer")
     assert (
         "Explain these\n\n"
         "Attached: @docs/guide.md, @src/app.py\n\n"
         '<context path="src/app.py" lines="1">\nprint("hello")\n</context>'
-    ) in user_prompts(vscode_run)
+    ) in user_prompts(vscode_ui3)
 
 
-def test_file_names_open_files_and_code_is_highlighted(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("file names in a reply open the file")
+def test_file_names_open_files_and_code_is_highlighted(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("file names in a reply open the file")
 
 
-def test_a_reply_is_drawn_the_same_while_it_streams_and_after(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a reply is drawn the same while it streams")
+def test_a_reply_is_drawn_the_same_while_it_streams_and_after(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("a reply is drawn the same while it streams")
 
 
-def test_the_transcript_follows_new_output(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the transcript follows new output")
+def test_the_transcript_follows_new_output(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("the transcript follows new output")
 
 
-def test_a_prompt_sent_while_busy_is_queued_then_answered(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a prompt sent while a task runs is queued")
-    prompts = user_prompts(vscode_run)
+def test_a_prompt_sent_while_busy_is_queued_then_answered(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("a prompt sent while a task runs is queued")
+    prompts = user_prompts(vscode_ui3)
     assert "Second question" in prompts
     assert "Never mind this one" not in prompts
 
 
-def test_a_failed_task_is_retried_from_the_chat(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a failed task says why in the chat")
-    assert user_prompts(vscode_run).count("Summarise everything") == 2
+def test_a_failed_task_is_retried_from_the_chat(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("a failed task says why in the chat")
+    assert user_prompts(vscode_ui3).count("Summarise everything") == 2
     # The retry's request holds the prompt once: the failed try, which stored nothing
     # after it, was rewound first.
     tries = [
         [m["content"] for m in request.get("messages", []) if m["role"] == "user"]
-        for request in vscode_run.provider.requests
+        for request in vscode_ui3.provider.requests
     ]
     retried = [users for users in tries if users and users[-1] == "Summarise everything"][-1]
     assert retried == ["Summarise everything"]
 
 
-def test_a_reopened_chat_says_how_each_turn_ended(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a reopened chat says how each turn ended")
+def test_a_reopened_chat_says_how_each_turn_ended(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("a reopened chat says how each turn ended")
 
 
-def test_the_carried_server_installs_itself_and_the_chat_works(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the server the extension carries installs itself")
-    assert "What does src/app.py do?" in user_prompts(vscode_run)
+def test_the_carried_server_installs_itself_and_the_chat_works(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("the server the extension carries installs itself")
+    assert "What does src/app.py do?" in user_prompts(vscode_ui3)
     # The output channel said what it did and how long it took.
-    logs = vscode_run.work / "code-server" / "user" / "logs"
+    logs = vscode_ui3.work / "code-server" / "user" / "logs"
     said = "\n".join(p.read_text() for p in logs.rglob("Seri.log"))
     assert "Installing the seri server 0.1.0 that this extension carries into " in said
     assert re.search(r"Installed the seri server 0\.1\.0 in \d+\.\d s", said), said[-2000:]
 
 
-def test_the_key_bindings_work_and_clash_with_no_default(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the key bindings focus the chat")
+def test_the_key_bindings_work_and_clash_with_no_default(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("the key bindings focus the chat")
 
 
-def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("a long task asks three times")
-    folder = vscode_run.work / "workspaces" / "questions"
+def test_a_long_task_asks_three_times_and_each_answer_holds(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("a long task asks three times")
+    folder = vscode_ui3.work / "workspaces" / "questions"
     assert (folder / "src" / "app.py").read_text().startswith("def main():\n")
     assert (folder / "tests" / "test_app.py").exists()
     assert "Tests run with pytest -q" in (folder / ".seri" / "memory.md").read_text()
 
 
 def test_a_command_streams_its_output_under_its_row_and_stop_ends_it(
-    vscode_run: VSCodeRun,
+    vscode_ui3: VSCodeRun,
 ) -> None:
-    vscode_run.check_scenario("a command is asked about with its line and folder")
+    vscode_ui3.check_scenario("a command is asked about with its line and folder")
     results = [
         m["content"]
-        for request in vscode_run.provider.requests
+        for request in vscode_ui3.provider.requests
         for m in request.get("messages", [])
         if m.get("role") == "tool" and m.get("tool_call_id") in ("call-lines", "call-sleep")
     ]
@@ -656,11 +692,11 @@ def test_a_command_streams_its_output_under_its_row_and_stop_ends_it(
     assert any(r.startswith("stopped by the user\nbegun") for r in results), results
 
 
-def test_fork_from_a_message_continues_from_there(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Fork from Here on a message")
+def test_fork_from_a_message_continues_from_there(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("Fork from Here on a message")
     asked = [
         [(m["role"], m["content"]) for m in request.get("messages", [])[1:]]
-        for request in vscode_run.provider.requests
+        for request in vscode_ui3.provider.requests
         if any(m.get("content") == FORK["forkPrompt"] for m in request.get("messages", []))
     ]
     assert asked == [
@@ -672,8 +708,8 @@ def test_fork_from_a_message_continues_from_there(vscode_run: VSCodeRun) -> None
     ]
 
 
-def test_the_context_bar_shows_its_parts_and_the_spend(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("the context bar is a segment per part")
+def test_the_context_bar_shows_its_parts_and_the_spend(vscode_ui: VSCodeRun) -> None:
+    vscode_ui.check_scenario("the context bar is a segment per part")
 
 
 def test_search_sessions_opens_the_hit_in_an_earlier_page(vscode_ui: VSCodeRun) -> None:
@@ -699,12 +735,12 @@ def test_mcp_servers_quick_pick_shows_status_and_restarts(vscode_run: VSCodeRun)
     vscode_run.check_scenario("Seri: MCP Servers: the workspace")
 
 
-def test_delete_session_from_the_picker_and_the_palette(vscode_run: VSCodeRun) -> None:
-    vscode_run.check_scenario("Delete Session... and the picker's delete button")
-    store = SessionStore(Database.open(vscode_run.work / "profile" / DB_NAME))
+def test_delete_session_from_the_picker_and_the_palette(vscode_ui3: VSCodeRun) -> None:
+    vscode_ui3.check_scenario("Delete Session... and the picker's delete button")
+    store = SessionStore(Database.open(vscode_ui3.work / "profile" / DB_NAME))
     try:
         titles = [
-            info.title for info in store.recent(str(vscode_run.work / "workspaces" / "delete"))
+            info.title for info in store.recent(str(vscode_ui3.work / "workspaces" / "delete"))
         ]
     finally:
         store.db.close()

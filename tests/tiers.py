@@ -13,6 +13,8 @@ The whole suite runs on every core (pytest-xdist): each test has its own profile
 workspace and provider port, so tests cannot meet. A module-scoped fixture (the one
 VS Code run that several tests read) is made once per module: the tests that use it get
 one `xdist_group`, so they go to one worker, and that group, the largest, starts first.
+The other tests go out in the order `order` gives: the few that take long on their own
+(`@pytest.mark.early`) first, the fast tier last.
 """
 
 from __future__ import annotations
@@ -63,11 +65,12 @@ def starts_processes(function: Callable[..., Any]) -> bool:
 
 
 def _function_starts(function: Any, seen: set[types.CodeType]) -> bool:
-    code = getattr(inspect.unwrap(function), "__code__", None)
+    unwrapped = inspect.unwrap(function)  # (a decorator's wrapper has its module's globals)
+    code = getattr(unwrapped, "__code__", None)
     if code is None or code in seen:
         return False
     seen.add(code)
-    return _code_starts(code, function.__globals__, seen)
+    return _code_starts(code, unwrapped.__globals__, seen)
 
 
 def _code_starts(
@@ -134,6 +137,22 @@ def classify(items: list[pytest.Item]) -> None:
         for name, scope, func in fixtures:
             if scope in FIXTURE_SCOPES_SHARED and _in_suite(func):
                 item.add_marker(pytest.mark.xdist_group(f"{func.__module__}.{name}"))
+
+
+def order(items: list[pytest.Item]) -> None:
+    """Put the tests that take long first and the fast tier last (a stable sort: each
+    group keeps its order), so that no worker starts a long test when the others are
+    nearly done, and the run ends on tests of a moment that fill the workers evenly.
+
+    pytest-xdist (`--dist loadgroup`) hands out the groups of several tests first (the
+    VS Code lanes, largest first), then every other test in this order."""
+    items.sort(key=_rank)
+
+
+def _rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("early") is not None:
+        return 0
+    return 2 if item.get_closest_marker("fast") is not None else 1
 
 
 def check_group(item: pytest.Item) -> None:

@@ -7,8 +7,10 @@ half of what the whole suite cost. So each test worker starts one *warm* process
 server a test asks for, forks: the fork is the real server (`seri_lsp.cli.main` with the
 test's arguments, environment and working folder, on the pipes the test made), started
 in a few milliseconds. What the warm process imports is only what `python -m seri_lsp`
-imports before it reads its arguments; what a server reads from its environment later (a
-crash point, a wait, the provider, the trajectory setting) it reads as it would.
+imports before it reads its arguments, the LSP face, and the ACP SDK (`seri-lsp acp`'s
+pydantic schema, most of an ACP agent's 0.8 CPU-seconds of start), never seri's own ACP
+face, which imports the agent; what a server reads from its environment later (a crash
+point, a wait, the provider, the trajectory setting) it reads as it would.
 
 The test holds a `ForkedServer`, which acts as the `asyncio.subprocess.Process` pygls
 would have made: its pid is the server's, `kill()` and `terminate()` signal it, `wait()`
@@ -36,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 _MAX_REQUEST = 1 << 20
+# What the warm process imports before it forks: what `python -m seri_lsp` imports first,
+# the LSP face, and the ACP SDK (for `seri-lsp acp`).
+PRELOADED = ("seri_lsp.cli", "seri_lsp.lsp.server", "acp.stdio")
 
 
 # --- the warm process ------------------------------------------------------------------
@@ -45,10 +50,10 @@ def _serve(path: str) -> None:
     """Accept requests for servers on the Unix socket `path`, for as long as the test
     worker that started this process lives (its end of stdin closing ends it)."""
     import gc
+    import importlib
 
-    import seri_lsp.cli  # what `python -m seri_lsp` imports first
-    import seri_lsp.lsp.server  # noqa: F401  (then, to serve LSP)
-
+    for name in PRELOADED:
+        importlib.import_module(name)
     gc.freeze()
     # Reapers are never waited for here: they go as soon as they end.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -134,7 +139,7 @@ class ForkedServer:
         pid: int,
         stdin: asyncio.StreamWriter,
         stdout: asyncio.StreamReader,
-        stderr: asyncio.StreamReader,
+        stderr: asyncio.StreamReader | None,
         status: asyncio.StreamReader,
     ) -> None:
         self.pid = pid
@@ -185,13 +190,23 @@ class WarmServers:
                 raise RuntimeError("the warm server process did not start")
             time.sleep(0.01)
 
-    async def spawn(self, args: list[str], env: dict[str, str]) -> ForkedServer:
-        """A server run as `python -m seri_lsp ARGS` would be, with `env`."""
+    async def spawn(
+        self,
+        args: list[str],
+        env: dict[str, str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: bool = True,
+    ) -> ForkedServer:
+        """A server run as `python -m seri_lsp ARGS` would be, with `env`, in `cwd` (this
+        process's folder by default); its stderr is a pipe, or this process's own (as a
+        subprocess's `stderr=None`) when `stderr` is false."""
         loop = asyncio.get_running_loop()
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
-        request = json.dumps({"args": args, "env": env, "cwd": os.getcwd()}).encode()
+        stderr_r, stderr_w = os.pipe() if stderr else (-1, os.dup(2))
+        folder = os.fspath(cwd) if cwd is not None else os.getcwd()
+        request = json.dumps({"args": args, "env": env, "cwd": folder}).encode()
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             connection.connect(self.socket_path)
@@ -214,7 +229,8 @@ class WarmServers:
             asyncio.streams.FlowControlMixin, os.fdopen(stdin_w, "wb", 0)
         )
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        server = ForkedServer(pid, writer, await reader(stdout_r), await reader(stderr_r), status)
+        errors = await reader(stderr_r) if stderr else None
+        server = ForkedServer(pid, writer, await reader(stdout_r), errors, status)
         server.status_writer = status_writer
         return server
 

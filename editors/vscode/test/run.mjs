@@ -9,7 +9,7 @@
 //
 // With --shared, runs of the same test session share DIR: the first to get there installs
 // what is missing and packages the .vsix, under a lock, and the others use that .vsix
-// (tests/test_vscode.py runs its UI scenarios in two lanes at once, each its own run).
+// (tests/test_vscode.py runs its UI scenarios in three lanes at once, each its own run).
 //
 // CONFIG is written by tests/test_vscode.py, which also starts the scripted provider and
 // seeds the workspaces; see `readConfig` for its fields. Exit code 0 when every suite
