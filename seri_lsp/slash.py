@@ -26,6 +26,9 @@ class Command:
     argument_hint: str | None = None  # what the words after it are; None: it takes none
     # Offered by the ACP face (docs/acp.md); the others work there when typed.
     in_acp: bool = True
+    # Typed bare in an editor's chat, the editor offers a picker of its own instead
+    # (sessions, models, prompts), as its palette command does.
+    picker: bool = False
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -41,6 +44,7 @@ COMMANDS: tuple[Command, ...] = (
         "/rewind [n] [both|conversation|files] [force]",
         "Go back n prompts (default 1): the conversation and the files the tools changed",
         "[n] [both|conversation|files] [force]",
+        picker=True,
     ),
     Command(
         "max-turns",
@@ -54,6 +58,7 @@ COMMANDS: tuple[Command, ...] = (
         "Show the model and the provider's models, or use NAME in this session from the "
         "next turn (default: the setting's)",
         "model id (optional)",
+        picker=True,
     ),
     Command(
         "resume",
@@ -61,6 +66,7 @@ COMMANDS: tuple[Command, ...] = (
         "Open another session of this project by its id (or a unique prefix)",
         "session id",
         in_acp=False,
+        picker=True,
     ),
     Command("continue", "/continue", "Open this project's latest session", in_acp=False),
     Command(

@@ -40,14 +40,22 @@ def check_wire_list(commands: list[dict[str, str]]) -> None:
     assert commands[0] == COMPACT
     for entry in commands:
         declared = BY_NAME[entry["name"]]
-        expected = {"name", "usage", "summary"} | (
-            {"argumentHint"} if declared.argument_hint else set()
+        expected = (
+            {"name", "usage", "summary"}
+            | ({"argumentHint"} if declared.argument_hint else set())
+            | ({"picker"} if declared.picker else set())
         )
         assert set(entry) == expected
         assert entry["usage"] == declared.usage
         assert entry["summary"] == declared.summary
     # A command that takes no words has no hint.
     assert "argumentHint" not in commands[ORDER.index("clear")]
+    # Typed bare, these open an editor's own picker.
+    assert [entry["name"] for entry in commands if entry.get("picker")] == [
+        "rewind",
+        "model",
+        "resume",
+    ]
 
 
 async def test_initialize_advertises_the_slash_commands_as_an_experimental_capability(

@@ -258,6 +258,7 @@ INTEGRATION_MCP = {
 def agree_to_mcp_servers(profile: Path, workspace: Path, servers: dict[str, Any]) -> None:
     """Keep "Allow" for the MCP servers a workspace's own settings configure."""
     configs = parse_servers(servers, Origin.WORKSPACE, "the test", [], os.environ)
+    profile.mkdir(parents=True, exist_ok=True)
     WorkspaceAgreements(profile, CONSENT_NAME).agree(
         str(workspace), consent_lines(list(configs.values()))
     )

@@ -513,6 +513,19 @@ def shrink_entry(entry: dict[str, Any], limit: int) -> tuple[dict[str, Any], int
     return entry, elided + 1
 
 
+# What `_closed` writes: before a result whose call went in the part before, and as the
+# result of a call whose result comes in the next part.
+_EARLIER_RESULT = "(The result of tool call {}, from the part before:)\n"
+_LATER_RESULT = "(Its result comes in the next part.)"
+
+
+def _closure_chars(entry: dict[str, Any]) -> int:
+    """The most characters `_closed` may add for `entry`."""
+    if entry.get("role") == "tool":
+        return len(_EARLIER_RESULT.format(entry.get("tool_call_id")))
+    return len(_LATER_RESULT) * len(entry.get("tool_calls") or [])
+
+
 def _closed(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A chunk that splits a call from its results (a group too large for one request)
     made valid on its own: results whose call went in the chunk before become user text,
@@ -524,8 +537,8 @@ def _closed(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append(
             {
                 "role": "user",
-                "content": f"(The result of tool call {result.get('tool_call_id')}, from "
-                f"the part before:)\n{result.get('content') or ''}",
+                "content": _EARLIER_RESULT.format(result.get("tool_call_id"))
+                + (result.get("content") or ""),
             }
         )
         index += 1
@@ -537,7 +550,7 @@ def _closed(chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "role": "tool",
                 "tool_call_id": call["id"],
-                "content": "(Its result comes in the next part.)",
+                "content": _LATER_RESULT,
             }
             for call in out[last]["tool_calls"]
             if call["id"] not in answered
@@ -592,7 +605,10 @@ class SummaryPlanner:
             fitted = []
             for index, entry in enumerate(entries):
                 if not (index == 0 and paired[0].is_recap):
-                    entry, elided = shrink_entry(entry, item_limit)
+                    # (room for what `_closed` adds when its chunk splits a call from
+                    # its results, so that such a chunk still fits)
+                    limit = max(MIN_ITEM_CHARS, item_limit - _closure_chars(entry))
+                    entry, elided = shrink_entry(entry, limit)
                     self.elided += elided
                 fitted.append(entry)
             entries = fitted
@@ -630,12 +646,23 @@ class SummaryPlanner:
                     default=count,
                 )
                 count = start
-        chunk, self.entries = entries[:count], entries[count:]
+            # What `_closed` adds to a chunk that splits a call from its results counts
+            # too: fewer messages while the closed chunk is over the budget.
+            while count > least and (
+                request_chars([*head, *self._chunk(count), tail]) > self.budget
+            ):
+                count -= 1
+        chunk = self._chunk(count)
+        self.entries = entries[count:]
         self.leading_recap = self.leading_recap and self.requests > 0
         self.requests += 1
-        if self.requests > 1 or self.entries:
-            chunk = _closed(chunk)
         return [*head, *chunk, tail]
+
+    def _chunk(self, count: int) -> list[dict[str, Any]]:
+        """The next request's first `count` messages, closed when the request is one of
+        several (see `_closed`)."""
+        chunk = self.entries[:count]
+        return _closed(chunk) if self.requests > 0 or count < len(self.entries) else chunk
 
     def update(self, fields: dict[str, str]) -> None:
         """The summary of the chunk just sent: the recap the next chunk updates."""

@@ -226,12 +226,13 @@ async def mcp_consent(engine: Engine, args: dict[str, Any]) -> Any:
     return await engine.mcp.consent_command(optional_bool(args, "revoke") or False)
 
 
-def slash_commands() -> list[dict[str, str]]:
+def slash_commands() -> list[dict[str, str | bool]]:
     """The slash commands as the wire shows them (`seri.commands`, and `initialize`'s
     `experimental.seri.slashCommands`), in the registry's order."""
     return [
         {"name": command.name, "usage": command.usage, "summary": command.summary}
         | ({"argumentHint": command.argument_hint} if command.argument_hint else {})
+        | ({"picker": True} if command.picker else {})
         for command in SLASH_COMMANDS
     ]
 

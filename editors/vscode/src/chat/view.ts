@@ -283,19 +283,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     if (!text) {
       return;
     }
-    if (text === '/resume') {
-      // Without an id, pick one like "Seri: Resume Session..." does.
-      await vscode.commands.executeCommand(Commands.resumeSession);
-      return;
-    }
-    if (text === '/model') {
-      // Without a name, pick one like the header's model does.
-      await vscode.commands.executeCommand(Commands.selectModel);
-      return;
-    }
-    if (text === '/rewind') {
-      // Without a count, pick the prompt like "Seri: Rewind..." does.
-      await vscode.commands.executeCommand(Commands.rewind);
+    // A command the server marks `picker`, typed bare, opens the palette command's
+    // picker (`/resume`: the sessions, `/model`: the models, `/rewind`: the prompts).
+    const bare = /^\/([a-z][a-z-]*)$/.exec(text)?.[1];
+    const picker = this.model.snapshot().slashCommands.find((command) => command.name === bare && command.picker);
+    if (picker && Object.hasOwn(MENU_COMMANDS, picker.name)) {
+      await vscode.commands.executeCommand(MENU_COMMANDS[picker.name as MenuAction]);
       return;
     }
     // `#selection` / `#buffer` left in the text (typed, then sent at once) attach too.

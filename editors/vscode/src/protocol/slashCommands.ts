@@ -13,4 +13,6 @@ export interface SlashCommand {
   summary: string;
   /** What the words after it are; absent when it takes none. */
   argumentHint?: string;
+  /** Typed bare, the editor offers its own picker instead (sessions, models, prompts). */
+  picker?: boolean;
 }
