@@ -38,11 +38,11 @@ export async function readSlashCommands(initializeResult: unknown, link: Command
 
 /** One advertised command, as a list of it or of nothing when it lacks a field. */
 function slashCommand(entry: unknown): SlashCommand[] {
-  const [name, usage, summary, hint] = ['name', 'usage', 'summary', 'argumentHint'].map((key) => field(entry, key));
+  const [name, usage, summary, hint, picker] = ['name', 'usage', 'summary', 'argumentHint', 'picker'].map((key) => field(entry, key));
   if (typeof name !== 'string' || typeof usage !== 'string' || typeof summary !== 'string' || name === '') {
     return [];
   }
-  return [typeof hint === 'string' ? { name, usage, summary, argumentHint: hint } : { name, usage, summary }];
+  return [{ name, usage, summary, ...(typeof hint === 'string' ? { argumentHint: hint } : {}), ...(picker === true ? { picker } : {}) }];
 }
 
 function field(value: unknown, key: string): unknown {

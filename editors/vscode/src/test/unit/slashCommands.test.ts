@@ -14,6 +14,7 @@ const LIST: SlashCommand[] = [
   { name: 'compact', usage: '/compact [focus words]', summary: 'Compact the conversation now', argumentHint: 'focus words (optional)' },
   { name: 'clear', usage: '/clear', summary: 'Start a new session' },
   { name: 'context', usage: '/context', summary: 'What fills the context window' },
+  { name: 'resume', usage: '/resume ID', summary: 'Open another session', argumentHint: 'session id', picker: true },
   { name: 'zap', usage: '/zap TARGET', summary: 'A command added on the server only', argumentHint: 'what to zap' },
 ];
 
@@ -93,7 +94,7 @@ suite('slash commands', () => {
       { key: '/context', label: '/context', description: 'What fills the context window', insert: '/context' },
     ]);
     assert.deepStrictEqual(slashSuggestions(LIST, 'CL').map((s) => s.key), ['/clear']);
-    assert.deepStrictEqual(slashSuggestions(LIST, '').map((s) => s.key), ['/compact', '/clear', '/context', '/zap']);
+    assert.deepStrictEqual(slashSuggestions(LIST, '').map((s) => s.key), ['/compact', '/clear', '/context', '/resume', '/zap']);
     assert.deepStrictEqual(slashSuggestions(LIST, 'zap')[0].insert, '/zap ', 'a command that takes words leaves a space');
     assert.deepStrictEqual(slashSuggestions([], 'c'), [], 'no list, no suggestions');
   });
