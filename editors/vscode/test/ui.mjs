@@ -415,7 +415,9 @@ async function writeApproval({ page, config, shot }) {
   await openChat(page);
   const view = chat(page);
   await sendPrompt(view, 'Greet the world');
-  await view.locator('#working', { hasText: 'Waiting for the model' }).waitFor({ timeout: 10_000 });
+  // (the task is under way; on a loaded machine its line may have moved past "Waiting
+  // for the model" already)
+  await view.locator('#working').waitFor({ timeout: 20_000 });
   await runCommand(page, 'View: Show Explorer');
   await openFile(page, 'README.md');
 
