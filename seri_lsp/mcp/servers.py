@@ -77,15 +77,15 @@ class McpServers:
         )
 
     async def loaded(self) -> None:
-        """Wait for `begin`'s start (a failure of it is logged, never raised)."""
-        if self._loading is not None and not self._loading.done():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._loading)
-        if self._loading is not None and self._loading.done() and not self._loading.cancelled():
-            error = self._loading.exception()
-            if error is not None:
-                log.error("The MCP servers could not be started: %s", error)
-                self._loading = None
+        """Wait for `begin`'s start (a failure of it is logged once, never raised)."""
+        task = self._loading
+        if task is None:
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.shield(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("The MCP servers could not be started: %s", task.exception())
+            self._loading = None
 
     async def start(self, workspace_root: Path | None, project: str = "") -> None:
         """Read the configuration and start the servers in the background (returns once

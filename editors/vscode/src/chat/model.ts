@@ -213,6 +213,11 @@ export class ChatModel {
     this.emit({ kind: 'state' });
   }
 
+  /** The advertised slash command `name` (without its slash), if the server has it. */
+  slashCommand(name: string): SlashCommand | undefined {
+    return this.slashCommands.find((command) => command.name === name);
+  }
+
   // --- notifications -------------------------------------------------------------------
 
   sessionChanged(params: SessionChangedParams): void {

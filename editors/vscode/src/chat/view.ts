@@ -286,8 +286,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     // A command the server marks `picker`, typed bare, opens the palette command's
     // picker (`/resume`: the sessions, `/model`: the models, `/rewind`: the prompts).
     const bare = /^\/([a-z][a-z-]*)$/.exec(text)?.[1];
-    const picker = this.model.snapshot().slashCommands.find((command) => command.name === bare && command.picker);
-    if (picker && Object.hasOwn(MENU_COMMANDS, picker.name)) {
+    const picker = bare !== undefined ? this.model.slashCommand(bare) : undefined;
+    if (picker?.picker && Object.hasOwn(MENU_COMMANDS, picker.name)) {
       await vscode.commands.executeCommand(MENU_COMMANDS[picker.name as MenuAction]);
       return;
     }
