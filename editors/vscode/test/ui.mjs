@@ -474,7 +474,12 @@ async function denyWithNote({ page, config, shot }) {
   // Enter in the note denies, with the note for the model.
   await card.locator('.question-note').fill('keep the greeting as it is');
   await shot('deny-note');
-  await card.locator('.question-note').press('Enter');
+  // The view hidden and shown again is drawn anew: the note typed is still there.
+  await runCommand(page, 'View: Show Explorer');
+  await openChat(page);
+  const shown = chat(page).locator('.question', { hasText: 'seri wants to edit src/app.py' }).locator('.question-note');
+  await waitUntil(async () => (await shown.inputValue()) === 'keep the greeting as it is', 'the note kept when the view is shown again');
+  await shown.press('Enter');
   await card.waitFor({ state: 'detached', timeout: 10_000 });
   // The focus was in the card that went away: it goes to the chat input, not to the page.
   await waitUntil(() => view.locator('#prompt-input').evaluate((input) => document.activeElement === input), 'the focus in the chat input after the answer');

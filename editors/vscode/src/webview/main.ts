@@ -1,9 +1,9 @@
 // The chat view's page: header (title, the session's spend, the context bar with what
 // fills the context and where compaction starts, session menu), transcript (following
 // new output), the questions the task waits on, the queue, and the input. It holds no
-// state the extension does not also hold, except the unsent draft and its attachments
-// (kept with setState, so they survive the view being hidden and the window being
-// reloaded).
+// state the extension does not also hold, except the unsent draft and its attachments,
+// and the notes typed into Deny fields (kept with setState, so they survive the view
+// being hidden and the window being reloaded).
 
 import './style.css';
 
@@ -19,7 +19,7 @@ import { markdownBody } from './replyBody';
 import { Transcript } from './transcript';
 import { rovingActions } from './roving';
 import { handleTranscriptClicks } from './transcriptActions';
-import { ANSWERED, renderQuestions, renderQueue } from './waiting';
+import { ANSWERED, type NoteDrafts, renderQuestions, renderQueue } from './waiting';
 
 interface VsCodeApi {
   postMessage(message: FromWebview): void;
@@ -30,12 +30,23 @@ interface VsCodeApi {
 interface PersistedState {
   draft: string;
   chips?: Draft['chips'];
+  /** The notes typed into the open questions' Deny fields, by question id. */
+  notes?: Record<string, string>;
 }
 
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
 const post = (message: FromWebview): void => vscode.postMessage(message);
+let persisted: PersistedState = vscode.getState() ?? { draft: '' };
+function persist(change: Partial<PersistedState>): void {
+  persisted = { ...persisted, ...change };
+  vscode.setState(persisted);
+}
+const notes: NoteDrafts = {
+  get: (id) => persisted.notes?.[String(id)] ?? '',
+  set: (id, text) => persist({ notes: { ...persisted.notes, [String(id)]: text } }),
+};
 
 // --- layout -------------------------------------------------------------------------
 
@@ -62,7 +73,7 @@ const follower = new Follower(transcriptBox, content, newMessages);
 const paths = new PathLinks(transcriptBox, post);
 const composer = new Composer(
   post,
-  (draft) => vscode.setState({ draft: draft.text, chips: draft.chips }),
+  (draft) => persist({ draft: draft.text, chips: draft.chips }),
   () => follower.toBottom(),
 );
 
@@ -99,7 +110,12 @@ function applyHeader(next: HeaderState): void {
     placeForkMark();
   }
   older.hidden = !next.hasMore;
-  renderQuestions(questions, next.questions, session?.project ?? '', post);
+  renderQuestions(questions, next.questions, session?.project ?? '', post, notes);
+  // The notes of questions no longer asked go.
+  const open = new Set(next.questions.map((question) => String(question.id)));
+  if (Object.keys(persisted.notes ?? {}).some((id) => !open.has(id))) {
+    persist({ notes: Object.fromEntries(Object.entries(persisted.notes ?? {}).filter(([id]) => open.has(id))) });
+  }
   renderQueue(queue, next.queued, post);
   if (next.activity !== before?.activity) {
     clearTimeout(retryTimer);

@@ -1,7 +1,9 @@
 // What waits at the end of the transcript: the questions the task waits on (cards with
 // their choices; a write's has "Review changes", which opens VS Code's diff editor, and
 // a note a Deny sends to the model), and the prompts queued while a task runs. Both are
-// drawn by id, so that a redraw keeps a note being typed.
+// drawn by id, so that a redraw keeps a note being typed; the notes are kept in the
+// page's saved state too, so that a view drawn again (hidden and shown, reloaded) has
+// them.
 
 import type { QueuedPrompt, Question } from '../chat/chatState';
 import { mentionLabel } from '../chat/promptText';
@@ -12,6 +14,12 @@ import { Icons, h, icon } from './dom';
 import { renderHunk } from './hunkView';
 
 type Post = (message: FromWebview) => void;
+
+/** Where the notes typed into Deny fields are kept, by question id. */
+export interface NoteDrafts {
+  get(id: number): string;
+  set(id: number, text: string): void;
+}
 
 /** Keep `container`'s children to one element per item, by id, in the items' order. */
 function sync<T extends { id: number }>(container: HTMLElement, items: readonly T[], render: (item: T) => HTMLElement): void {
@@ -32,8 +40,8 @@ function sync<T extends { id: number }>(container: HTMLElement, items: readonly 
 export const ANSWERED = 'seri-answered';
 
 /** `project`: the open session's folder, for showing the paths in it short. */
-export function renderQuestions(container: HTMLElement, questions: readonly Question[], project: string, post: Post): void {
-  sync(container, questions, (question) => renderQuestion(question, project, post));
+export function renderQuestions(container: HTMLElement, questions: readonly Question[], project: string, post: Post, notes: NoteDrafts): void {
+  sync(container, questions, (question) => renderQuestion(question, project, post, notes));
 }
 
 /** A path inside the project as relative to it, others as they are. */
@@ -64,7 +72,7 @@ export function renderQueue(container: HTMLElement, queued: readonly QueuedPromp
   );
 }
 
-function renderQuestion(question: Question, project: string, post: Post): HTMLElement {
+function renderQuestion(question: Question, project: string, post: Post, notes: NoteDrafts): HTMLElement {
   const params = question.params;
   const card = h('section', { class: `row question question-${params.kind}`, role: 'alert', 'aria-label': params.message, 'data-question-id': String(question.id) });
   const answer = (choice: string, note?: string): void => {
@@ -117,6 +125,8 @@ function renderQuestion(question: Question, project: string, post: Post): HTMLEl
   if (deny) {
     // A Deny can say why: the note goes back to the model with the refusal.
     const note = h('input', { class: 'question-note', type: 'text', placeholder: 'Why not? (optional)', 'aria-label': 'A note for seri, sent with Deny', maxlength: '2000' });
+    note.value = notes.get(question.id);
+    note.addEventListener('input', () => notes.set(question.id, note.value));
     note.addEventListener('keydown', (event) => {
       if (event.key === 'Enter') {
         event.preventDefault();
