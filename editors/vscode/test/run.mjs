@@ -75,6 +75,17 @@ function run(command, args, options = {}) {
   }
 }
 
+/** `run`, without waiting: the promise settles when the command has ended. */
+function runBeside(command, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: 'inherit', ...options });
+    child.on('error', reject);
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} failed (exit ${code ?? signal})`)),
+    );
+  });
+}
+
 function onPath(command) {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;
 }
@@ -128,18 +139,23 @@ function seedRipgrep() {
   fs.rmSync(staging, { recursive: true, force: true });
 }
 
-function ensureCodeServer() {
+/** What apt must bring for the workbench: Chromium, and what code-server's install builds with. */
+function workbenchPackages() {
+  return ['chromium', ...(codeServerInstalled() ? [] : ['libkrb5-dev', 'ripgrep'])];
+}
+
+/** Installs code-server if it is missing (after `workbenchPackages`), beside other work. */
+async function ensureCodeServer() {
   if (codeServerInstalled()) {
     return;
   }
-  aptInstall(['libkrb5-dev', 'ripgrep'], "to build code-server's native modules");
   seedRipgrep();
   const dir = codeServerDir();
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   say(`installing code-server ${CODE_SERVER_VERSION} from npm into ${dir} (one time, ~1 min, ~300 MB)`);
   const t0 = Date.now();
-  run('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--unsafe-perm', '--loglevel', 'error', `code-server@${CODE_SERVER_VERSION}`], {
+  await runBeside('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--unsafe-perm', '--loglevel', 'error', `code-server@${CODE_SERVER_VERSION}`], {
     cwd: dir,
     env: { ...process.env, npm_config_yes: 'true' },
   });
@@ -224,44 +240,57 @@ function packageVsix(vsix, python) {
   });
 }
 
-function compileTests() {
+/** Type-checks the chat page and compiles the test suites, beside other work. */
+async function compileTests() {
   const bin = (name) => path.join(EXTENSION_DIR, 'node_modules', '.bin', name);
   say('type-checking the chat page and compiling the test suites (tsc)');
-  run(bin('tsc'), ['-p', 'src/webview', '--noEmit'], { cwd: EXTENSION_DIR });
-  run(bin('tsc'), ['-p', 'tsconfig.test.json'], { cwd: EXTENSION_DIR });
+  await Promise.all([
+    runBeside(bin('tsc'), ['-p', 'src/webview', '--noEmit'], { cwd: EXTENSION_DIR }),
+    runBeside(bin('tsc'), ['-p', 'tsconfig.test.json'], { cwd: EXTENSION_DIR }),
+  ]);
 }
 
 /**
  * Installs what is missing and packages the .vsix into workDir. With `shared`, under a
- * lock there: the first run packages into `shared` and later ones copy its .vsix.
+ * lock there: the first run packages into `shared` and later ones copy its .vsix. What
+ * does not wait on the rest runs beside it: code-server's install (a minute on a new
+ * machine) beside the extension's node modules and the packaging, and the test suites'
+ * compile beside the packaging.
  */
 async function prepare({ shared, suites }, workDir, wantsWorkbench, python) {
-  const install = () => {
+  const compiles = suites.includes('unit') || suites.includes('integration');
+  let compiled = Promise.resolve();
+  const build = async (built) => {
     if (wantsWorkbench) {
-      aptInstall(['chromium'], 'the browser that drives the workbench');
-      ensureCodeServer();
+      aptInstall(workbenchPackages(), "the browser that drives the workbench, and what code-server's install builds with");
     }
-    ensureNodeModules();
-  };
-  const vsix = path.join(workDir, 'seri-vscode.vsix');
-  if (!shared) {
-    install();
-    packageVsix(vsix, python);
-  } else {
-    await withLock(path.join(shared, 'lock'), () => {
-      install();
-      const built = path.join(shared, 'seri-vscode.vsix');
+    const codeServer = wantsWorkbench ? ensureCodeServer() : Promise.resolve();
+    try {
+      ensureNodeModules();
+      if (compiles) {
+        compiled = compileTests();
+        compiled.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+      }
       if (fs.existsSync(built)) {
         say('using the .vsix another run of this test session packaged');
       } else {
         packageVsix(built, python);
       }
+    } finally {
+      await codeServer;
+    }
+  };
+  const vsix = path.join(workDir, 'seri-vscode.vsix');
+  if (!shared) {
+    await build(vsix);
+  } else {
+    await withLock(path.join(shared, 'lock'), async () => {
+      const built = path.join(shared, 'seri-vscode.vsix');
+      await build(built);
       fs.copyFileSync(built, vsix);
     });
   }
-  if (suites.includes('unit') || suites.includes('integration')) {
-    compileTests();
-  }
+  await compiled;
   return vsix;
 }
 
@@ -290,7 +319,7 @@ async function withLock(dir, work) {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   try {
-    return work();
+    return await work();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
