@@ -68,6 +68,21 @@ async function waitUntil(check, what, timeoutMs = 20_000) {
   }
 }
 
+/**
+ * Click an item of a workbench context menu. VS Code arms a menu's items 100 ms after it
+ * draws them (so the mouse-up of the right click that opened it chooses nothing), and a
+ * quick test's click can come before that: click until the menu closes.
+ */
+async function chooseMenuItem(item) {
+  await waitUntil(async () => {
+    await item.click({ timeout: 2_000 }).catch(() => undefined);
+    return item
+      .waitFor({ state: 'hidden', timeout: 1_000 })
+      .then(() => true)
+      .catch(() => false);
+  }, 'the menu item to be chosen');
+}
+
 function expect(condition, message) {
   if (!condition) {
     throw new Error(message);
@@ -1052,13 +1067,16 @@ async function forkFromMessage({ page, config, shot }) {
   expect(JSON.stringify(order) === JSON.stringify(['user', 'assistant', 'mark', 'user', 'assistant']), `the rows around the mark (${order})`);
   await shot('fork-continued');
   const fork = await openSessionId(view);
+  // The reply is drawn before its task ends (the turn is still saved, checked, titled), and
+  // a fork is refused while a task runs: a user forks once the Stop button has gone.
+  await view.locator('body.task-running').waitFor({ state: 'detached', timeout: 20_000 });
 
   // The view's context menu offers it too: at the first prompt.
   await view.locator('.row.user', { hasText: seeded.first }).locator('.bubble').click({ button: 'right' });
   const item = page.locator('.context-view .action-label', { hasText: 'Fork from Here' });
   await item.waitFor({ timeout: 10_000 });
   await shot('fork-context-menu');
-  await item.click();
+  await chooseMenuItem(item);
   await waitUntil(async () => {
     const id = await openSessionId(view);
     return id && id !== fork;
