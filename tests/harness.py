@@ -212,7 +212,11 @@ def compile_server() -> None:
 def seri(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The `seri-lsp` command line, as a user runs it (the environment as `server_env`)."""
+    """The `seri-lsp` command line, as a user runs it (the environment as `server_env`),
+    forked from this worker's warm process unless `SERI_TEST_FORK=0`."""
+    warm = warm_servers()
+    if warm is not None:
+        return warm.run(list(args), server_env(env), cwd=cwd, timeout=60)
     return subprocess.run(
         [sys.executable, "-m", "seri_lsp", *args],
         cwd=cwd,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import command, start_server, stop_server
-from tests.warm_server import PRELOADED, warm_servers
+from tests.warm_server import LIBRARIES, PRELOADED, warm_servers
 
 # Modules that read the environment when imported (`seri_lsp.waits.wait_seconds` at
 # module level): the warm process must not import them, or every fork would keep the
@@ -27,7 +27,7 @@ def test_the_warm_process_imports_nothing_that_reads_the_environment_at_import()
         [
             sys.executable,
             "-c",
-            f"import sys, {', '.join(PRELOADED)}; "
+            f"import sys, {', '.join((*PRELOADED, *LIBRARIES))}; "
             f"print([m for m in {READ_AT_IMPORT!r} if m in sys.modules])",
         ],
         capture_output=True,

@@ -7,9 +7,12 @@ half of what the whole suite cost. So each test worker starts one *warm* process
 server a test asks for, forks: the fork is the real server (`seri_lsp.cli.main` with the
 test's arguments, environment and working folder, on the pipes the test made), started
 in a few milliseconds. What the warm process imports is only what `python -m seri_lsp`
-imports before it reads its arguments, the LSP face, and the ACP SDK (`seri-lsp acp`'s
-pydantic schema, most of an ACP agent's 0.8 CPU-seconds of start), never seri's own ACP
-face, which imports the agent; what a server reads from its environment later (a crash
+imports before it reads its arguments, the LSP face, the ACP SDK (`seri-lsp acp`'s
+pydantic schema, most of an ACP agent's 0.8 CPU-seconds of start), and the libraries a
+server imports later, when a session first needs them (`LIBRARIES`: httpx and what it
+brings, about 0.2 CPU-seconds, in four servers of five; the MCP SDK, 0.5, in one of
+five), never a module of seri's own beyond that, as some read the environment when
+imported (`seri_lsp.waits`); what a server reads from its environment later (a crash
 point, a wait, the provider, the trajectory setting) it reads as it would.
 
 The test holds a `ForkedServer`, which acts as the `asyncio.subprocess.Process` pygls
@@ -41,6 +44,22 @@ _MAX_REQUEST = 1 << 20
 # What the warm process imports before it forks: what `python -m seri_lsp` imports first,
 # the LSP face, and the ACP SDK (for `seri-lsp acp`).
 PRELOADED = ("seri_lsp.cli", "seri_lsp.lsp.server", "acp.stdio")
+# Libraries, none of seri's own, that servers import once a session needs them: the
+# provider's HTTP client (httpx, truststore, certifi), the file filters (pathspec, regex),
+# the session lock (filelock), the command parser (bashlex) and the MCP client.
+LIBRARIES = (
+    "httpx",
+    "truststore",
+    "certifi",
+    "pathspec",
+    "regex",
+    "filelock",
+    "bashlex",
+    "zoneinfo",
+    "mcp",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+)
 
 
 # --- the warm process ------------------------------------------------------------------
@@ -52,7 +71,7 @@ def _serve(path: str) -> None:
     import gc
     import importlib
 
-    for name in PRELOADED:
+    for name in (*PRELOADED, *LIBRARIES):
         importlib.import_module(name)
     gc.freeze()
     # Reapers are never waited for here: they go as soon as they end.
@@ -233,6 +252,58 @@ class WarmServers:
         server = ForkedServer(pid, writer, await reader(stdout_r), errors, status)
         server.status_writer = status_writer
         return server
+
+    def run(
+        self, args: list[str], env: dict[str, str], *, cwd: str | os.PathLike[str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m seri_lsp ARGS` run to its end, as `subprocess.run` would run it with
+        stdin from /dev/null and its output captured as text (`TimeoutExpired`, the
+        server killed, when it runs longer than `timeout` seconds)."""
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        request = json.dumps({"args": args, "env": env, "cwd": os.fspath(cwd)}).encode()
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.socket_path)
+            socket.send_fds(connection, [request], [stdin, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin, stdout_w, stderr_w):
+                os.close(fd)
+        deadline = time.monotonic() + timeout
+        status = connection.makefile("rb")
+        output: dict[int, bytearray] = {stdout_r: bytearray(), stderr_r: bytearray()}
+        try:
+            pid = int(status.readline())
+            open_fds = [stdout_r, stderr_r]
+            while open_fds:
+                left = deadline - time.monotonic()
+                ready = select.select(open_fds, [], [], max(left, 0))[0]
+                if not ready:
+                    os.kill(pid, signal.SIGKILL)
+                    raise subprocess.TimeoutExpired(["seri_lsp", *args], timeout)
+                for fd in ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if chunk:
+                        output[fd] += chunk
+                    else:
+                        open_fds.remove(fd)
+            line = status.readline()
+        finally:
+            status.close()
+            connection.close()
+            os.close(stdout_r)
+            os.close(stderr_r)
+
+        def text(data: bytearray) -> str:  # as `text=True` reads it: universal newlines
+            return data.decode().replace("\r\n", "\n").replace("\r", "\n")
+
+        return subprocess.CompletedProcess(
+            ["seri_lsp", *args],
+            int(line) if line.strip() else -signal.SIGKILL,
+            text(output[stdout_r]),
+            text(output[stderr_r]),
+        )
 
     def close(self) -> None:
         if self._process.poll() is None:
