@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -193,3 +194,22 @@ def test_the_server_process_dies_when_its_parent_is_killed(tmp_path: Path) -> No
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+async def test_a_server_stopped_while_it_hangs_at_start_is_ended_and_the_stop_returns() -> None:
+    """The language server stopping (its editor gone) while a server still hangs before
+    its handshake: the start ends at once and the SDK stops the process in its steps
+    (stdin closed, TERM, KILL). A stop once cancelled those steps half-way, and then
+    waited for the server's output forever: the language server never exited."""
+    manager = McpManager([stdio("hang", "--hang-at-start")], startup_timeout=4)
+    manager.start_all()
+    state = manager.states["hang"]
+    deadline = time.monotonic() + 30
+    while not (said := re.search(r"seri-test pid (\d+)", state.stderr_tail())):
+        assert time.monotonic() < deadline, "the server did not start"
+        await asyncio.sleep(0.05)
+    t0 = time.monotonic()
+    await asyncio.wait_for(manager.stop_all(), 15)
+    assert time.monotonic() - t0 < 8  # (not the 4 s start-up timeout, then the SDK's steps)
+    assert state.status == "stopped" and state.reason is None
+    assert not alive(int(said[1]))

@@ -38,6 +38,10 @@ Change = Literal["ready", "tools changed"]
 MAX_RESTARTS = 3
 # How much of a server's stderr is kept for the reason it failed.
 STDERR_LINES = 10
+# How long a stopped server's task is given to end on its own: the SDK stops a stdio
+# server in steps (its stdin closed, then TERM, then KILL, about 2 s each) that a cancel
+# would cut short, leaving the server running and the task waiting on its output.
+STOP_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class ServerState:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     stderr: IO[str] | None = None
     deadline: float = 0.0  # (loop time) when a start still under way has failed
+    starting: asyncio.Timeout | None = None  # the start's timeout, while it is under way
 
     def stderr_tail(self) -> str:
         if self.stderr is None:
@@ -175,15 +180,21 @@ class McpManager:
         await asyncio.gather(*(self._stop(state) for state in self.states.values()))
 
     async def _stop(self, state: ServerState) -> None:
+        """Stop one server and wait, a bounded time, for its task to end: a start under
+        way ends at once (its timeout moved to now), and the SDK then stops the server
+        in its own steps, which are waited for rather than cancelled."""
         task = state.task
         state.stop.set()
+        if state.starting is not None:
+            with contextlib.suppress(RuntimeError):  # (it has just expired)
+                state.starting.reschedule(asyncio.get_running_loop().time())
         if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), 5)
-            except (TimeoutError, Exception):
+            await asyncio.wait([task], timeout=STOP_SECONDS)
+            if not task.done():
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+                await asyncio.wait([task], timeout=1)
+            if not task.done():  # (its process ends with ours: orphan_guard.py)
+                log.warning("MCP server %s did not stop in time", state.config.name)
         if state.status in ("starting", "ready"):
             state.status = "stopped"
         state.session = None
@@ -201,20 +212,25 @@ class McpManager:
 
                 loop = asyncio.get_running_loop()
                 state.deadline = loop.time() + self.startup_timeout
+                if state.stop.is_set():
+                    return  # (stopped while the SDK was imported)
                 try:
                     # Spawning or connecting, then the handshake.
-                    async with asyncio.timeout_at(state.deadline):
+                    async with asyncio.timeout_at(state.deadline) as state.starting:
                         read, write = await self._connect(state, stack)
                         session = await stack.enter_async_context(
                             ClientSession(read, write, message_handler=self._messages(state))
                         )
                         await self._handshake(state, session)
                 except TimeoutError:
-                    self._fail(
-                        state,
-                        f"did not finish its handshake within {self.startup_timeout:g} s",
-                    )
+                    if not state.stop.is_set():
+                        self._fail(
+                            state,
+                            f"did not finish its handshake within {self.startup_timeout:g} s",
+                        )
                     return
+                finally:
+                    state.starting = None
                 state.session = session
                 state.status = "ready"
                 state.ready.set()
