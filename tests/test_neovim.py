@@ -25,6 +25,7 @@ from tests.ending_seeds import seed_turn_endings
 from tests.harness import server_env
 from tests.scripted_provider import Calls, Error, ScriptedProvider, Text, usage
 from tests.test_code_merge import SLUG_PY
+from tests.warm_server import server_command
 
 PLUGIN = Path(__file__).resolve().parent.parent / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests"
@@ -84,6 +85,7 @@ def run_scenario(
             "XDG_CACHE_HOME": str(home / "cache"),
             "SERI_TEST_PLUGIN": str(PLUGIN),
             "SERI_TEST_PYTHON": sys.executable,
+            "SERI_TEST_SERVER": json.dumps(server_command()),
             "SERI_TEST_PROFILE": str(profile_root),
             "SERI_TEST_WORKSPACE": str(workspace),
             "SERI_TEST_BASE_URL": provider.base_url if provider else "",

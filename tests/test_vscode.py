@@ -44,6 +44,7 @@ from tests.ending_seeds import ENDINGS, seed_turn_endings
 from tests.harness import server_env
 from tests.provider_control import ProviderControl
 from tests.scripted_provider import ScriptedProvider, Text
+from tests.warm_server import server_command
 
 ROOT = Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "editors" / "vscode"
@@ -457,7 +458,7 @@ def run_lane(
                 )
 
         config = {
-            "serverCommand": [sys.executable, "-m", "seri_lsp"],
+            "serverCommand": server_command(),
             "python": sys.executable,
             "providerUrl": provider.base_url,
             "controlUrl": control.url,

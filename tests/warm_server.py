@@ -305,6 +305,12 @@ class WarmServers:
             text(output[stderr_r]),
         )
 
+    def command(self) -> list[str]:
+        """A command line that runs as `python -m seri_lsp` and forks the server from
+        this warm process (tests/warm_client.py), for an editor under test to start."""
+        client = Path(__file__).with_name("warm_client.py")
+        return [sys.executable, "-I", "-S", str(client), self.socket_path]
+
     def close(self) -> None:
         if self._process.poll() is None:
             self._process.stdin.close()  # type: ignore[union-attr]
@@ -329,6 +335,13 @@ def warm_servers() -> WarmServers | None:
     if _warm is None:
         _warm = WarmServers()
     return _warm
+
+
+def server_command() -> list[str]:
+    """`python -m seri_lsp` for an editor under test to start: forked from this worker's
+    warm process, or started cold with `SERI_TEST_FORK=0`."""
+    warm = warm_servers()
+    return warm.command() if warm is not None else [sys.executable, "-m", "seri_lsp"]
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ local H = {}
 H.env = {
   plugin = assert(vim.env.SERI_TEST_PLUGIN, "SERI_TEST_PLUGIN is not set"),
   python = vim.env.SERI_TEST_PYTHON,
+  -- `python -m seri_lsp`, or what starts it forked from the test's warm process
+  server = vim.env.SERI_TEST_SERVER and vim.json.decode(vim.env.SERI_TEST_SERVER)
+    or { vim.env.SERI_TEST_PYTHON, "-m", "seri_lsp" },
   profile = vim.env.SERI_TEST_PROFILE,
   workspace = vim.env.SERI_TEST_WORKSPACE,
   base_url = vim.env.SERI_TEST_BASE_URL,
@@ -53,7 +56,7 @@ function H.options(extra)
   }
   settings = vim.tbl_deep_extend("force", settings, extra or {})
   return {
-    cmd = { H.env.python, "-m", "seri_lsp", "--profile-root", H.env.profile },
+    cmd = vim.list_extend(vim.deepcopy(H.env.server), { "--profile-root", H.env.profile }),
     settings = settings,
   }
 end
