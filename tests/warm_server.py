@@ -73,6 +73,7 @@ def _serve(path: str) -> None:
 
     for name in (*PRELOADED, *LIBRARIES):
         importlib.import_module(name)
+    _warm_converter()
     gc.freeze()
     # Reapers are never waited for here: they go as soon as they end.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
@@ -97,6 +98,27 @@ def _serve(path: str) -> None:
                 connection.close()
                 for fd in fds:
                     os.close(fd)
+
+
+def _warm_converter() -> None:
+    """Build the servers' LSP converter and write its hooks for every LSP type now, once,
+    rather than in each server as its messages come (about 0.1 CPU-seconds a server)."""
+    import contextlib
+
+    import attrs
+    import cattrs
+    from lsprotocol import types
+
+    from seri_lsp.lsp.server import lsp_converter
+
+    converter = lsp_converter()
+    for name in dir(types):
+        kind = getattr(types, name)
+        if isinstance(kind, type) and attrs.has(kind):
+            # (two registration types have no structure hook: nothing sends them)
+            with contextlib.suppress(cattrs.errors.StructureHandlerNotFoundError):
+                converter.get_structure_hook(kind)
+            converter.get_unstructure_hook(kind)
 
 
 def _reap(connection: socket.socket, fds: list[int], request: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -20,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+from cattrs import Converter
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 from pygls.uris import to_fs_path
 
 from seri_lsp import __version__
@@ -56,13 +59,24 @@ class ServerOptions:
     resume: str | None = None
 
 
+@functools.cache
+def lsp_converter() -> Converter:
+    """The LSP types' converter (pygls's), one per process. Building the first resolves
+    every lsprotocol type, and its hooks are written as messages need them: about a
+    tenth of a CPU-second of a server's start, which a process that forks servers (the
+    tests' warm process, tests/warm_server.py) pays once for all of them."""
+    return default_converter()
+
+
 class SeriServer(LanguageServer):
     """pygls server holding one engine; features register in `setup` functions."""
 
     protocol: SeriProtocol
 
     def __init__(self, options: ServerOptions) -> None:
-        super().__init__("seri-lsp", __version__, protocol_cls=SeriProtocol)
+        super().__init__(
+            "seri-lsp", __version__, protocol_cls=SeriProtocol, converter_factory=lsp_converter
+        )
         self.options = options
         self.engine: Engine | None = None
         self.startup_problems: list[str] = []
