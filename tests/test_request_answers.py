@@ -26,6 +26,7 @@ from pytest_lsp import client_capabilities
 from tests.conftest import provider_options
 from tests.harness import CLIENTS, server_env, shared_converter, wait_until
 from tests.scripted_provider import Hang, ScriptedProvider, Text
+from tests.warm_server import ForkedProcess, warm_servers
 
 INVALID_PARAMS = -32602
 INVALID_REQUEST = -32600
@@ -46,14 +47,19 @@ class RawServer:
         stdin: Any = subprocess.PIPE,
     ) -> None:
         self.workspace = workspace
-        command = [sys.executable, "-m", "seri_lsp", "--profile-root", str(profile_root), *args]
-        self.process = subprocess.Popen(
-            command,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=server_env(env),
-            cwd=workspace,
+        arguments = ["--profile-root", str(profile_root), *args]
+        warm = warm_servers() if stdin is subprocess.PIPE else None
+        self.process: subprocess.Popen[bytes] | ForkedProcess = (
+            warm.popen(arguments, server_env(env), cwd=workspace)
+            if warm is not None
+            else subprocess.Popen(
+                [sys.executable, "-m", "seri_lsp", *arguments],
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=server_env(env),
+                cwd=workspace,
+            )
         )
         self.received: list[dict[str, Any]] = []
         self._stderr = bytearray()

@@ -41,7 +41,7 @@ from seri_lsp.store.database import Database
 from seri_lsp.store.messages import Message
 from seri_lsp.store.sessions import SessionStore
 from tests.ending_seeds import ENDINGS, seed_turn_endings
-from tests.harness import server_env
+from tests.harness import seri
 from tests.provider_control import ProviderControl
 from tests.scripted_provider import ScriptedProvider, Text
 from tests.warm_server import server_command
@@ -170,10 +170,9 @@ def seed(
 ) -> None:
     """Store an exchange the way a user of the terminal face would: `seri-lsp run`."""
     provider.script(Text(reply))
-    command = [sys.executable, "-m", "seri_lsp", "run", prompt, "--profile-root", str(profile)]
-    command += ["--workspace", str(workspace)] + ([] if new else ["--continue"])
-    env = server_env({"SERI_BASE_URL": provider.base_url, "SERI_MODEL": provider.model})
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    args = ["run", prompt, "--profile-root", str(profile), "--workspace", str(workspace)]
+    env = {"SERI_BASE_URL": provider.base_url, "SERI_MODEL": provider.model}
+    done = seri(*args, *([] if new else ["--continue"]), cwd=workspace, env=env)
     assert done.returncode == 0, done.stderr
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -103,8 +104,6 @@ def _serve(path: str) -> None:
 def _warm_converter() -> None:
     """Build the servers' LSP converter and write its hooks for every LSP type now, once,
     rather than in each server as its messages come (about 0.1 CPU-seconds a server)."""
-    import contextlib
-
     import attrs
     import cattrs
     from lsprotocol import types
@@ -205,6 +204,66 @@ class ForkedServer:
         if self.returncode is not None:
             raise ProcessLookupError(self.pid)
         os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class ForkedProcess:
+    """A server forked by the warm process, as a `subprocess.Popen` with pipes would be:
+    its pid is the server's; `poll`, `wait`, `send_signal`, `terminate` and `kill` act
+    on it, and `returncode` is its exit status (a negative signal number when a signal
+    ended it)."""
+
+    def __init__(self, args: list[str], status: socket.socket, fds: tuple[int, int, int]) -> None:
+        self.args = args
+        self.stdin = os.fdopen(fds[0], "wb")
+        self.stdout = os.fdopen(fds[1], "rb")
+        self.stderr = os.fdopen(fds[2], "rb")
+        self.returncode: int | None = None
+        self._status = status
+        self._said = b""
+        self.pid = int(self._line(None) or b"0")
+
+    def _line(self, timeout: float | None) -> bytes | None:
+        """The reaper's next line; None when none came within `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._said:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self._status], [], [], left)[0]:
+                return None
+            chunk = self._status.recv(256)
+            if not chunk:  # the reaper is gone (killed with the test's process group)
+                self._said += b"\n"
+            self._said += chunk
+        line, self._said = self._said.split(b"\n", 1)
+        return line
+
+    def poll(self) -> int | None:
+        if self.returncode is None and (line := self._line(0)) is not None:
+            self._ended(line)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            line = self._line(timeout)
+            if line is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self._ended(line)
+        assert self.returncode is not None
+        return self.returncode
+
+    def _ended(self, line: bytes) -> None:
+        self.returncode = int(line) if line.strip() else -signal.SIGKILL
+        self._status.close()
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -326,6 +385,24 @@ class WarmServers:
             text(output[stdout_r]),
             text(output[stderr_r]),
         )
+
+    def popen(
+        self, args: list[str], env: dict[str, str], *, cwd: str | os.PathLike[str]
+    ) -> ForkedProcess:
+        """`python -m seri_lsp ARGS` started as `subprocess.Popen` would start it with
+        stdin, stdout and stderr as pipes."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        request = json.dumps({"args": args, "env": env, "cwd": os.fspath(cwd)}).encode()
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.socket_path)
+            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+        return ForkedProcess(["seri_lsp", *args], connection, (stdin_w, stdout_r, stderr_r))
 
     def command(self) -> list[str]:
         """A command line that runs as `python -m seri_lsp` and forks the server from
