@@ -7,8 +7,10 @@ only, not a setting) shortens named waits in the process it is given to:
 
     SERI_TEST_WAITS="EDITOR_ANSWER_SECONDS=0.5,MODELS_SECONDS=0.3"
 
-Each name is the constant that holds the wait (`seri_lsp/agent/rewind.py`'s
-`EDITOR_ANSWER_SECONDS`, ...), read once, when its module is imported.
+Each name is that of the `Wait` constant that holds the wait (`seri_lsp/agent/rewind.py`'s
+`EDITOR_ANSWER_SECONDS`, ...), read when the wait starts, never when its module is
+imported: a process forked from one that imported it (the tests' warm process) reads
+its own environment.
 """
 
 from __future__ import annotations
@@ -16,8 +18,20 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from typing import NamedTuple
 
 WAITS_ENV = "SERI_TEST_WAITS"
+
+
+class Wait(NamedTuple):
+    """One named wait and its default in seconds."""
+
+    name: str
+    default: float
+
+    def seconds(self) -> float:
+        """The default, or what `SERI_TEST_WAITS` gives this wait now."""
+        return wait_seconds(self.name, self.default)
 
 
 def wait_seconds(name: str, default: float, env: Mapping[str, str] = os.environ) -> float:

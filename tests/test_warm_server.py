@@ -14,27 +14,40 @@ from pathlib import Path
 import pytest
 
 from tests.harness import command, start_server, stop_server
-from tests.warm_server import LIBRARIES, PRELOADED, warm_servers
+from tests.warm_server import warm_servers
 
-# Modules that read the environment when imported (`seri_lsp.waits.wait_seconds` at
-# module level): the warm process must not import them, or every fork would keep the
-# warm process's values.
-READ_AT_IMPORT = ("seri_lsp.agent.provider", "seri_lsp.agent.search", "seri_lsp.agent.rewind")
+# Imports what the warm process imports with `os.environ` replaced by a mapping that
+# records the names read, and prints those of seri's own variables.
+RECORD_READS = """
+import os, sys
+sys.path.insert(0, {root!r})
+read = set()
+
+class Recording(type(os.environ)):
+    def __getitem__(self, key):
+        read.add(key)
+        return super().__getitem__(key)
+
+os.environ = Recording(os.environ._data, os.environ.encodekey, os.environ.decodekey,
+                       os.environ.encodevalue, os.environ.decodevalue)
+from tests.warm_server import preload
+preload()
+print(sorted(name for name in read if name.startswith("SERI_")))
+"""
 
 
-def test_the_warm_process_imports_nothing_that_reads_the_environment_at_import() -> None:
+def test_nothing_the_warm_process_imports_reads_seri_s_environment() -> None:
+    """A module that read a variable of seri's when imported would keep, in every
+    server forked from the warm process, the warm process's value."""
+    root = str(Path(__file__).resolve().parent.parent)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            f"import sys, {', '.join((*PRELOADED, *LIBRARIES))}; "
-            f"print([m for m in {READ_AT_IMPORT!r} if m in sys.modules])",
-        ],
+        [sys.executable, "-c", RECORD_READS.format(root=root)],
+        env={**os.environ, "SERI_TEST_WAITS": "MODELS_SECONDS=1", "SERI_CRASH_AT": "x"},
         capture_output=True,
         text=True,
         check=True,
     )
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 async def test_a_forked_server_is_the_test_s_own_process(tmp_path: Path) -> None:

@@ -6,14 +6,15 @@ half of what the whole suite cost. So each test worker starts one *warm* process
 (`python -m tests.warm_server SOCKET`), which imports the server once and then, for each
 server a test asks for, forks: the fork is the real server (`seri_lsp.cli.main` with the
 test's arguments, environment and working folder, on the pipes the test made), started
-in a few milliseconds. What the warm process imports is only what `python -m seri_lsp`
-imports before it reads its arguments, the LSP face, the ACP SDK (`seri-lsp acp`'s
-pydantic schema, most of an ACP agent's 0.8 CPU-seconds of start), and the libraries a
-server imports later, when a session first needs them (`LIBRARIES`: httpx and what it
-brings, about 0.2 CPU-seconds, in four servers of five; the MCP SDK, 0.5, in one of
-five), never a module of seri's own beyond that, as some read the environment when
-imported (`seri_lsp.waits`); what a server reads from its environment later (a crash
-point, a wait, the provider, the trajectory setting) it reads as it would.
+in a few milliseconds. The warm process imports every module of seri_lsp (but
+`__main__`), the ACP SDK (`seri-lsp acp`'s pydantic schema, most of an ACP agent's 0.8
+CPU-seconds of start), and the libraries a server imports once a session needs them
+(`LIBRARIES`: httpx and its kin, about 0.2 CPU-seconds, in four servers of five; the MCP
+SDK, 0.5, in one of five), and builds the LSP converter with every type's hooks (about
+0.06). None of seri's modules reads the environment when it is imported (the waits of
+`seri_lsp.waits` are read when they start; tests/test_warm_server.py checks it), so
+what a server reads from its environment (a crash point, a wait, the provider, the
+trajectory setting) it reads as it would.
 
 The test holds a `ForkedServer`, which acts as the `asyncio.subprocess.Process` pygls
 would have made: its pid is the server's, `kill()` and `terminate()` signal it, `wait()`
@@ -42,12 +43,11 @@ from pathlib import Path
 from typing import Any
 
 _MAX_REQUEST = 1 << 20
-# What the warm process imports before it forks: what `python -m seri_lsp` imports first,
-# the LSP face, and the ACP SDK (for `seri-lsp acp`).
-PRELOADED = ("seri_lsp.cli", "seri_lsp.lsp.server", "acp.stdio")
-# Libraries, none of seri's own, that servers import once a session needs them: the
-# provider's HTTP client (httpx, truststore, certifi), the file filters (pathspec, regex),
-# the session lock (filelock), the command parser (bashlex) and the MCP client.
+# What the warm process imports before it forks: seri_lsp's modules (`seri_modules()`),
+# the ACP SDK's, and these libraries, none of seri's own, that servers import once a
+# session needs them: the provider's HTTP client (httpx, truststore, certifi), the file
+# filters (pathspec, regex), the session lock (filelock), the command parser (bashlex) and
+# the MCP client.
 LIBRARIES = (
     "httpx",
     "truststore",
@@ -63,6 +63,24 @@ LIBRARIES = (
 )
 
 
+def seri_modules() -> list[str]:
+    """Every module of seri_lsp but `__main__` (which would run the server)."""
+    import pkgutil
+
+    import seri_lsp
+
+    walked = pkgutil.walk_packages(seri_lsp.__path__, "seri_lsp.")
+    return [module.name for module in walked if module.name != "seri_lsp.__main__"]
+
+
+def preload() -> None:
+    """Import what the warm process imports before it forks."""
+    import importlib
+
+    for name in (*seri_modules(), "acp.stdio", *LIBRARIES):
+        importlib.import_module(name)
+
+
 # --- the warm process ------------------------------------------------------------------
 
 
@@ -70,10 +88,8 @@ def _serve(path: str) -> None:
     """Accept requests for servers on the Unix socket `path`, for as long as the test
     worker that started this process lives (its end of stdin closing ends it)."""
     import gc
-    import importlib
 
-    for name in (*PRELOADED, *LIBRARIES):
-        importlib.import_module(name)
+    preload()
     _warm_converter()
     gc.freeze()
     # Reapers are never waited for here: they go as soon as they end.

@@ -65,7 +65,7 @@ from seri_lsp.store.checkpoints import (
     sha256_of,
 )
 from seri_lsp.store.worker import Worker
-from seri_lsp.waits import wait_seconds
+from seri_lsp.waits import Wait
 
 RESTORE_MODES = ("both", "conversation", "files")
 RECAP_NOTE = (
@@ -79,7 +79,7 @@ KEPT_NOTE = (
 USAGE = BY_NAME["rewind"].usage
 PROMPT_LENGTH = 80
 # How long a rewind waits for the editor to apply one file's change.
-EDITOR_ANSWER_SECONDS = wait_seconds("EDITOR_ANSWER_SECONDS", 10.0)
+EDITOR_ANSWER_SECONDS = Wait("EDITOR_ANSWER_SECONDS", 10.0)
 # A file that cannot be read (a folder now, not UTF-8, too big) matches no content.
 _UNREADABLE = "unreadable"
 
@@ -591,10 +591,11 @@ async def _editor_change(
     within EDITOR_ANSWER_SECONDS counts as not having made it: a rewind cannot be
     cancelled, so it must not wait for ever (a late answer that did make it is seen as
     restored by the next rewind)."""
+    seconds = EDITOR_ANSWER_SECONDS.seconds()
     try:
-        edit = await asyncio.wait_for(request, EDITOR_ANSWER_SECONDS)
+        edit = await asyncio.wait_for(request, seconds)
     except TimeoutError:
-        return f"the editor did not answer within {EDITOR_ANSWER_SECONDS:g} s"
+        return f"the editor did not answer within {seconds:g} s"
     return None if edit.applied else f"{refused}: {edit.reason}"
 
 

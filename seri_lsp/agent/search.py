@@ -25,15 +25,15 @@ import regex
 
 from seri_lsp.agent.disk import BINARY_SNIFF, Stop, read_upto, size_text
 from seri_lsp.files import READ_FLAGS
-from seri_lsp.waits import wait_seconds
+from seri_lsp.waits import Wait
 
 MAX_GREP_MATCHES = 200
 MAX_GREP_FILE_BYTES = 2 * 1024 * 1024
 MAX_IGNORE_FILE_BYTES = 1024 * 1024
 MAX_LINE_SHOWN = 300
 # Seconds one grep call may take, and one line's match at most.
-GREP_TIME_BUDGET = wait_seconds("GREP_TIME_BUDGET", 5.0)
-GREP_LINE_TIMEOUT = wait_seconds("GREP_LINE_TIMEOUT", 1.0)
+GREP_TIME_BUDGET = Wait("GREP_TIME_BUDGET", 5.0)
+GREP_LINE_TIMEOUT = Wait("GREP_LINE_TIMEOUT", 1.0)
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 # What a pattern may ask of the compiler: its length, one repeat count ({n}, {n,}, {n,m}),
 # and its size with the counted repeats spelled out (nested counts multiply).
@@ -160,6 +160,7 @@ class GrepScope:
 
 @dataclass
 class _Tally:
+    line_timeout: float  # (seconds one line's match may take)
     matches: list[str] = field(default_factory=list)
     searched: int = 0
     slow_lines: int = 0
@@ -171,7 +172,7 @@ class _Tally:
 
 def grep(pattern: regex.Pattern[str], scope: GrepScope, *, stop: Stop) -> str:
     """Search the scope's files line by line; answers `path:line: text` lines and notes."""
-    tally = _Tally()
+    tally = _Tally(line_timeout=GREP_LINE_TIMEOUT.seconds())
     ignores = _Ignores(scope.root, stop)
     try:
         for path in _walk(scope.target, ignores, stop):
@@ -200,11 +201,12 @@ def _search_text(
         if remaining is not None and remaining <= 0:
             tally.out_of_time = True
             return
-        timeout = GREP_LINE_TIMEOUT if remaining is None else min(GREP_LINE_TIMEOUT, remaining)
+        limit = tally.line_timeout
+        timeout = limit if remaining is None else min(limit, remaining)
         try:
             found = pattern.search(line, timeout=timeout)
         except TimeoutError:
-            if timeout < GREP_LINE_TIMEOUT:  # the search's budget ran out, not the line's
+            if timeout < limit:  # the search's budget ran out, not the line's
                 tally.out_of_time = True
                 return
             tally.slow_lines += 1
@@ -222,9 +224,9 @@ def _report(tally: _Tally) -> str:
         lines.append(f"[stopped after {MAX_GREP_MATCHES} matches; narrow the search]")
     if tally.out_of_time:
         lines.append(
-            f"[search cut short: the time budget of {GREP_TIME_BUDGET:g} seconds ran out after "
-            f"{tally.searched} files; the rest were not searched. Narrow the path or simplify "
-            "the pattern]"
+            f"[search cut short: the time budget of {GREP_TIME_BUDGET.seconds():g} seconds ran "
+            f"out after {tally.searched} files; the rest were not searched. Narrow the path or "
+            "simplify the pattern]"
         )
     if tally.slow_lines:
         lines.append(

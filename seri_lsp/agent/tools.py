@@ -522,7 +522,7 @@ class Toolbox:
             _required_text(args, "pattern"),
             self.workspace,
             self.host.open_documents(),
-            budget=search.GREP_TIME_BUDGET,
+            budget=search.GREP_TIME_BUDGET.seconds(),
         )
         return ToolOutcome(found)
 

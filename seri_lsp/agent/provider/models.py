@@ -23,11 +23,11 @@ from seri_lsp.agent.provider.reply import read_body
 from seri_lsp.host import Level
 from seri_lsp.model_choice import ModelEntry
 from seri_lsp.settings import DEFAULT_CONTEXT_WINDOW, ProviderSettings
-from seri_lsp.waits import wait_seconds
+from seri_lsp.waits import Wait
 
 MODELS_RETRY_SECONDS = 300.0
 # The whole /models answer must arrive within this (it only sizes the window).
-MODELS_SECONDS = wait_seconds("MODELS_SECONDS", 5.0)
+MODELS_SECONDS = Wait("MODELS_SECONDS", 5.0)
 # Where the context window came from (`seri.session.get`'s `usage.contextWindowSource`).
 WindowSource = Literal["setting", "provider", "default"]
 # The fields of a model-list entry that give its context window: OpenRouter's, LiteLLM's,
@@ -114,7 +114,7 @@ async def read_model_list(client: Callable[[], Awaitable[Client]]) -> list[Any] 
         # A deadline for the whole answer, not only for each read: a server that
         # trickles its model list must not hold up the first call.
         async with (
-            asyncio.timeout(MODELS_SECONDS),
+            asyncio.timeout(MODELS_SECONDS.seconds()),
             made.http.stream("GET", "models") as response,
         ):
             raw = await read_body(response)
