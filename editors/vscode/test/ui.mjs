@@ -547,8 +547,9 @@ async function workingLine({ page, config, shot }) {
   const view = chat(page);
   await sendPrompt(view, 'What does the app print?');
   const line = view.locator('#working');
-  // The retry's count, delay and reason; then its call, in flight.
-  await line.filter({ hasText: /Retry 1\/\d+ in \d+ s: .*overloaded/ }).waitFor({ timeout: 15_000 });
+  // The retry's count, delay and reason; then its call, in flight. (The first answer
+  // comes after the server's start-up, seconds on a loaded machine: 30 s.)
+  await line.filter({ hasText: /Retry 1\/\d+ in \d+ s: .*overloaded/ }).waitFor({ timeout: 30_000 });
   await shot('working-retrying');
   await line.filter({ hasText: /Waiting for the model \(retry 1\/\d+\)/ }).waitFor({ timeout: 15_000 });
   await view.locator('.row.assistant:not(.streaming)', { hasText: 'It prints a greeting.' }).waitFor({ timeout: 20_000 });
