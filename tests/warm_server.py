@@ -322,14 +322,7 @@ class WarmServers:
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe() if stderr else (-1, os.dup(2))
         folder = os.fspath(cwd) if cwd is not None else os.getcwd()
-        request = json.dumps({"args": args, "env": env, "cwd": folder}).encode()
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connection.connect(self.socket_path)
-            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
-        finally:
-            for fd in (stdin_r, stdout_w, stderr_w):
-                os.close(fd)
+        connection = self._ask(args, env, folder, (stdin_r, stdout_w, stderr_w))
         connection.setblocking(False)
         # The writer is kept: dropping it would close the connection.
         status, status_writer = await asyncio.open_connection(sock=connection)
@@ -350,57 +343,20 @@ class WarmServers:
         server.status_writer = status_writer
         return server
 
-    def run(
-        self, args: list[str], env: dict[str, str], *, cwd: str | os.PathLike[str], timeout: float
-    ) -> subprocess.CompletedProcess[str]:
-        """`python -m seri_lsp ARGS` run to its end, as `subprocess.run` would run it with
-        stdin from /dev/null and its output captured as text (`TimeoutExpired`, the
-        server killed, when it runs longer than `timeout` seconds)."""
-        stdin = os.open(os.devnull, os.O_RDONLY)
-        stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
-        request = json.dumps({"args": args, "env": env, "cwd": os.fspath(cwd)}).encode()
+    def _ask(
+        self, args: list[str], env: dict[str, str], cwd: str, fds: tuple[int, int, int]
+    ) -> socket.socket:
+        """Ask the warm process for a server on `fds` (its stdin, stdout and stderr,
+        closed here once sent); its pid, then its exit status, come on the connection."""
+        request = json.dumps({"args": args, "env": env, "cwd": cwd}).encode()
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             connection.connect(self.socket_path)
-            socket.send_fds(connection, [request], [stdin, stdout_w, stderr_w])
+            socket.send_fds(connection, [request], list(fds))
         finally:
-            for fd in (stdin, stdout_w, stderr_w):
+            for fd in fds:
                 os.close(fd)
-        deadline = time.monotonic() + timeout
-        status = connection.makefile("rb")
-        output: dict[int, bytearray] = {stdout_r: bytearray(), stderr_r: bytearray()}
-        try:
-            pid = int(status.readline())
-            open_fds = [stdout_r, stderr_r]
-            while open_fds:
-                left = deadline - time.monotonic()
-                ready = select.select(open_fds, [], [], max(left, 0))[0]
-                if not ready:
-                    os.kill(pid, signal.SIGKILL)
-                    raise subprocess.TimeoutExpired(["seri_lsp", *args], timeout)
-                for fd in ready:
-                    chunk = os.read(fd, 1 << 16)
-                    if chunk:
-                        output[fd] += chunk
-                    else:
-                        open_fds.remove(fd)
-            line = status.readline()
-        finally:
-            status.close()
-            connection.close()
-            os.close(stdout_r)
-            os.close(stderr_r)
-
-        def text(data: bytearray) -> str:  # as `text=True` reads it: universal newlines
-            return data.decode().replace("\r\n", "\n").replace("\r", "\n")
-
-        return subprocess.CompletedProcess(
-            ["seri_lsp", *args],
-            int(line) if line.strip() else -signal.SIGKILL,
-            text(output[stdout_r]),
-            text(output[stderr_r]),
-        )
+        return connection
 
     def popen(
         self, args: list[str], env: dict[str, str], *, cwd: str | os.PathLike[str]
@@ -410,15 +366,43 @@ class WarmServers:
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
-        request = json.dumps({"args": args, "env": env, "cwd": os.fspath(cwd)}).encode()
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            connection.connect(self.socket_path)
-            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
-        finally:
-            for fd in (stdin_r, stdout_w, stderr_w):
-                os.close(fd)
+        connection = self._ask(args, env, os.fspath(cwd), (stdin_r, stdout_w, stderr_w))
         return ForkedProcess(["seri_lsp", *args], connection, (stdin_w, stdout_r, stderr_r))
+
+    def run(
+        self, args: list[str], env: dict[str, str], *, cwd: str | os.PathLike[str], timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """`python -m seri_lsp ARGS` run to its end, as `subprocess.run` would run it with
+        no input and its output captured as text (`TimeoutExpired`, the server killed,
+        when it runs longer than `timeout` seconds)."""
+        process = self.popen(args, env, cwd=cwd)
+        process.stdin.close()
+        deadline = time.monotonic() + timeout
+        output = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+        reading = list(output)
+        try:
+            while reading:
+                left = max(deadline - time.monotonic(), 0)
+                ready = select.select(reading, [], [], left)[0]
+                if not ready:
+                    process.kill()
+                    raise subprocess.TimeoutExpired(process.args, timeout)
+                for fd in ready:
+                    chunk = os.read(fd, 1 << 16)
+                    if chunk:
+                        output[fd] += chunk
+                    else:
+                        reading.remove(fd)
+            code = process.wait()
+        finally:
+            process.stdout.close()
+            process.stderr.close()
+
+        def text(data: bytearray) -> str:  # as `text=True` reads it: universal newlines
+            return data.decode().replace("\r\n", "\n").replace("\r", "\n")
+
+        stdout, stderr = output.values()
+        return subprocess.CompletedProcess(process.args, code, text(stdout), text(stderr))
 
     def command(self) -> list[str]:
         """A command line that runs as `python -m seri_lsp` and forks the server from
