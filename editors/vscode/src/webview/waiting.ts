@@ -21,19 +21,28 @@ export interface NoteDrafts {
   set(id: number, text: string): void;
 }
 
-/** Keep `container`'s children to one element per item, by id, in the items' order. */
+/**
+ * Keep `container`'s children to one element per item, by id, in the items' order. An
+ * element already in its place is left there: taken out and put back, it would lose the
+ * focus, and what is typed next into a note would go nowhere.
+ */
 function sync<T extends { id: number }>(container: HTMLElement, items: readonly T[], render: (item: T) => HTMLElement): void {
   const existing = new Map<string, HTMLElement>();
   for (const child of [...container.children] as HTMLElement[]) {
     existing.set(child.dataset.itemId ?? '', child);
   }
-  const wanted = items.map((item) => {
+  items.forEach((item, index) => {
     const element = existing.get(String(item.id)) ?? render(item);
     element.dataset.itemId = String(item.id);
-    return element;
+    const current = container.children[index];
+    if (current !== element) {
+      container.insertBefore(element, current ?? null);
+    }
   });
-  container.replaceChildren(...wanted);
-  container.hidden = wanted.length === 0;
+  while (container.children.length > items.length) {
+    container.lastElementChild?.remove();
+  }
+  container.hidden = items.length === 0;
 }
 
 /** Sent by a question's card answered while the focus was in it (the page moves the focus on). */
