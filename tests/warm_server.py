@@ -242,7 +242,9 @@ class ForkedProcess:
         self.returncode: int | None = None
         self._status = status
         self._said = b""
-        self.pid = int(self._line(None) or b"0")
+        # (no pid, the reaper gone: an error here, as ForkedServer's, never a pid of 0,
+        # which `os.kill` would read as this whole process group)
+        self.pid = int(self._line(None) or b"")
 
     def _line(self, timeout: float | None) -> bytes | None:
         """The reaper's next line; None when none came within `timeout` seconds."""
@@ -386,6 +388,7 @@ class WarmServers:
                 ready = select.select(reading, [], [], left)[0]
                 if not ready:
                     process.kill()
+                    process.wait(5)  # (its reaper says so at once; the connection closes)
                     raise subprocess.TimeoutExpired(process.args, timeout)
                 for fd in ready:
                     chunk = os.read(fd, 1 << 16)
